@@ -1,0 +1,16 @@
+/** Jest in native ESM mode (NestJS 12 is ESM-only): ts-jest compiles, Node's VM modules load. */
+export default {
+  testEnvironment: 'node',
+  extensionsToTreatAsEsm: ['.ts'],
+  roots: ['<rootDir>/lib', '<rootDir>/test', '<rootDir>/sample-app'],
+  testMatch: ['**/*.spec.ts'],
+  moduleNameMapper: {
+    '^nest-quorum-lock$': '<rootDir>/lib/index.ts',
+    '^nest-quorum-lock/testing$': '<rootDir>/lib/testing/index.ts',
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json', diagnostics: { ignoreCodes: [151002] } }],
+  },
+  testTimeout: 60000,
+};

@@ -1,0 +1,125 @@
+import type { Subscription } from 'rxjs';
+import { LockLostError } from './errors.js';
+import type { Lock } from './lock.js';
+
+/** What a held lock needs from the engine that granted it. */
+export interface LockOwner {
+  extend(lock: HeldLock, ttl: number | undefined): Promise<void>;
+  release(lock: HeldLock): Promise<void>;
+  /** Called once when the lock is lost, to forget it and free what is left of it on the nodes. */
+  lost(lock: HeldLock): void;
+}
+
+/** The engine's {@link Lock}: the value, keys and validity of one grant, and its lifecycle. */
+export class HeldLock implements Lock {
+  readonly fencingToken: number;
+  private readonly controller = new AbortController();
+  private state: 'held' | 'released' | 'lost' = 'held';
+  private expiry: NodeJS.Timeout | undefined;
+  private deadline = 0;
+  private wallDeadline = 0;
+  private watchdog: Subscription | undefined;
+  /** Set when the watchdog stopped because `maxHold` was reached, to explain the loss. */
+  maxHoldReached = false;
+
+  constructor(
+    private readonly owner: LockOwner,
+    /** The random value that identifies this holder in every lock key. */
+    readonly value: string,
+    readonly resources: readonly string[],
+    /** Lock keys in sorted resource order, as the scripts receive them. */
+    readonly keys: readonly string[],
+    readonly fencingTokens: Readonly<Record<string, number>>,
+    /** Lease in ms the watchdog extends to. */
+    readonly ttl: number,
+    validityMs: number,
+    now: number,
+  ) {
+    this.fencingToken = fencingTokens[resources[0]!]!;
+    this.setValidity(validityMs, now);
+  }
+
+  get expiresAt(): number {
+    return this.wallDeadline;
+  }
+
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** True until released or lost. */
+  get active(): boolean {
+    return this.state === 'held';
+  }
+
+  /** Monotonic time (performance.now) at which validity ends. */
+  get validUntil(): number {
+    return this.deadline;
+  }
+
+  extend(ttl?: number): Promise<void> {
+    return this.owner.extend(this, ttl);
+  }
+
+  release(): Promise<void> {
+    return this.owner.release(this);
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release();
+  }
+
+  /** Records a new validity window; arms the timer that declares the lock lost when it ends. */
+  setValidity(validityMs: number, now: number): void {
+    this.deadline = now + validityMs;
+    this.wallDeadline = Date.now() + validityMs;
+    clearTimeout(this.expiry);
+    this.expiry = setTimeout(
+      () =>
+        this.markLost(
+          this.maxHoldReached
+            ? 'it was held for longer than maxHold, so the watchdog stopped extending it'
+            : 'its validity ran out before it was extended',
+        ),
+      Math.max(0, validityMs),
+    );
+    this.expiry.unref();
+  }
+
+  /** Attaches the watchdog subscription that extends this lock; it ends with the lock. */
+  attachWatchdog(subscription: Subscription): void {
+    if (this.active) this.watchdog = subscription;
+    else subscription.unsubscribe();
+  }
+
+  /** Ends the lock as lost: aborts the signal at once with a LockLostError. */
+  markLost(reason: string): LockLostError {
+    const error = new LockLostError(this.resources, reason);
+    if (this.state !== 'held') return error;
+    this.state = 'lost';
+    this.stop();
+    this.controller.abort(error);
+    this.owner.lost(this);
+    return error;
+  }
+
+  /** Ends the lock as released. Returns false if it had already ended. */
+  markReleased(): boolean {
+    if (this.state !== 'held') return false;
+    this.state = 'released';
+    this.stop();
+    this.controller.abort(new DOMException('The lock was released', 'AbortError'));
+    return true;
+  }
+
+  /** Whether it ended by release (as opposed to loss). */
+  get released(): boolean {
+    return this.state === 'released';
+  }
+
+  private stop(): void {
+    clearTimeout(this.expiry);
+    this.watchdog?.unsubscribe();
+    this.watchdog = undefined;
+  }
+}

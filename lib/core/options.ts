@@ -1,0 +1,245 @@
+import type { Redis, RedisOptions } from 'ioredis';
+import { RedlockOptionsError } from './errors.js';
+import type { RedlockLogger } from './logger.js';
+
+/** One Redis master: a `redis://` / `rediss://` URL, ioredis options, or a ready ioredis client. */
+export type RedlockNode = string | RedisOptions | Redis;
+
+/** Options of the Redlock engine (and of `RedlockModule.forRoot`). */
+export interface RedlockOptions {
+  /**
+   * The independent Redis masters. Use an odd number (3 or 5). Clients passed in ready-made are
+   * never closed by the library; connections it opens from URLs/options are closed on shutdown.
+   */
+  nodes: RedlockNode[];
+  /** Default lease in ms. Default 10000. */
+  ttl?: number;
+  /** Clock drift allowance; validity = ttl - elapsed - ttl * driftFactor - 2 ms. Default 0.01. */
+  driftFactor?: number;
+  /** Per-node command timeout in ms: a dead or paused node never stalls an acquire longer. Default 100. */
+  nodeTimeout?: number;
+  /** Default time an acquire waits for a busy lock, in ms (0 = fail fast). Default 0. */
+  wait?: number;
+  /** Delay between attempts when no node told us when the lock frees up (nodes unavailable). Default 200. */
+  retryDelay?: number;
+  /** Random extra delay up to this many ms, so that waiters do not retry in lockstep. Default 50. */
+  retryJitter?: number;
+  /** Prefix of every key and channel the library uses. Default `redlock:`. */
+  keyPrefix?: string;
+  /**
+   * A node that lost its data (restart without persistence) abstains from every quorum for this
+   * many ms, so that locks it forgot have expired elsewhere first. It is also the largest ttl any
+   * lock may use. `false` turns the guard off (only for nodes that cannot have granted anything,
+   * e.g. nodes a test just started). Default: max(60000, ttl).
+   */
+  restartGuard?: number | false;
+  /** Idle time after which a resource's fencing counter key expires, in ms. Default 7 days. */
+  fenceIdleTtl?: number;
+  /** How long connecting at start-up may take before unreachable nodes are reported. Default 5000. */
+  connectTimeout?: number;
+  /** Upper bound for how long a watchdog keeps extending one lock, in ms. Default 600000 (10 min). */
+  maxHold?: number;
+  /** Where the engine reports unreachable or abstaining nodes. Default: warnings to stderr. */
+  logger?: RedlockLogger;
+}
+
+/** Per-call options of acquire / tryAcquire / using / @DistributedLock. */
+export interface LockOptions {
+  /** Lease in ms (default: the module's `ttl`). */
+  ttl?: number;
+  /** How long to wait for a busy lock in ms (default: the module's `wait`; 0 = fail fast). */
+  wait?: number;
+  retryDelay?: number;
+  retryJitter?: number;
+  /** Extend the lock automatically while it is held (default: on for `using` and the decorator). */
+  watchdog?: boolean;
+  /** Stop auto-extension after this many ms (default: the module's `maxHold`). */
+  maxHold?: number;
+  /** Cancels waiting for the lock. */
+  signal?: AbortSignal;
+}
+
+/** Options after defaults, as the engine uses them. */
+export interface ResolvedOptions {
+  readonly ttl: number;
+  readonly driftFactor: number;
+  readonly nodeTimeout: number;
+  readonly wait: number;
+  readonly retryDelay: number;
+  readonly retryJitter: number;
+  readonly keyPrefix: string;
+  readonly restartGuard: number | false;
+  readonly fenceIdleTtl: number;
+  readonly connectTimeout: number;
+  readonly maxHold: number;
+}
+
+/** Per-call options after defaults. */
+export interface ResolvedLockOptions {
+  readonly ttl: number;
+  readonly wait: number;
+  readonly retryDelay: number;
+  readonly retryJitter: number;
+  readonly watchdog: boolean;
+  readonly maxHold: number;
+  readonly signal?: AbortSignal;
+}
+
+const DEFAULTS = {
+  ttl: 10_000,
+  driftFactor: 0.01,
+  nodeTimeout: 100,
+  wait: 0,
+  retryDelay: 200,
+  retryJitter: 50,
+  keyPrefix: 'redlock:',
+  minRestartGuard: 60_000,
+  fenceIdleTtl: 7 * 24 * 3600 * 1000,
+  connectTimeout: 5_000,
+  maxHold: 600_000,
+} as const;
+
+/** Validates engine options and fills defaults. Throws {@link RedlockOptionsError} naming the fix. */
+export function resolveOptions(options: RedlockOptions): ResolvedOptions {
+  if (options === null || typeof options !== 'object') {
+    throw new RedlockOptionsError('options', 'missing', 'Pass an object such as { nodes: ["redis://localhost:6379"] }.');
+  }
+  validateNodes(options.nodes);
+  const ttl = positive('ttl', options.ttl ?? DEFAULTS.ttl);
+  const driftFactor = options.driftFactor ?? DEFAULTS.driftFactor;
+  if (typeof driftFactor !== 'number' || !(driftFactor >= 0 && driftFactor < 0.5)) {
+    throw new RedlockOptionsError('driftFactor', `got ${String(driftFactor)}`, 'Use a number in [0, 0.5), e.g. 0.01.');
+  }
+  const nodeTimeout = positive('nodeTimeout', options.nodeTimeout ?? DEFAULTS.nodeTimeout);
+  if (nodeTimeout >= ttl) {
+    throw new RedlockOptionsError(
+      'nodeTimeout',
+      `${nodeTimeout} ms is not below ttl ${ttl} ms`,
+      'A node timeout must leave most of the lease as validity: use a few ms to a few hundred ms.',
+    );
+  }
+  const restartGuard = options.restartGuard ?? Math.max(DEFAULTS.minRestartGuard, ttl);
+  if (restartGuard !== false) {
+    positive('restartGuard', restartGuard);
+    checkTtlWithinGuard('ttl', ttl, restartGuard);
+  }
+  const keyPrefix = options.keyPrefix ?? DEFAULTS.keyPrefix;
+  if (typeof keyPrefix !== 'string') {
+    throw new RedlockOptionsError('keyPrefix', `got ${typeof keyPrefix}`, 'Use a string such as "redlock:".');
+  }
+  return {
+    ttl,
+    driftFactor,
+    nodeTimeout,
+    wait: nonNegative('wait', options.wait ?? DEFAULTS.wait),
+    retryDelay: nonNegative('retryDelay', options.retryDelay ?? DEFAULTS.retryDelay),
+    retryJitter: nonNegative('retryJitter', options.retryJitter ?? DEFAULTS.retryJitter),
+    keyPrefix,
+    restartGuard,
+    fenceIdleTtl: positive('fenceIdleTtl', options.fenceIdleTtl ?? DEFAULTS.fenceIdleTtl),
+    connectTimeout: nonNegative('connectTimeout', options.connectTimeout ?? DEFAULTS.connectTimeout),
+    maxHold: positiveOrInfinity('maxHold', options.maxHold ?? DEFAULTS.maxHold),
+  };
+}
+
+/** Merges per-call options over the engine's, validating them. */
+export function resolveLockOptions(
+  engine: ResolvedOptions,
+  options: LockOptions | undefined,
+  watchdogDefault: boolean,
+): ResolvedLockOptions {
+  const o = options ?? {};
+  const ttl = o.ttl === undefined ? engine.ttl : positive('ttl', o.ttl);
+  if (engine.restartGuard !== false) checkTtlWithinGuard('ttl', ttl, engine.restartGuard);
+  if (ttl <= engine.nodeTimeout) {
+    throw new RedlockOptionsError('ttl', `${ttl} ms is not above nodeTimeout ${engine.nodeTimeout} ms`, 'Use a longer ttl.');
+  }
+  return {
+    ttl,
+    wait: o.wait === undefined ? engine.wait : nonNegative('wait', o.wait),
+    retryDelay: o.retryDelay === undefined ? engine.retryDelay : nonNegative('retryDelay', o.retryDelay),
+    retryJitter: o.retryJitter === undefined ? engine.retryJitter : nonNegative('retryJitter', o.retryJitter),
+    watchdog: o.watchdog ?? watchdogDefault,
+    maxHold: o.maxHold === undefined ? engine.maxHold : positiveOrInfinity('maxHold', o.maxHold),
+    signal: o.signal,
+  };
+}
+
+/** Normalises and validates resource names: a non-empty list of non-empty strings, de-duplicated. */
+export function normaliseResources(keys: string | readonly string[]): string[] {
+  const list = typeof keys === 'string' ? [keys] : keys;
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new RedlockOptionsError('keys', 'no resource given', 'Pass a non-empty string or a non-empty array of strings.');
+  }
+  for (const [i, key] of list.entries()) {
+    if (typeof key !== 'string' || key.length === 0) {
+      throw new RedlockOptionsError(
+        `keys[${i}]`,
+        `got ${key === '' ? 'an empty string' : typeof key}`,
+        'Every resource must be a non-empty string (check the key template and the arguments it reads).',
+      );
+    }
+  }
+  return [...new Set(list)];
+}
+
+function validateNodes(nodes: unknown): void {
+  if (!Array.isArray(nodes) || nodes.length === 0) {
+    throw new RedlockOptionsError(
+      'nodes',
+      'no Redis node given',
+      'Pass one or more independent masters, e.g. nodes: ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"].',
+    );
+  }
+  nodes.forEach((node, i) => {
+    if (typeof node === 'string') {
+      let url: URL;
+      try {
+        url = new URL(node);
+      } catch {
+        throw new RedlockOptionsError(`nodes[${i}]`, 'not a valid URL', 'Use redis://[user:password@]host:port[/db] or rediss:// for TLS.');
+      }
+      if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+        throw new RedlockOptionsError(
+          `nodes[${i}]`,
+          `unsupported scheme "${url.protocol}"`,
+          'Use redis://host:port, or rediss://host:port for TLS.',
+        );
+      }
+      if (!url.hostname) {
+        throw new RedlockOptionsError(`nodes[${i}]`, 'the URL has no host', 'Use redis://host:port.');
+      }
+    } else if (node === null || typeof node !== 'object') {
+      throw new RedlockOptionsError(`nodes[${i}]`, `got ${String(node)}`, 'Use a redis:// URL, ioredis options or an ioredis client.');
+    }
+  });
+}
+
+function checkTtlWithinGuard(option: string, ttl: number, restartGuard: number): void {
+  if (ttl > restartGuard) {
+    throw new RedlockOptionsError(
+      option,
+      `${ttl} ms exceeds restartGuard ${restartGuard} ms`,
+      'A node that restarts must stay out of quorums for at least the longest lease: raise `restartGuard` or lower the ttl.',
+    );
+  }
+}
+
+function positive(option: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new RedlockOptionsError(option, `got ${String(value)}`, 'Use a finite number of milliseconds above 0.');
+  }
+  return value;
+}
+
+function positiveOrInfinity(option: string, value: unknown): number {
+  if (value === Infinity) return value;
+  return positive(option, value);
+}
+
+function nonNegative(option: string, value: unknown): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+    throw new RedlockOptionsError(option, `got ${String(value)}`, 'Use a finite number of milliseconds, 0 or more.');
+  }
+  return value;
+}

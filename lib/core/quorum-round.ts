@@ -1,0 +1,93 @@
+import type { NodeFailure } from './errors.js';
+import { describeError, type LockNode } from './lock-node.js';
+
+/** How one node's reply counts toward the decision. */
+export type Vote = 'yes' | 'no' | 'unavailable';
+
+/** The decision of one round, taken as soon as it was certain. */
+export interface RoundOutcome<R> {
+  /** A majority voted yes. */
+  readonly ok: boolean;
+  /** Replies that voted yes, with the node index, in arrival order. */
+  readonly yes: ReadonlyArray<{ readonly index: number; readonly reply: R }>;
+  /** Replies that voted no (e.g. lock busy), in arrival order. */
+  readonly no: readonly R[];
+  /** Nodes that failed, timed out or abstained, with log-safe reasons. */
+  readonly unavailable: readonly NodeFailure[];
+  /**
+   * Per node index: what it answered before the decision. `declined` is an answer that did not
+   * vote (e.g. abstaining); `failed` an error or time-out; undefined no answer yet.
+   */
+  readonly votes: ReadonlyArray<'yes' | 'no' | 'declined' | 'failed' | undefined>;
+}
+
+/**
+ * Sends one request to every node at once and decides as soon as a majority said yes or a
+ * majority can no longer be reached, without waiting for stragglers. Nodes that have not answered
+ * within `timeoutMs` count as unavailable (one timer per round, not one per node).
+ * `classify` may return a failure reason instead of a vote (e.g. an abstaining node).
+ */
+export function quorumRound<R>(
+  nodes: readonly LockNode[],
+  quorum: number,
+  timeoutMs: number,
+  send: (node: LockNode) => Promise<R>,
+  classify: (reply: R, node: LockNode) => Vote | { unavailable: string },
+): Promise<RoundOutcome<R>> {
+  return new Promise((resolve) => {
+    const total = nodes.length;
+    const votes = new Array<'yes' | 'no' | 'declined' | 'failed' | undefined>(total);
+    const yes: Array<{ index: number; reply: R }> = [];
+    const no: R[] = [];
+    const unavailable: NodeFailure[] = [];
+    let decided = false;
+
+    const decide = () => {
+      if (decided) return;
+      const failed = no.length + unavailable.length;
+      if (yes.length >= quorum || failed > total - quorum || yes.length + failed === total) {
+        decided = true;
+        clearTimeout(timer);
+        resolve({ ok: yes.length >= quorum, yes, no, unavailable, votes });
+      }
+    };
+    const record = (index: number, outcome: () => void) => {
+      if (votes[index] !== undefined || decided) return;
+      outcome();
+      decide();
+    };
+
+    const timer = setTimeout(() => {
+      for (let i = 0; i < total; i++) {
+        record(i, () => {
+          votes[i] = 'failed';
+          unavailable.push({ node: nodes[i]!.label, reason: `no reply within ${timeoutMs} ms` });
+        });
+      }
+    }, timeoutMs);
+
+    nodes.forEach((node, index) => {
+      send(node).then(
+        (reply) =>
+          record(index, () => {
+            const vote = classify(reply, node);
+            if (vote === 'yes') {
+              votes[index] = 'yes';
+              yes.push({ index, reply });
+            } else if (vote === 'no') {
+              votes[index] = 'no';
+              no.push(reply);
+            } else {
+              votes[index] = 'declined';
+              unavailable.push({ node: node.label, reason: vote === 'unavailable' ? 'unavailable' : vote.unavailable });
+            }
+          }),
+        (err: unknown) =>
+          record(index, () => {
+            votes[index] = 'failed';
+            unavailable.push({ node: node.label, reason: describeError(err) });
+          }),
+      );
+    });
+  });
+}

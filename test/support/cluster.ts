@@ -1,0 +1,37 @@
+import { Redlock, type RedlockOptions } from '../../lib/index.js';
+import { RedisNodes, type RedisNodesOptions } from '../../lib/testing/index.js';
+
+/** A logger that keeps messages, so tests can assert what users would be told. */
+export class MemoryLogger {
+  readonly lines: string[] = [];
+  log = (m: string) => void this.lines.push(`log: ${m}`);
+  warn = (m: string) => void this.lines.push(`warn: ${m}`);
+  error = (m: string) => void this.lines.push(`error: ${m}`);
+}
+
+/** Real redis-server nodes plus engines on them; everything is closed by {@link TestCluster.close}. */
+export class TestCluster {
+  private readonly engines: Redlock[] = [];
+
+  private constructor(readonly redis: RedisNodes) {}
+
+  static async start(count = 5, options?: RedisNodesOptions): Promise<TestCluster> {
+    return new TestCluster(await RedisNodes.start(count, options));
+  }
+
+  /** An engine over the given node indices (default all), restart guard off unless set. */
+  async engine(options: Partial<RedlockOptions> = {}, indices?: number[]): Promise<Redlock> {
+    const urls = (indices ?? this.redis.urls.map((_, i) => i)).map((i) => this.redis.url(i));
+    const engine = new Redlock({ restartGuard: false, logger: new MemoryLogger(), nodes: urls, ...options });
+    this.engines.push(engine);
+    await engine.connect();
+    return engine;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.engines.map((e) => e.close()));
+    await this.redis.close();
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
