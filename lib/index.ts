@@ -1,1 +1,3 @@
+/** Public API: everything importable from the package root. */
 export * from './core/index.js';
+export * from './nest/index.js';

@@ -343,15 +343,18 @@ export class Redlock implements LockOwner {
   }
 
   /**
-   * Deletes our value's keys on the nodes; resolves when every node answered (so the keys are gone
-   * when release() returns), or at the first failure or nodeTimeout (a dead node must not stall).
+   * Deletes our value's keys on the nodes; resolves when every node answered or failed (so the keys
+   * are gone from every reachable node when release() returns), or after nodeTimeout (a dead or
+   * paused node must not stall). A failed node must not end the wait early: the others may still
+   * be running the script (e.g. re-sent with EVAL after NOSCRIPT), and an acquire sent after
+   * release() returned would then overtake the release on those nodes.
    */
   private releaseKeys(lockKeys: readonly string[], value: string, nodes = this.nodes): Promise<void> {
     return quorumRound(
       nodes,
       nodes.length,
       this.options.nodeTimeout,
-      (node) => node.run(RELEASE, lockKeys, [value]),
+      (node) => node.run(RELEASE, lockKeys, [value]).catch(() => 0),
       () => 'yes',
     ).then(() => undefined);
   }

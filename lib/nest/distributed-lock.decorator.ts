@@ -1,0 +1,99 @@
+import { Inject } from '@nestjs/common';
+import { Observable } from 'rxjs';
+import type { LockOptions } from '../core/options.js';
+import { compileLockKey, type LockKey } from './lock-key.js';
+import { LockService } from './lock.service.js';
+import {
+  DISTRIBUTED_LOCK_METADATA,
+  FENCING_TOKEN_PARAM,
+  LOCK_SERVICE_PROPERTY,
+  LOCK_SIGNAL_PARAM,
+} from './redlock.constants.js';
+
+/** Per-method options of `@DistributedLock` (module defaults apply to what is left out). */
+export type DistributedLockOptions = Omit<LockOptions, 'signal'>;
+
+/** What `@DistributedLock` records on the method, readable with `Reflect.getMetadata`. */
+export interface DistributedLockMetadata {
+  readonly key: LockKey;
+  readonly options: DistributedLockOptions;
+}
+
+type AnyMethod = (...args: never[]) => unknown;
+
+/**
+ * Methods the decorator accepts: taking the lock is asynchronous, so the method must return a
+ * Promise or an Observable (a synchronous method would silently change its return type).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type LockableMethod = (...args: any[]) => Promise<unknown> | Observable<unknown>;
+
+/** Classes whose LockService property injection is registered (once per class, not per method). */
+const injected = new WeakSet<object>();
+
+/**
+ * Runs the method under a distributed lock: acquired on a majority of nodes before the call,
+ * auto-extended while it runs (watchdog, bounded by `maxHold`), released afterwards. The fencing
+ * token and the lock's AbortSignal reach the method through `@FencingToken()` / `@LockSignal()`.
+ *
+ * Works on controller route handlers, in any order with `@Get`/`@Post`/`@UseGuards` (all metadata
+ * is kept), and on methods of any provider. A method declared to return an `Observable` holds the
+ * lock until the stream completes, errors or is unsubscribed. The method's own errors pass through
+ * unchanged; a busy lock raises `LockNotAcquiredError` (HTTP 409 with Retry-After).
+ *
+ * @param key a resource, several, a template (`'order:{0}'`, `'user:{1.id}'`) or a function of the arguments
+ *
+ * ```ts
+ * @Post(':id/withdraw')
+ * @DistributedLock('account:{0}', { wait: 2000 })
+ * withdraw(@Param('id') id: string, @Body() body: WithdrawDto, @FencingToken() token: number) { ... }
+ * ```
+ */
+export function DistributedLock(
+  key: LockKey,
+  options: DistributedLockOptions = {},
+): <M extends LockableMethod>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<M>) => void {
+  return (target, propertyKey, descriptor) => {
+    const original = descriptor.value as unknown;
+    const where = `${target.constructor.name}.${String(propertyKey)}`;
+    if (typeof original !== 'function') {
+      throw new TypeError(`@DistributedLock() belongs on a method; ${where} is not one`);
+    }
+    // Property injection registered now: a module without RedlockModule fails at bootstrap.
+    if (!injected.has(target)) {
+      injected.add(target);
+      Inject(LockService)(target, LOCK_SERVICE_PROPERTY);
+    }
+
+    const resolveKeys = compileLockKey(key, where);
+    const tokenIndex = Reflect.getMetadata(FENCING_TOKEN_PARAM, target, propertyKey) as number | undefined;
+    const signalIndex = Reflect.getMetadata(LOCK_SIGNAL_PARAM, target, propertyKey) as number | undefined;
+    const returnsObservable = Reflect.getMetadata('design:returntype', target, propertyKey) === Observable;
+
+    const wrapper = new Proxy(original as AnyMethod, {
+      apply(method, self: Record<symbol, LockService | undefined> | undefined, args: unknown[]) {
+        const service = self?.[LOCK_SERVICE_PROPERTY];
+        if (!service) {
+          throw new TypeError(
+            `${where} is decorated with @DistributedLock, but its instance was not created by NestJS ` +
+              '(or RedlockModule is missing): get it from the DI container instead of calling `new`.',
+          );
+        }
+        const resources = resolveKeys(args);
+        return service.runLocked(resources, options, returnsObservable, (lock) => {
+          const callArgs = [...args];
+          if (tokenIndex !== undefined) callArgs[tokenIndex] = lock.fencingToken;
+          if (signalIndex !== undefined) callArgs[signalIndex] = lock.signal;
+          return Reflect.apply(method, self, callArgs);
+        });
+      },
+    });
+    // The router and other decorators read metadata from the function object: copy all of it, or
+    // a route declared above this decorator would answer 404.
+    for (const metadataKey of Reflect.getOwnMetadataKeys(original)) {
+      Reflect.defineMetadata(metadataKey, Reflect.getOwnMetadata(metadataKey, original), wrapper);
+    }
+    Reflect.defineMetadata(DISTRIBUTED_LOCK_METADATA, { key, options } satisfies DistributedLockMetadata, wrapper);
+    descriptor.value = wrapper as unknown as typeof descriptor.value;
+  };
+}

@@ -1,0 +1,25 @@
+import { ConfigurableModuleBuilder } from '@nestjs/common';
+import type { RedlockOptions } from '../core/options.js';
+
+/** Options of `RedlockModule.forRoot` / the factory of `forRootAsync`. */
+export type RedlockModuleOptions = RedlockOptions;
+
+/** Extra options of forRoot / forRootAsync. */
+export interface RedlockModuleExtras {
+  /**
+   * Register LockService for every module (default true): `@DistributedLock` works on providers
+   * of any module without importing RedlockModule again (a second forRoot would open a second set
+   * of connections).
+   */
+  isGlobal?: boolean;
+}
+
+export const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN, OPTIONS_TYPE, ASYNC_OPTIONS_TYPE } =
+  new ConfigurableModuleBuilder<RedlockModuleOptions>({ moduleName: 'Redlock' })
+    .setClassMethodName('forRoot')
+    .setFactoryMethodName('createRedlockOptions')
+    .setExtras<RedlockModuleExtras>({ isGlobal: true }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
+    .build();
+
+/** Injection token of the resolved module options. */
+export const REDLOCK_MODULE_OPTIONS = MODULE_OPTIONS_TOKEN;
