@@ -1,5 +1,5 @@
 import { Inject } from '@nestjs/common';
-import { Observable } from 'rxjs';
+import { Observable, throwError } from 'rxjs';
 import type { LockOptions } from '../core/options.js';
 import { compileLockKey, type LockKey } from './lock-key.js';
 import { LockService } from './lock.service.js';
@@ -79,7 +79,13 @@ export function DistributedLock(
               '(or RedlockModule is missing): get it from the DI container instead of calling `new`.',
           );
         }
-        const resources = resolveKeys(args);
+        let resources: string[];
+        try {
+          resources = resolveKeys(args);
+        } catch (err) {
+          // Report a bad key the way the method reports errors: as a rejection or a stream error.
+          return returnsObservable ? throwError(() => err) : Promise.reject(err);
+        }
         return service.runLocked(resources, options, returnsObservable, (lock) => {
           const callArgs = [...args];
           if (tokenIndex !== undefined) callArgs[tokenIndex] = lock.fencingToken;
