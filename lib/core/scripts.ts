@@ -55,7 +55,7 @@ for i = 2, n + 1 do
   local fence = KEYS[i + n]
   local current = redis.call('GET', fence)
   local token
-  if current then token = tonumber(current) + 1 else token = 1 end
+  if current then token = tonumber(current) + 1 else token = now_us end
   redis.call('SET', fence, string.format('%.0f', token), 'PX', ARGV[4])
   out[i] = token
 end

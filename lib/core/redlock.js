@@ -1,0 +1,324 @@
+import { randomBytes } from 'node:crypto';
+import { LockLostError, LockNotAcquiredError, QuorumUnavailableError, RedlockError, RedlockOptionsError, } from './errors.js';
+import { HeldLock } from './held-lock.js';
+import { KeySpace } from './keys.js';
+import { LockContext } from './lock-context.js';
+import { LockNode } from './lock-node.js';
+import { consoleLogger } from './logger.js';
+import { normaliseResources, resolveLockOptions, resolveOptions, } from './options.js';
+import { quorumRound } from './quorum-round.js';
+import { ReleaseWaiter } from './release-waiter.js';
+import { ACQUIRE, EXTEND, RAISE_FENCE, RELEASE } from './scripts.js';
+import { startWatchdog } from './watchdog.js';
+/**
+ * The Redlock engine: a mutex over N independent Redis masters with quorum fencing tokens.
+ * Framework-free; `LockService` is its NestJS face. Everything that happens on acquire, extend and
+ * release is in this file; the Lua it runs is in `scripts.ts`.
+ */
+export class Redlock {
+    options;
+    nodes;
+    /** Votes needed: a strict majority of the nodes. */
+    quorum;
+    keys;
+    logger;
+    waiter;
+    context = new LockContext();
+    held = new Set();
+    drift;
+    closed = false;
+    constructor(options) {
+        this.options = resolveOptions(options);
+        this.logger = options.logger ?? consoleLogger;
+        this.nodes = options.nodes.map((n) => LockNode.from(n, this.options.connectTimeout, this.logger));
+        this.quorum = Math.floor(this.nodes.length / 2) + 1;
+        if (this.nodes.length % 2 === 0) {
+            this.logger.warn(`${this.nodes.length} Redis nodes configured: an even count tolerates no more failures than ` +
+                `${this.nodes.length - 1} nodes would (quorum ${this.quorum}). Use an odd number such as 3 or 5.`);
+        }
+        this.keys = new KeySpace(this.options.keyPrefix);
+        this.waiter = new ReleaseWaiter(this.nodes, this.options.nodeTimeout);
+        const { driftFactor } = this.options;
+        this.drift = (ttl) => Math.floor(ttl * driftFactor) + 2;
+    }
+    /**
+     * Waits until every node is connected, at most `connectTimeout` ms, and logs the nodes that are
+     * not. Resolves with each node's status (it does not throw: a minority may well be down).
+     */
+    async connect() {
+        await Promise.all(this.nodes.map((n) => n.waitReady(this.options.connectTimeout)));
+        const statuses = this.status();
+        const down = statuses.filter((s) => !s.reachable);
+        for (const s of down)
+            this.logger.warn(`Redis node ${s.node} is not reachable: ${s.error ?? 'not connected yet'}`);
+        if (this.nodes.length - down.length < this.quorum) {
+            this.logger.error(`Only ${this.nodes.length - down.length} of ${this.nodes.length} Redis nodes are reachable; ` +
+                `no lock can be granted until ${this.quorum} are.`);
+        }
+        return statuses;
+    }
+    /** Current reachability of each node (no I/O). */
+    status() {
+        const now = Date.now();
+        return this.nodes.map((n) => ({
+            node: n.label,
+            reachable: n.client.status === 'ready',
+            ...(n.client.status === 'ready' ? {} : { error: n.lastError ?? n.client.status }),
+            ...(n.abstainingUntil > now ? { abstainingUntil: n.abstainingUntil } : {}),
+        }));
+    }
+    /**
+     * Acquires a lock on one or more resources, waiting up to `wait` ms while it is busy.
+     * Throws LockNotAcquiredError (busy), QuorumUnavailableError (too few nodes), or the signal's
+     * reason when `options.signal` aborts.
+     */
+    acquire(resources, options) {
+        return this.acquireWith(resources, options, false);
+    }
+    /** Like {@link acquire}, but resolves `null` instead of throwing when the lock stays busy. */
+    async tryAcquire(resources, options) {
+        try {
+            return await this.acquire(resources, options);
+        }
+        catch (err) {
+            if (err instanceof LockNotAcquiredError)
+                return null;
+            throw err;
+        }
+    }
+    /**
+     * Runs `fn` while holding the lock (auto-extended by the watchdog unless `watchdog: false`), and
+     * releases it afterwards, also when `fn` throws. Inside `fn`, nested acquisitions of the same
+     * resources join this lock.
+     */
+    async using(resources, fn, options) {
+        const lock = await this.acquireWith(resources, options, true);
+        try {
+            return await this.runHolding(lock, () => fn(lock));
+        }
+        finally {
+            await lock.release();
+        }
+    }
+    /** Runs `fn` with `lock` recorded as held in this async call chain (nested acquisitions join it). */
+    runHolding(lock, fn) {
+        return this.context.run(lock, fn);
+    }
+    /**
+     * Acquire with the watchdog defaulting to `watchdogDefault` (on for `using` and the decorator,
+     * off for a bare acquire whose holder manages the lease).
+     */
+    async acquireWith(resources, options, watchdogDefault) {
+        if (this.closed)
+            throw new RedlockError('The Redlock engine is closed (application shutting down).');
+        const names = normaliseResources(resources);
+        const opts = resolveLockOptions(this.options, options, watchdogDefault);
+        const joined = this.context.join(names);
+        if (joined)
+            return joined;
+        const sorted = [...names].sort();
+        const request = {
+            names,
+            sorted,
+            keys: [this.keys.guardMarker, ...sorted.map((r) => this.keys.lock(r)), ...sorted.map((r) => this.keys.fence(r))],
+            lockKeys: sorted.map((r) => this.keys.lock(r)),
+            value: randomBytes(16).toString('hex'),
+        };
+        const deadline = performance.now() + opts.wait;
+        let subscription;
+        let attempts = 0;
+        try {
+            for (;;) {
+                opts.signal?.throwIfAborted();
+                attempts++;
+                const attempt = await this.attempt(request, opts);
+                if (attempt.lock) {
+                    if (opts.watchdog)
+                        attempt.lock.attachWatchdog(startWatchdog(attempt.lock, opts.maxHold));
+                    return attempt.lock;
+                }
+                const remaining = deadline - performance.now();
+                if (remaining <= 0) {
+                    throw attempt.busy
+                        ? new LockNotAcquiredError(names, attempt.retryAfterMs, attempts)
+                        : new QuorumUnavailableError(names, this.quorum, this.nodes.length, attempt.failures);
+                }
+                if (attempt.busy && !subscription) {
+                    // Subscribe, then retry at once: a release between our attempt and the subscription
+                    // would otherwise go unnoticed until the holder's lease ran out.
+                    subscription = await this.waiter.subscribe(sorted.map((r) => this.keys.releaseChannel(r)));
+                    continue;
+                }
+                const jitter = Math.random() * opts.retryJitter;
+                const pause = attempt.busy && attempt.retryAfterMs >= 0 ? attempt.retryAfterMs + jitter : opts.retryDelay + jitter;
+                const wake = subscription
+                    ? await subscription.wait(Math.min(pause, remaining), opts.signal)
+                    : await sleep(Math.min(pause, remaining), opts.signal);
+                if (wake === 'aborted')
+                    opts.signal?.throwIfAborted();
+            }
+        }
+        finally {
+            subscription?.close();
+        }
+    }
+    /** One acquire round over all nodes, plus the second fencing round when the majority disagrees. */
+    async attempt(request, opts) {
+        const { ttl } = opts;
+        const guard = this.options.restartGuard === false ? 0 : Math.ceil(this.options.restartGuard);
+        const started = performance.now();
+        const round = await quorumRound(this.nodes, this.quorum, this.options.nodeTimeout, (node) => node.run(ACQUIRE, request.keys, [request.value, Math.ceil(ttl), guard, Math.ceil(this.options.fenceIdleTtl)]), (reply, node) => {
+            if (reply[0] === 1)
+                return 'yes';
+            if (reply[0] === 0)
+                return 'no';
+            return { unavailable: this.noteAbstention(node, reply[1]) };
+        });
+        if (round.ok) {
+            const tokens = await this.settleTokens(request, round.yes);
+            const now = performance.now();
+            const validity = ttl - (now - started) - this.drift(ttl);
+            if (tokens && validity > 0) {
+                const fencingTokens = Object.freeze(Object.fromEntries(request.sorted.map((r, i) => [r, tokens[i]])));
+                const lock = new HeldLock(this, request.value, request.names, request.lockKeys, fencingTokens, ttl, validity, now);
+                this.held.add(lock);
+                return { lock };
+            }
+        }
+        // Failed (or validity spent): free whatever we got, on every node that may hold our key:
+        // those that granted, failed or timed out (a late SET is queued before this release on the
+        // same connection). Nodes that answered busy or abstained set nothing.
+        const mayHold = this.nodes.filter((_, i) => round.votes[i] !== 'no' && round.votes[i] !== 'declined');
+        if (mayHold.length > 0)
+            void this.releaseKeys(request.lockKeys, request.value, mayHold);
+        if (round.ok || (round.no.length > 0 && this.nodes.length - round.unavailable.length >= this.quorum)) {
+            return { busy: true, retryAfterMs: round.ok ? 0 : this.retryAfter(round.no) };
+        }
+        return { busy: false, failures: round.unavailable };
+    }
+    /**
+     * The fencing tokens of a grant: per resource, the max over the granting majority. When the
+     * majority disagrees, a second round raises the counters of the granting nodes to the token, so
+     * that a majority holds counter >= token before the lock is handed out. Resolves undefined if
+     * that round cannot reach a majority.
+     */
+    async settleTokens(request, grants) {
+        const count = request.lockKeys.length;
+        const tokens = new Array(count).fill(0);
+        for (const { reply } of grants) {
+            for (let i = 0; i < count; i++)
+                if (reply[i + 1] > tokens[i])
+                    tokens[i] = reply[i + 1];
+        }
+        const behind = grants.filter(({ reply }) => tokens.some((t, i) => reply[i + 1] !== t));
+        if (behind.length === 0)
+            return tokens;
+        const fenceKeys = request.keys.slice(1 + count);
+        const args = [request.value, Math.ceil(this.options.fenceIdleTtl), ...tokens.map(String)];
+        const round = await quorumRound(behind.map(({ index }) => this.nodes[index]), behind.length, // every lagging granter must confirm: the others already hold the token
+        this.options.nodeTimeout, (node) => node.run(RAISE_FENCE, [...request.lockKeys, ...fenceKeys], args), (reply) => (reply === 1 ? 'yes' : 'no'));
+        return round.ok ? tokens : undefined;
+    }
+    /** LockOwner: extends `lock` on a majority, or marks it lost. */
+    async extend(lock, ttl) {
+        const lease = ttl ?? lock.ttl;
+        if (!(lease > 0) || !Number.isFinite(lease)) {
+            throw new RedlockOptionsError('ttl', `got ${String(ttl)}`, 'Use a finite number of milliseconds above 0.');
+        }
+        if (this.options.restartGuard !== false && lease > this.options.restartGuard) {
+            throw new RedlockOptionsError('ttl', `${lease} ms exceeds restartGuard ${this.options.restartGuard} ms`, 'Extend by less.');
+        }
+        if (!lock.active) {
+            throw new LockLostError(lock.resources, lock.released ? 'it was already released' : 'it was lost earlier');
+        }
+        const started = performance.now();
+        if (started >= lock.validUntil)
+            throw lock.markLost('its validity ran out before it was extended');
+        const round = await quorumRound(this.nodes, this.quorum, this.options.nodeTimeout, (node) => node.run(EXTEND, lock.keys, [lock.value, Math.ceil(lease)]), (reply) => (reply === 1 ? 'yes' : 'no'));
+        const now = performance.now();
+        const validity = lease - (now - started) - this.drift(lease);
+        if (!lock.active)
+            throw new LockLostError(lock.resources, 'it was released or lost while being extended');
+        if (!round.ok || validity <= 0) {
+            const why = round.ok
+                ? 'the extension took longer than the lease'
+                : `only ${round.yes.length} of ${this.nodes.length} nodes still held it (need ${this.quorum})` +
+                    (round.unavailable.length ? `; ${round.unavailable.map((f) => `${f.node}: ${f.reason}`).join('; ')}` : '');
+            throw lock.markLost(why);
+        }
+        lock.setValidity(validity, now);
+    }
+    /** LockOwner: releases `lock` on every node. Never throws: keys a node missed expire with their lease. */
+    async release(lock) {
+        if (!lock.markReleased())
+            return;
+        this.held.delete(lock);
+        await this.releaseKeys(lock.keys, lock.value);
+    }
+    /** LockOwner: forgets a lost lock and frees what is left of it. */
+    lost(lock) {
+        this.held.delete(lock);
+        void this.releaseKeys(lock.keys, lock.value);
+    }
+    /**
+     * Stops every watchdog, releases every lock still held, and closes the connections this engine
+     * opened (never clients that were passed in).
+     */
+    async close() {
+        if (this.closed)
+            return;
+        this.closed = true;
+        await Promise.all([...this.held].map((lock) => lock.release()));
+        await this.waiter.close();
+        await Promise.all(this.nodes.map((n) => n.close()));
+    }
+    /**
+     * Deletes our value's keys on the nodes; resolves when every node answered or failed (so the keys
+     * are gone from every reachable node when release() returns), or after nodeTimeout (a dead or
+     * paused node must not stall). A failed node must not end the wait early: the others may still
+     * be running the script (e.g. re-sent with EVAL after NOSCRIPT), and an acquire sent after
+     * release() returned would then overtake the release on those nodes.
+     */
+    releaseKeys(lockKeys, value, nodes = this.nodes) {
+        return quorumRound(nodes, nodes.length, this.options.nodeTimeout, (node) => node.run(RELEASE, lockKeys, [value]).catch(() => 0), () => 'yes').then(() => undefined);
+    }
+    /**
+     * When a majority should be free again: with `free` nodes free already, the lock frees on a
+     * majority when the (quorum - free)-th shortest remaining lease among busy nodes runs out.
+     * -1 when unknown (a key without expiry).
+     */
+    retryAfter(busy) {
+        const leases = busy.map((r) => r[1]).sort((a, b) => a - b);
+        if (leases[0] === -1)
+            return -1;
+        const free = this.nodes.length - busy.length;
+        return leases[Math.min(leases.length - 1, Math.max(0, this.quorum - free - 1))] ?? 0;
+    }
+    /** Records and logs (once per period) that a node abstains under the restart guard. */
+    noteAbstention(node, remainingMs) {
+        const until = Date.now() + remainingMs;
+        if (node.abstainingUntil < Date.now()) {
+            this.logger.warn(`Redis node ${node.label} abstains from lock quorums until ${new Date(until).toISOString()}: it has no ` +
+                `restart-guard marker, so it restarted without persistence (or is new) and may have forgotten locks it ` +
+                `granted. It rejoins after restartGuard (${String(this.options.restartGuard)} ms).`);
+        }
+        node.abstainingUntil = until;
+        return `abstaining under the restart guard for ${remainingMs} more ms`;
+    }
+}
+function sleep(ms, signal) {
+    if (signal?.aborted)
+        return Promise.resolve('aborted');
+    return new Promise((resolve) => {
+        const onAbort = () => {
+            clearTimeout(timer);
+            resolve('aborted');
+        };
+        const timer = setTimeout(() => {
+            signal?.removeEventListener('abort', onAbort);
+            resolve('timeout');
+        }, ms);
+        signal?.addEventListener('abort', onAbort, { once: true });
+    });
+}
+//# sourceMappingURL=redlock.js.map

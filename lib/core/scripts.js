@@ -1,0 +1,100 @@
+import { createHash } from 'node:crypto';
+function script(name, source) {
+    return { name, source, sha: createHash('sha1').update(source).digest('hex') };
+}
+/**
+ * Acquire on one node, all-or-none over its resources.
+ * KEYS: guard marker, lock keys (n), fence counter keys (n, same hash tags as the lock keys).
+ * ARGV: value, ttl ms, restart guard ms (0 = off), fence counter idle ttl ms.
+ * Returns {1, token1..tokenN} when granted, {0, pttl} when busy (longest remaining lease of the
+ * busy keys, -1 if one has no expiry), {-1, ms} when the node abstains under the restart guard.
+ *
+ * The marker key has no expiry: it is missing only on a node that lost its data (or is new), and
+ * such a node must not vote until every lease it may have granted and forgotten has run out.
+ * A missing fence counter is seeded from the node's clock in microseconds, so it starts above any
+ * token issued before it was lost.
+ */
+export const ACQUIRE = script('acquire', `
+local n = (#KEYS - 1) / 2
+local t = redis.call('TIME')
+local guard = tonumber(ARGV[3])
+if guard > 0 then
+  local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local ready = redis.call('GET', KEYS[1])
+  if ready then
+    ready = tonumber(ready)
+  else
+    ready = now_ms + guard
+    redis.call('SET', KEYS[1], string.format('%.0f', ready))
+  end
+  if now_ms < ready then return {-1, ready - now_ms} end
+end
+local busy = -2
+for i = 2, n + 1 do
+  local pttl = redis.call('PTTL', KEYS[i])
+  if pttl ~= -2 then
+    if pttl == -1 or busy == -1 then busy = -1 elseif pttl > busy then busy = pttl end
+  end
+end
+if busy ~= -2 then return {0, busy} end
+local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local out = {1}
+for i = 2, n + 1 do
+  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
+  local fence = KEYS[i + n]
+  local current = redis.call('GET', fence)
+  local token
+  if current then token = tonumber(current) + 1 else token = now_us end
+  redis.call('SET', fence, string.format('%.0f', token), 'PX', ARGV[4])
+  out[i] = token
+end
+return out
+`);
+/**
+ * Second fencing round: raise each counter to at least the token chosen by the client, but only
+ * while this client still holds every lock key on the node.
+ * KEYS: lock keys (n), fence keys (n). ARGV: value, fence idle ttl ms, token1..tokenN.
+ * Returns 1 when done, 0 when the lock is no longer held here.
+ */
+export const RAISE_FENCE = script('raise-fence', `
+local n = #KEYS / 2
+for i = 1, n do
+  if redis.call('GET', KEYS[i]) ~= ARGV[1] then return 0 end
+end
+for i = 1, n do
+  local current = redis.call('GET', KEYS[i + n])
+  if (not current) or tonumber(current) < tonumber(ARGV[i + 2]) then
+    redis.call('SET', KEYS[i + n], ARGV[i + 2], 'PX', ARGV[2])
+  end
+end
+return 1
+`);
+/**
+ * Extend every lock key on the node to ttl, only if all still hold our value.
+ * KEYS: lock keys. ARGV: value, ttl ms. Returns 1 when extended, 0 otherwise.
+ */
+export const EXTEND = script('extend', `
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) ~= ARGV[1] then return 0 end
+end
+for i = 1, #KEYS do
+  redis.call('PEXPIRE', KEYS[i], ARGV[2])
+end
+return 1
+`);
+/**
+ * Release: delete each lock key that still holds our value (never another holder's), and tell
+ * waiters on the key's channel. KEYS: lock keys. ARGV: value. Returns the number deleted.
+ */
+export const RELEASE = script('release', `
+local deleted = 0
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then
+    redis.call('DEL', KEYS[i])
+    redis.call('PUBLISH', KEYS[i] .. ':released', ARGV[1])
+    deleted = deleted + 1
+  end
+end
+return deleted
+`);
+//# sourceMappingURL=scripts.js.map

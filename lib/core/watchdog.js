@@ -1,0 +1,27 @@
+import { exhaustMap, from, interval, map, takeWhile } from 'rxjs';
+/**
+ * Keeps a lock alive while its holder works: every `period` ms (default ttl / 3) it extends the
+ * lease to `ttl`, never beyond `maxHold` after the grant. A failed extension marks the lock lost
+ * (its signal aborts at once) and ends the watchdog: a lost lock is never re-taken. The caller
+ * attaches the returned subscription to the lock, so it ends on release too.
+ */
+export function startWatchdog(lock, maxHold, period = lock.ttl / 3) {
+    const holdEnd = performance.now() + maxHold;
+    const tick = Math.max(1, Math.floor(period));
+    return interval(tick)
+        .pipe(map(() => holdEnd - performance.now()), 
+    // The last extension reaches exactly maxHold; one shorter than a tick is not worth a round.
+    takeWhile((remaining) => {
+        if (remaining > tick)
+            return true;
+        lock.maxHoldReached = true;
+        return false;
+    }), 
+    // An extension still in flight when the next tick comes is not doubled.
+    exhaustMap((remaining) => from(lock.extend(Math.min(lock.ttl, remaining)))))
+        .subscribe({
+        // extend() already marked the lock lost and aborted its signal; nothing else to do here.
+        error: () => undefined,
+    });
+}
+//# sourceMappingURL=watchdog.js.map

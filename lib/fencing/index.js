@@ -1,0 +1,2 @@
+export { FencedWriter } from './fenced-writer.js';
+//# sourceMappingURL=index.js.map

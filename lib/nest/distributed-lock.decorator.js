@@ -1,0 +1,76 @@
+import { Inject } from '@nestjs/common';
+import { Observable, throwError } from 'rxjs';
+import { compileLockKey } from './lock-key.js';
+import { LockService } from './lock.service.js';
+import { DISTRIBUTED_LOCK_METADATA, FENCING_TOKEN_PARAM, LOCK_SERVICE_PROPERTY, LOCK_SIGNAL_PARAM, } from './redlock.constants.js';
+/** Classes whose LockService property injection is registered (once per class, not per method). */
+const injected = new WeakSet();
+/**
+ * Runs the method under a distributed lock: acquired on a majority of nodes before the call,
+ * auto-extended while it runs (watchdog, bounded by `maxHold`), released afterwards. The fencing
+ * token and the lock's AbortSignal reach the method through `@FencingToken()` / `@LockSignal()`.
+ *
+ * Works on controller route handlers, in any order with `@Get`/`@Post`/`@UseGuards` (all metadata
+ * is kept), and on methods of any provider. A method declared to return an `Observable` holds the
+ * lock until the stream completes, errors or is unsubscribed. The method's own errors pass through
+ * unchanged; a busy lock raises `LockNotAcquiredError` (HTTP 409 with Retry-After).
+ *
+ * @param key a resource, several, a template (`'order:{0}'`, `'user:{1.id}'`) or a function of the arguments
+ *
+ * ```ts
+ * @Post(':id/withdraw')
+ * @DistributedLock('account:{0}', { wait: 2000 })
+ * withdraw(@Param('id') id: string, @Body() body: WithdrawDto, @FencingToken() token: number) { ... }
+ * ```
+ */
+export function DistributedLock(key, options = {}) {
+    return (target, propertyKey, descriptor) => {
+        const original = descriptor.value;
+        const where = `${target.constructor.name}.${String(propertyKey)}`;
+        if (typeof original !== 'function') {
+            throw new TypeError(`@DistributedLock() belongs on a method; ${where} is not one`);
+        }
+        // Property injection registered now: a module without RedlockModule fails at bootstrap.
+        if (!injected.has(target)) {
+            injected.add(target);
+            Inject(LockService)(target, LOCK_SERVICE_PROPERTY);
+        }
+        const resolveKeys = compileLockKey(key, where);
+        const tokenIndex = Reflect.getMetadata(FENCING_TOKEN_PARAM, target, propertyKey);
+        const signalIndex = Reflect.getMetadata(LOCK_SIGNAL_PARAM, target, propertyKey);
+        const returnsObservable = Reflect.getMetadata('design:returntype', target, propertyKey) === Observable;
+        const wrapper = new Proxy(original, {
+            apply(method, self, args) {
+                const service = self?.[LOCK_SERVICE_PROPERTY];
+                if (!service) {
+                    throw new TypeError(`${where} is decorated with @DistributedLock, but its instance was not created by NestJS ` +
+                        '(or RedlockModule is missing): get it from the DI container instead of calling `new`.');
+                }
+                let resources;
+                try {
+                    resources = resolveKeys(args);
+                }
+                catch (err) {
+                    // Report a bad key the way the method reports errors: as a rejection or a stream error.
+                    return returnsObservable ? throwError(() => err) : Promise.reject(err);
+                }
+                return service.runLocked(resources, options, returnsObservable, (lock) => {
+                    const callArgs = [...args];
+                    if (tokenIndex !== undefined)
+                        callArgs[tokenIndex] = lock.fencingToken;
+                    if (signalIndex !== undefined)
+                        callArgs[signalIndex] = lock.signal;
+                    return Reflect.apply(method, self, callArgs);
+                });
+            },
+        });
+        // The router and other decorators read metadata from the function object: copy all of it, or
+        // a route declared above this decorator would answer 404.
+        for (const metadataKey of Reflect.getOwnMetadataKeys(original)) {
+            Reflect.defineMetadata(metadataKey, Reflect.getOwnMetadata(metadataKey, original), wrapper);
+        }
+        Reflect.defineMetadata(DISTRIBUTED_LOCK_METADATA, { key, options }, wrapper);
+        descriptor.value = wrapper;
+    };
+}
+//# sourceMappingURL=distributed-lock.decorator.js.map

@@ -1,0 +1,272 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { freePort } from './free-port.js';
+const live = new Set();
+let exitHookInstalled = false;
+/** Last resort: a test process that exits without calling close() still ends its nodes, by pid. */
+function installExitHook() {
+    if (exitHookInstalled)
+        return;
+    exitHookInstalled = true;
+    process.on('exit', () => {
+        for (const child of live) {
+            try {
+                if (child.pid)
+                    process.kill(child.pid, 'SIGKILL');
+            }
+            catch {
+                // already gone
+            }
+        }
+    });
+}
+/**
+ * Starts real `redis-server` processes on free loopback ports, for integration tests of code that
+ * locks (yours and ours), and injects faults into them: kill (SIGKILL), stop (SIGSTOP), resume,
+ * restart on the same port with or without persistence. Every process is ended by its pid in
+ * {@link close}, and on process exit if close was never reached.
+ *
+ * ```ts
+ * const redis = await RedisNodes.start(5);
+ * try { ... redis.urls ... } finally { await redis.close(); }
+ * ```
+ */
+export class RedisNodes {
+    dir;
+    options;
+    host;
+    ports;
+    persistence;
+    procs;
+    clients = new Map();
+    closed = false;
+    constructor(dir, options, host, ports, persistence) {
+        this.dir = dir;
+        this.options = options;
+        this.host = host;
+        this.ports = ports;
+        this.persistence = persistence;
+        this.procs = ports.map(() => undefined);
+    }
+    /** Starts `count` nodes. Throws with install instructions when redis-server is not on PATH. */
+    static async start(count = 5, options = {}) {
+        assertRedisServerInstalled();
+        installExitHook();
+        const host = options.host ?? '127.0.0.1';
+        const dir = mkdtempSync(join(tmpdir(), 'redis-nodes-'));
+        const ports = [];
+        for (let i = 0; i < count; i++) {
+            let port = await freePort(host);
+            while (ports.includes(port))
+                port = await freePort(host);
+            ports.push(port);
+        }
+        const nodes = new RedisNodes(dir, options, host, ports, ports.map(() => options.persistence ?? 'none'));
+        try {
+            await Promise.all(ports.map((_, i) => nodes.launch(i)));
+        }
+        catch (err) {
+            await nodes.close();
+            throw err;
+        }
+        return nodes;
+    }
+    /** Number of nodes. */
+    get count() {
+        return this.ports.length;
+    }
+    /** Connection URLs, one per node, in index order. */
+    get urls() {
+        return this.ports.map((_, i) => this.url(i));
+    }
+    /** The connection URL of node `index`. */
+    url(index) {
+        const scheme = this.options.tls ? 'rediss' : 'redis';
+        const auth = this.options.aclUser
+            ? `${encodeURIComponent(this.options.aclUser.username)}:${encodeURIComponent(this.options.aclUser.password)}@`
+            : this.options.password
+                ? `:${encodeURIComponent(this.options.password)}@`
+                : '';
+        return `${scheme}://${auth}${this.host}:${this.port(index)}`;
+    }
+    /** The port of node `index`. */
+    port(index) {
+        const port = this.ports[index];
+        if (port === undefined)
+            throw new RangeError(`No node ${index}: there are ${this.count}`);
+        return port;
+    }
+    /** Details of node `index`. */
+    info(index) {
+        return { index, host: this.host, port: this.port(index), url: this.url(index), pid: this.procs[index]?.pid };
+    }
+    /** The pid of node `index`'s process (undefined while killed). */
+    pid(index) {
+        return this.procs[index]?.pid;
+    }
+    /**
+     * A plain ioredis client to node `index` for inspecting or seeding data in tests (cached,
+     * closed by {@link close}). Not for TLS nodes.
+     */
+    client(index) {
+        let client = this.clients.get(index);
+        if (!client) {
+            client = new Redis(this.url(index), { maxRetriesPerRequest: 1, lazyConnect: false });
+            client.on('error', () => undefined);
+            this.clients.set(index, client);
+        }
+        return client;
+    }
+    /** SIGKILL node `index` (a crash: nothing is flushed) and wait until it is gone. */
+    async kill(index) {
+        const proc = this.procs[index];
+        if (!proc)
+            return;
+        this.procs[index] = undefined;
+        await endProcess(proc, 'SIGKILL');
+    }
+    /** SIGSTOP node `index`: its connections stay open but nothing answers (a paused or hung node). */
+    stop(index) {
+        this.signal(index, 'SIGSTOP');
+    }
+    /** SIGCONT node `index` after {@link stop}. */
+    resume(index) {
+        this.signal(index, 'SIGCONT');
+    }
+    /**
+     * Kills node `index` (if running) and starts it again on the same port and data directory.
+     * `persistence` changes how the new process keeps data (default: as before); with `none` the
+     * node comes back empty, as after a crash without persistence.
+     */
+    async restart(index, options = {}) {
+        await this.kill(index);
+        if (options.persistence)
+            this.persistence[index] = options.persistence;
+        if (this.persistence[index] === 'none') {
+            rmSync(this.nodeDir(index), { recursive: true, force: true });
+        }
+        await this.launch(index);
+    }
+    /** Starts node `index` again after {@link kill} (same port, same data directory). */
+    async revive(index) {
+        if (this.procs[index])
+            return;
+        await this.launch(index);
+    }
+    /** Ends every node by pid (resuming stopped ones first) and removes the data directory. */
+    async close() {
+        if (this.closed)
+            return;
+        this.closed = true;
+        for (const client of this.clients.values())
+            client.disconnect();
+        this.clients.clear();
+        await Promise.all(this.procs.map(async (proc, i) => {
+            this.procs[i] = undefined;
+            if (proc)
+                await endProcess(proc, 'SIGKILL');
+        }));
+        rmSync(this.dir, { recursive: true, force: true });
+    }
+    signal(index, signal) {
+        const proc = this.procs[index];
+        if (!proc?.pid)
+            throw new Error(`Node ${index} is not running`);
+        process.kill(proc.pid, signal);
+    }
+    nodeDir(index) {
+        return join(this.dir, `node-${index}`);
+    }
+    args(index) {
+        const o = this.options;
+        const port = String(this.port(index));
+        const dir = this.nodeDir(index);
+        mkdirSync(dir, { recursive: true });
+        const args = ['--bind', this.host, '--dir', dir, '--daemonize', 'no', '--protected-mode', 'no', '--loglevel', 'notice'];
+        args.push('--save', '');
+        if (this.persistence[index] === 'aof-always')
+            args.push('--appendonly', 'yes', '--appendfsync', 'always');
+        else
+            args.push('--appendonly', 'no');
+        if (o.tls) {
+            args.push('--port', '0', '--tls-port', port, '--tls-cert-file', o.tls.certFile, '--tls-key-file', o.tls.keyFile);
+            args.push('--tls-ca-cert-file', o.tls.caFile, '--tls-auth-clients', 'no');
+        }
+        else {
+            args.push('--port', port);
+        }
+        if (o.debugCommands)
+            args.push('--enable-debug-command', 'local');
+        if (o.password)
+            args.push('--requirepass', o.password);
+        if (o.aclUser)
+            args.push('--user', o.aclUser.username, 'on', `>${o.aclUser.password}`, '~*', '&*', '+@all');
+        if (o.aclUser && !o.password)
+            args.push('--user', 'default', 'off');
+        args.push(...(o.extraArgs ?? []));
+        return args;
+    }
+    launch(index) {
+        const proc = spawn('redis-server', this.args(index), { stdio: ['ignore', 'pipe', 'pipe'] });
+        this.procs[index] = proc;
+        live.add(proc);
+        proc.once('exit', () => live.delete(proc));
+        const timeout = this.options.startTimeout ?? 10_000;
+        return new Promise((resolve, reject) => {
+            let output = '';
+            const onData = (chunk) => {
+                output += chunk.toString();
+                if (output.includes('Ready to accept connections'))
+                    finish();
+            };
+            const finish = (err) => {
+                clearTimeout(timer);
+                proc.stdout?.off('data', onData);
+                proc.off('exit', onExit);
+                // Keep draining the pipes so a chatty node never blocks on a full pipe.
+                proc.stdout?.resume();
+                proc.stderr?.resume();
+                if (err)
+                    reject(err);
+                else
+                    resolve();
+            };
+            const onExit = (code) => finish(new Error(`redis-server on port ${this.port(index)} exited (${code}) while starting:\n${output.slice(-2000)}`));
+            const timer = setTimeout(() => {
+                void endProcess(proc, 'SIGKILL');
+                finish(new Error(`redis-server on port ${this.port(index)} did not start within ${timeout} ms:\n${output.slice(-2000)}`));
+            }, timeout);
+            proc.stdout?.on('data', onData);
+            proc.stderr?.on('data', (chunk) => (output += chunk.toString()));
+            proc.once('exit', onExit);
+        });
+    }
+}
+/** Checks that redis-server can be run; otherwise says how to install it. */
+export function assertRedisServerInstalled() {
+    const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
+    if (probe.error || probe.status !== 0) {
+        throw new Error('redis-server was not found on PATH. Install it: `sudo apt-get install -y redis-server` (Debian/Ubuntu) ' +
+            'or `brew install redis` (macOS), then run again.');
+    }
+}
+function endProcess(proc, signal) {
+    if (proc.exitCode !== null || proc.signalCode !== null)
+        return Promise.resolve();
+    return new Promise((resolve) => {
+        proc.once('exit', () => resolve());
+        try {
+            if (proc.pid) {
+                process.kill(proc.pid, 'SIGCONT'); // a stopped process must run to die cleanly
+                process.kill(proc.pid, signal);
+            }
+        }
+        catch {
+            resolve();
+        }
+    });
+}
+//# sourceMappingURL=redis-nodes.js.map

@@ -1,0 +1,50 @@
+import { Module, type DynamicModule } from '@nestjs/common';
+import { Redis } from 'ioredis';
+import { RedlockModule } from 'nest-quorum-lock';
+import { AccountStore } from './accounts/account-store.js';
+import { AccountsController } from './accounts/accounts.controller.js';
+import { AccountsService } from './accounts/accounts.service.js';
+import type { SampleConfig } from './config.js';
+import { SettlementJob } from './settlement/settlement.job.js';
+import { StatusController } from './status/status.controller.js';
+import { SAMPLE_CONFIG, STORE_REDIS } from './tokens.js';
+
+/** Makes the sample configuration injectable (what ConfigModule would do in a larger app). */
+@Module({})
+class SampleConfigModule {
+  static register(config: SampleConfig): DynamicModule {
+    return { module: SampleConfigModule, providers: [{ provide: SAMPLE_CONFIG, useValue: config }], exports: [SAMPLE_CONFIG] };
+  }
+}
+
+/** The account-withdrawal sample application. */
+@Module({})
+export class AppModule {
+  static forRoot(config: SampleConfig, options: { restartGuard?: number | false } = {}): DynamicModule {
+    const configModule = SampleConfigModule.register(config);
+    return {
+      module: AppModule,
+      imports: [
+        configModule,
+        RedlockModule.forRootAsync({
+          imports: [configModule],
+          inject: [SAMPLE_CONFIG],
+          useFactory: (c: SampleConfig) => ({
+            nodes: c.lockNodes,
+            ttl: 2000,
+            nodeTimeout: 100,
+            // Keep the production default unless the caller started the nodes itself just now.
+            ...(options.restartGuard !== undefined ? { restartGuard: options.restartGuard } : {}),
+          }),
+        }),
+      ],
+      controllers: [AccountsController, StatusController],
+      providers: [
+        { provide: STORE_REDIS, inject: [SAMPLE_CONFIG], useFactory: (c: SampleConfig) => new Redis(c.storeUrl!) },
+        AccountStore,
+        AccountsService,
+        SettlementJob,
+      ],
+    };
+  }
+}

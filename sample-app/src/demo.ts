@@ -1,0 +1,144 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+import { freePort, RedisNodes } from 'nest-quorum-lock/testing';
+
+/**
+ * `npm run demo`: three instances of the sample app against the same five lock nodes and store;
+ * a few hundred concurrent withdrawals; one instance is paused (SIGSTOP) while it holds an
+ * account lock until the lock expires, then resumed. Prints what happened and ends every process
+ * it started.
+ */
+const ACCOUNTS = ['alice', 'bob', 'carol', 'dave'];
+const OPENING_BALANCE = 5_000;
+const REQUESTS = 300;
+const TTL_MS = 2000; // the sample app's lock ttl
+
+interface Instance {
+  readonly name: string;
+  readonly port: number;
+  readonly proc: ChildProcess;
+}
+
+interface Outcome {
+  readonly status: number;
+  readonly account: string;
+  readonly amount: number;
+  readonly body: { balance?: number; token?: number };
+}
+
+const here = dirname(fileURLToPath(import.meta.url));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function startInstance(name: string, env: Record<string, string>): Promise<Instance> {
+  const port = await freePort();
+  const proc = spawn(process.execPath, [join(here, 'main.js')], {
+    env: { PAYMENT_DELAY_MS: '15', ...process.env, ...env, PORT: String(port), INSTANCE: name },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  for (let i = 0; i < 100; i++) {
+    if (await fetch(`http://localhost:${port}/status`).then((r) => r.ok, () => false)) return { name, port, proc };
+    await sleep(100);
+  }
+  throw new Error(`instance ${name} did not start`);
+}
+
+async function withdraw(instance: Instance, account: string, amount: number): Promise<Outcome> {
+  const res = await fetch(`http://localhost:${instance.port}/accounts/${account}/withdraw`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ amount }),
+  });
+  return { status: res.status, account, amount, body: (await res.json()) as Outcome['body'] };
+}
+
+async function main(): Promise<void> {
+  const locks = await RedisNodes.start(5);
+  const store = await RedisNodes.start(1);
+  const instances: Instance[] = [];
+  const stopAll = async () => {
+    for (const i of instances) {
+      if (i.proc.pid && i.proc.exitCode === null) {
+        process.kill(i.proc.pid, 'SIGCONT');
+        process.kill(i.proc.pid, 'SIGTERM');
+      }
+    }
+    await Promise.all(instances.map((i) => (i.proc.exitCode === null ? new Promise((r) => i.proc.once('exit', r)) : null)));
+    await Promise.all([locks.close(), store.close()]);
+  };
+  process.once('SIGINT', () => void stopAll().then(() => process.exit(130)));
+  try {
+    // Lock nodes started just now hold nothing: the instances may skip the restart guard. They
+    // are not "embedded" from the instances' view, so say it through the environment.
+    const env = { REDLOCK_NODES: locks.urls.join(','), STORE_URL: store.url(0), REDLOCK_RESTART_GUARD: 'off' };
+    instances.push(await startInstance('A', env), await startInstance('B', env));
+    // C's payment provider is slow, so it is sure to be caught mid-payment, holding the lock.
+    instances.push(await startInstance('C', { ...env, PAYMENT_DELAY_MS: '300' }));
+    console.log(`3 instances on ports ${instances.map((i) => i.port).join(', ')}; 5 lock nodes; store ${store.url(0)}`);
+    for (const account of ACCOUNTS) await store.client(0).hset(`account:${account}`, { balance: OPENING_BALANCE, fence: 0 });
+
+    // The victim: instance C takes bob's lock for a withdrawal and is frozen mid-payment.
+    const victim = instances[2]!;
+    const frozen = withdraw(victim, 'bob', 1);
+    const lockNode = locks.client(0);
+    while ((await lockNode.exists('redlock:{account:bob}')) === 0) await sleep(1);
+    await sleep(50); // the grant reached C and its 300 ms payment call is under way
+    process.kill(victim.proc.pid!, 'SIGSTOP');
+    console.log(`Paused instance ${victim.name} (SIGSTOP) while it holds the lock on bob`);
+
+    const load: Array<Promise<Outcome>> = [];
+    for (let i = 0; i < REQUESTS; i++) {
+      const target = instances[i % 2]!; // A and B keep serving while C is frozen
+      load.push(withdraw(target, ACCOUNTS[i % ACCOUNTS.length]!, 1 + (i % 50)));
+    }
+    await sleep(TTL_MS * 1.5);
+    process.kill(victim.proc.pid!, 'SIGCONT');
+    console.log(`Resumed instance ${victim.name} after ${TTL_MS * 1.5} ms (its lock had expired)`);
+    const outcomes = [...(await Promise.all(load)), await frozen];
+
+    const ok = outcomes.filter((o) => o.status === 200);
+    const refused = outcomes.filter((o) => o.status === 409);
+    const insufficient = outcomes.filter((o) => o.status === 422);
+    const balances = await Promise.all(ACCOUNTS.map(async (a) => Number(await store.client(0).hget(`account:${a}`, 'balance'))));
+    const withdrawn = ok.reduce((sum, o) => sum + o.amount, 0);
+    const expected = ACCOUNTS.length * OPENING_BALANCE - withdrawn;
+    const final = balances.reduce((a, b) => a + b, 0);
+    // Per account, successful withdrawals sorted by token must form one serial history.
+    const serial = ACCOUNTS.every((account) => {
+      const history = ok.filter((o) => o.account === account).sort((x, y) => x.body.token! - y.body.token!);
+      let balance = OPENING_BALANCE;
+      return history.every((o, i) => {
+        balance -= o.amount;
+        const increasing = i === 0 || o.body.token! > history[i - 1]!.body.token!;
+        return increasing && o.body.balance === balance;
+      });
+    });
+    const stats = await Promise.all(
+      instances.map(async (i) => ((await (await fetch(`http://localhost:${i.port}/status`)).json()) as { writes: { rejected: number } }).writes),
+    );
+    const staleRejected = stats.reduce((sum, s) => sum + s.rejected, 0);
+
+    const rows: Array<[string, string]> = [
+      ['requests', String(outcomes.length)],
+      ['granted (200)', String(ok.length)],
+      ['refused, lock busy or stale (409)', String(refused.length)],
+      ['insufficient funds (422)', String(insufficient.length)],
+      ['final balance (all accounts)', String(final)],
+      ['expected balance', String(expected)],
+      ['balances match', final === expected && balances.every((b) => b >= 0) ? 'yes' : 'NO'],
+      ['tokens strictly increasing per account', serial ? 'yes' : 'NO'],
+      ['stale writes rejected', String(staleRejected)],
+      [`paused instance's withdrawal`, `HTTP ${(await frozen).status}`],
+    ];
+    const width = Math.max(...rows.map(([k]) => k.length));
+    console.log('\n' + rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n') + '\n');
+    process.exitCode = final === expected && serial && staleRejected > 0 ? 0 : 1;
+  } finally {
+    await stopAll();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
