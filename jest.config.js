@@ -3,6 +3,8 @@ export default {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   roots: ['<rootDir>/lib', '<rootDir>/test', '<rootDir>/sample-app'],
+  // .ts first: a stray compiled .js beside a source must never shadow it.
+  moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
   testMatch: ['**/*.spec.ts'],
   moduleNameMapper: {
     '^nest-quorum-lock$': '<rootDir>/lib/index.ts',
@@ -10,7 +12,10 @@ export default {
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {
-    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'tsconfig.json', diagnostics: { ignoreCodes: [151002] } }],
+    '^.+\\.ts$': [
+      'ts-jest',
+      { useESM: true, tsconfig: 'tsconfig.json', diagnostics: { ignoreCodes: [151002] } },
+    ],
   },
   testTimeout: 60000,
 };

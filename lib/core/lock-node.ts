@@ -63,6 +63,19 @@ export class LockNode {
     });
   }
 
+  /**
+   * Why a command to this node failed, log-safe. While the connection is down, ioredis only says
+   * "Stream isn't writeable"; the connection's own last error (e.g. an authentication failure, a
+   * refused connection or an untrusted certificate) is what the user needs to see.
+   */
+  failureReason(err: unknown): string {
+    const message = describeError(err);
+    if (this.client.status !== 'ready' && this.lastError !== undefined && this.lastError !== message) {
+      return `not connected: ${this.lastError}`;
+    }
+    return message;
+  }
+
   /** Resolves true once the connection is ready, false when `timeoutMs` passes first. */
   waitReady(timeoutMs: number): Promise<boolean> {
     if (this.client.status === 'ready') return Promise.resolve(true);
@@ -79,11 +92,23 @@ export class LockNode {
     });
   }
 
-  /** Closes the connection if we opened it; detaches our listeners from a client passed in. */
-  async close(): Promise<void> {
-    if (this.owned) {
-      await this.client.quit().catch(() => this.client.disconnect());
+  /**
+   * Closes the connection if we opened it; detaches our listeners from a client passed in.
+   * QUIT waits for pending replies, at most `timeoutMs`: a hung (e.g. SIGSTOPped) node never
+   * answers, and must not stall shutdown.
+   */
+  async close(timeoutMs: number): Promise<void> {
+    if (this.owned && this.client.status !== 'end') {
+      const ended = new Promise((resolve) => this.client.once('end', resolve));
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        this.client.quit().catch(() => undefined),
+        new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+      ]);
+      clearTimeout(timer);
       this.client.disconnect();
+      // Resolve once the socket is closed, so nothing of ours outlives close().
+      await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
     }
     this.client.off('error', this.onError);
     this.client.off('ready', this.onReady);

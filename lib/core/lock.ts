@@ -33,7 +33,9 @@ export class JoinedLock implements Lock {
     private readonly outer: Lock,
     readonly resources: readonly string[],
   ) {
-    this.fencingTokens = Object.freeze(Object.fromEntries(resources.map((r) => [r, outer.fencingTokens[r]!])));
+    this.fencingTokens = Object.freeze(
+      Object.fromEntries(resources.map((r) => [r, outer.fencingTokens[r]!])),
+    );
     this.fencingToken = this.fencingTokens[resources[0]!]!;
   }
 

@@ -102,13 +102,21 @@ const DEFAULTS = {
 /** Validates engine options and fills defaults. Throws {@link RedlockOptionsError} naming the fix. */
 export function resolveOptions(options: RedlockOptions): ResolvedOptions {
   if (options === null || typeof options !== 'object') {
-    throw new RedlockOptionsError('options', 'missing', 'Pass an object such as { nodes: ["redis://localhost:6379"] }.');
+    throw new RedlockOptionsError(
+      'options',
+      'missing',
+      'Pass an object such as { nodes: ["redis://localhost:6379"] }.',
+    );
   }
   validateNodes(options.nodes);
   const ttl = positive('ttl', options.ttl ?? DEFAULTS.ttl);
   const driftFactor = options.driftFactor ?? DEFAULTS.driftFactor;
   if (typeof driftFactor !== 'number' || !(driftFactor >= 0 && driftFactor < 0.5)) {
-    throw new RedlockOptionsError('driftFactor', `got ${String(driftFactor)}`, 'Use a number in [0, 0.5), e.g. 0.01.');
+    throw new RedlockOptionsError(
+      'driftFactor',
+      `got ${String(driftFactor)}`,
+      'Use a number in [0, 0.5), e.g. 0.01.',
+    );
   }
   const nodeTimeout = positive('nodeTimeout', options.nodeTimeout ?? DEFAULTS.nodeTimeout);
   if (nodeTimeout >= ttl) {
@@ -152,7 +160,11 @@ export function resolveLockOptions(
   const ttl = o.ttl === undefined ? engine.ttl : positive('ttl', o.ttl);
   if (engine.restartGuard !== false) checkTtlWithinGuard('ttl', ttl, engine.restartGuard);
   if (ttl <= engine.nodeTimeout) {
-    throw new RedlockOptionsError('ttl', `${ttl} ms is not above nodeTimeout ${engine.nodeTimeout} ms`, 'Use a longer ttl.');
+    throw new RedlockOptionsError(
+      'ttl',
+      `${ttl} ms is not above nodeTimeout ${engine.nodeTimeout} ms`,
+      'Use a longer ttl.',
+    );
   }
   return {
     ttl,
@@ -169,7 +181,11 @@ export function resolveLockOptions(
 export function normaliseResources(keys: string | readonly string[]): string[] {
   const list = typeof keys === 'string' ? [keys] : keys;
   if (!Array.isArray(list) || list.length === 0) {
-    throw new RedlockOptionsError('keys', 'no resource given', 'Pass a non-empty string or a non-empty array of strings.');
+    throw new RedlockOptionsError(
+      'keys',
+      'no resource given',
+      'Pass a non-empty string or a non-empty array of strings.',
+    );
   }
   for (const [i, key] of list.entries()) {
     if (typeof key !== 'string' || key.length === 0) {
@@ -197,7 +213,11 @@ function validateNodes(nodes: unknown): void {
       try {
         url = new URL(node);
       } catch {
-        throw new RedlockOptionsError(`nodes[${i}]`, 'not a valid URL', 'Use redis://[user:password@]host:port[/db] or rediss:// for TLS.');
+        throw new RedlockOptionsError(
+          `nodes[${i}]`,
+          'not a valid URL',
+          'Use redis://[user:password@]host:port[/db] or rediss:// for TLS.',
+        );
       }
       if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
         throw new RedlockOptionsError(
@@ -210,7 +230,11 @@ function validateNodes(nodes: unknown): void {
         throw new RedlockOptionsError(`nodes[${i}]`, 'the URL has no host', 'Use redis://host:port.');
       }
     } else if (node === null || typeof node !== 'object') {
-      throw new RedlockOptionsError(`nodes[${i}]`, `got ${String(node)}`, 'Use a redis:// URL, ioredis options or an ioredis client.');
+      throw new RedlockOptionsError(
+        `nodes[${i}]`,
+        `got ${String(node)}`,
+        'Use a redis:// URL, ioredis options or an ioredis client.',
+      );
     }
   });
 }
@@ -227,7 +251,11 @@ function checkTtlWithinGuard(option: string, ttl: number, restartGuard: number):
 
 function positive(option: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new RedlockOptionsError(option, `got ${String(value)}`, 'Use a finite number of milliseconds above 0.');
+    throw new RedlockOptionsError(
+      option,
+      `got ${String(value)}`,
+      'Use a finite number of milliseconds above 0.',
+    );
   }
   return value;
 }
@@ -239,7 +267,11 @@ function positiveOrInfinity(option: string, value: unknown): number {
 
 function nonNegative(option: string, value: unknown): number {
   if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
-    throw new RedlockOptionsError(option, `got ${String(value)}`, 'Use a finite number of milliseconds, 0 or more.');
+    throw new RedlockOptionsError(
+      option,
+      `got ${String(value)}`,
+      'Use a finite number of milliseconds, 0 or more.',
+    );
   }
   return value;
 }

@@ -1,5 +1,5 @@
 import type { NodeFailure } from './errors.js';
-import { describeError, type LockNode } from './lock-node.js';
+import type { LockNode } from './lock-node.js';
 
 /** How one node's reply counts toward the decision. */
 export type Vote = 'yes' | 'no' | 'unavailable';
@@ -79,13 +79,16 @@ export function quorumRound<R>(
               no.push(reply);
             } else {
               votes[index] = 'declined';
-              unavailable.push({ node: node.label, reason: vote === 'unavailable' ? 'unavailable' : vote.unavailable });
+              unavailable.push({
+                node: node.label,
+                reason: vote === 'unavailable' ? 'unavailable' : vote.unavailable,
+              });
             }
           }),
         (err: unknown) =>
           record(index, () => {
             votes[index] = 'failed';
-            unavailable.push({ node: node.label, reason: describeError(err) });
+            unavailable.push({ node: node.label, reason: node.failureReason(err) });
           }),
       );
     });

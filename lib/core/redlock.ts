@@ -88,7 +88,8 @@ export class Redlock implements LockOwner {
     await Promise.all(this.nodes.map((n) => n.waitReady(this.options.connectTimeout)));
     const statuses = this.status();
     const down = statuses.filter((s) => !s.reachable);
-    for (const s of down) this.logger.warn(`Redis node ${s.node} is not reachable: ${s.error ?? 'not connected yet'}`);
+    for (const s of down)
+      this.logger.warn(`Redis node ${s.node} is not reachable: ${s.error ?? 'not connected yet'}`);
     if (this.nodes.length - down.length < this.quorum) {
       this.logger.error(
         `Only ${this.nodes.length - down.length} of ${this.nodes.length} Redis nodes are reachable; ` +
@@ -170,7 +171,11 @@ export class Redlock implements LockOwner {
     const request = {
       names,
       sorted,
-      keys: [this.keys.guardMarker, ...sorted.map((r) => this.keys.lock(r)), ...sorted.map((r) => this.keys.fence(r))],
+      keys: [
+        this.keys.guardMarker,
+        ...sorted.map((r) => this.keys.lock(r)),
+        ...sorted.map((r) => this.keys.fence(r)),
+      ],
       lockKeys: sorted.map((r) => this.keys.lock(r)),
       value: randomBytes(16).toString('hex'),
     };
@@ -199,7 +204,10 @@ export class Redlock implements LockOwner {
           continue;
         }
         const jitter = Math.random() * opts.retryJitter;
-        const pause = attempt.busy && attempt.retryAfterMs >= 0 ? attempt.retryAfterMs + jitter : opts.retryDelay + jitter;
+        const pause =
+          attempt.busy && attempt.retryAfterMs >= 0
+            ? attempt.retryAfterMs + jitter
+            : opts.retryDelay + jitter;
         const wake = subscription
           ? await subscription.wait(Math.min(pause, remaining), opts.signal)
           : await sleep(Math.min(pause, remaining), opts.signal);
@@ -223,7 +231,12 @@ export class Redlock implements LockOwner {
       this.quorum,
       this.options.nodeTimeout,
       (node) =>
-        node.run(ACQUIRE, request.keys, [request.value, Math.ceil(ttl), guard, Math.ceil(this.options.fenceIdleTtl)]) as Promise<AcquireReply>,
+        node.run(ACQUIRE, request.keys, [
+          request.value,
+          Math.ceil(ttl),
+          guard,
+          Math.ceil(this.options.fenceIdleTtl),
+        ]) as Promise<AcquireReply>,
       (reply, node) => {
         if (reply[0] === 1) return 'yes';
         if (reply[0] === 0) return 'no';
@@ -236,8 +249,19 @@ export class Redlock implements LockOwner {
       const now = performance.now();
       const validity = ttl - (now - started) - this.drift(ttl);
       if (tokens && validity > 0) {
-        const fencingTokens = Object.freeze(Object.fromEntries(request.sorted.map((r, i) => [r, tokens[i]!])));
-        const lock = new HeldLock(this, request.value, request.names, request.lockKeys, fencingTokens, ttl, validity, now);
+        const fencingTokens = Object.freeze(
+          Object.fromEntries(request.sorted.map((r, i) => [r, tokens[i]!])),
+        );
+        const lock = new HeldLock(
+          this,
+          request.value,
+          request.names,
+          request.lockKeys,
+          fencingTokens,
+          ttl,
+          validity,
+          now,
+        );
         this.held.add(lock);
         return { lock };
       }
@@ -287,13 +311,24 @@ export class Redlock implements LockOwner {
   async extend(lock: HeldLock, ttl: number | undefined): Promise<void> {
     const lease = ttl ?? lock.ttl;
     if (!(lease > 0) || !Number.isFinite(lease)) {
-      throw new RedlockOptionsError('ttl', `got ${String(ttl)}`, 'Use a finite number of milliseconds above 0.');
+      throw new RedlockOptionsError(
+        'ttl',
+        `got ${String(ttl)}`,
+        'Use a finite number of milliseconds above 0.',
+      );
     }
     if (this.options.restartGuard !== false && lease > this.options.restartGuard) {
-      throw new RedlockOptionsError('ttl', `${lease} ms exceeds restartGuard ${this.options.restartGuard} ms`, 'Extend by less.');
+      throw new RedlockOptionsError(
+        'ttl',
+        `${lease} ms exceeds restartGuard ${this.options.restartGuard} ms`,
+        'Extend by less.',
+      );
     }
     if (!lock.active) {
-      throw new LockLostError(lock.resources, lock.released ? 'it was already released' : 'it was lost earlier');
+      throw new LockLostError(
+        lock.resources,
+        lock.released ? 'it was already released' : 'it was lost earlier',
+      );
     }
     const started = performance.now();
     if (started >= lock.validUntil) throw lock.markLost('its validity ran out before it was extended');
@@ -311,7 +346,9 @@ export class Redlock implements LockOwner {
       const why = round.ok
         ? 'the extension took longer than the lease'
         : `only ${round.yes.length} of ${this.nodes.length} nodes still held it (need ${this.quorum})` +
-          (round.unavailable.length ? `; ${round.unavailable.map((f) => `${f.node}: ${f.reason}`).join('; ')}` : '');
+          (round.unavailable.length
+            ? `; ${round.unavailable.map((f) => `${f.node}: ${f.reason}`).join('; ')}`
+            : '');
       throw lock.markLost(why);
     }
     lock.setValidity(validity, now);
@@ -339,7 +376,7 @@ export class Redlock implements LockOwner {
     this.closed = true;
     await Promise.all([...this.held].map((lock) => lock.release()));
     await this.waiter.close();
-    await Promise.all(this.nodes.map((n) => n.close()));
+    await Promise.all(this.nodes.map((n) => n.close(this.options.nodeTimeout)));
   }
 
   /**

@@ -37,19 +37,31 @@ export class ReleaseWaiter {
       set.add(subscription.listener);
     }
     if (fresh.length > 0 && !this.closed) {
-      const acks = this.nodes.map((_, i) => this.subscriber(i).subscribe(...fresh).catch(() => undefined));
+      const acks = this.nodes.map((_, i) =>
+        this.subscriber(i)
+          .subscribe(...fresh)
+          .catch(() => undefined),
+      );
       await withTimeout(Promise.all(acks), this.timeoutMs);
     }
     return subscription;
   }
 
-  /** Closes the subscriber connections. */
+  /**
+   * Closes the subscriber connections. QUIT is only sent on a live connection and waited for at
+   * most `timeoutMs`: these connections queue commands while offline, so a QUIT to a node that is
+   * down or paused would otherwise never settle and hang shutdown.
+   */
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all(
       this.subscribers.map(async (sub) => {
         if (!sub) return;
-        await sub.quit().catch(() => undefined);
+        if (sub.status === 'ready')
+          await withTimeout(
+            sub.quit().catch(() => undefined),
+            this.timeoutMs,
+          );
         sub.disconnect();
       }),
     );
@@ -75,7 +87,11 @@ export class ReleaseWaiter {
     if (!sub) {
       // Its own connection (a subscribed connection can run nothing else). Commands queue while
       // it connects; ioredis re-subscribes after a reconnect.
-      sub = this.nodes[index]!.client.duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, lazyConnect: false });
+      sub = this.nodes[index]!.client.duplicate({
+        enableOfflineQueue: true,
+        maxRetriesPerRequest: null,
+        lazyConnect: false,
+      });
       sub.on('error', () => undefined); // the node's main connection already reports its health
       sub.on('message', (channel: string, value: string) => {
         const set = this.listeners.get(channel);

@@ -44,9 +44,18 @@ export class FencedWriter {
   ) {}
 
   /** HSET `fields` on `key` if `token` is above the last accepted token (atomic). */
-  async hset(key: string, fields: Readonly<Record<string, string | number>>, token: number): Promise<FencedWriteResult> {
-    if (!Number.isSafeInteger(token) || token <= 0) throw new TypeError(`A fencing token must be a positive integer, got ${token}`);
-    const args = [this.fenceField, String(token), ...Object.entries(fields).flatMap(([f, v]) => [f, String(v)])];
+  async hset(
+    key: string,
+    fields: Readonly<Record<string, string | number>>,
+    token: number,
+  ): Promise<FencedWriteResult> {
+    if (!Number.isSafeInteger(token) || token <= 0)
+      throw new TypeError(`A fencing token must be a positive integer, got ${token}`);
+    const args = [
+      this.fenceField,
+      String(token),
+      ...Object.entries(fields).flatMap(([f, v]) => [f, String(v)]),
+    ];
     let reply: [number, string];
     try {
       reply = (await this.redis.evalsha(FENCED_HSET_SHA, 1, key, ...args)) as [number, string];

@@ -52,7 +52,11 @@ const injected = new WeakSet<object>();
 export function DistributedLock(
   key: LockKey,
   options: DistributedLockOptions = {},
-): <M extends LockableMethod>(target: object, propertyKey: string | symbol, descriptor: TypedPropertyDescriptor<M>) => void {
+): <M extends LockableMethod>(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: TypedPropertyDescriptor<M>,
+) => void {
   return (target, propertyKey, descriptor) => {
     const original = descriptor.value as unknown;
     const where = `${target.constructor.name}.${String(propertyKey)}`;
@@ -99,7 +103,11 @@ export function DistributedLock(
     for (const metadataKey of Reflect.getOwnMetadataKeys(original)) {
       Reflect.defineMetadata(metadataKey, Reflect.getOwnMetadata(metadataKey, original), wrapper);
     }
-    Reflect.defineMetadata(DISTRIBUTED_LOCK_METADATA, { key, options } satisfies DistributedLockMetadata, wrapper);
+    Reflect.defineMetadata(
+      DISTRIBUTED_LOCK_METADATA,
+      { key, options } satisfies DistributedLockMetadata,
+      wrapper,
+    );
     descriptor.value = wrapper as unknown as typeof descriptor.value;
   };
 }

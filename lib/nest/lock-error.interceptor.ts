@@ -41,7 +41,11 @@ export class LockErrorInterceptor implements NestInterceptor {
           return throwError(
             () =>
               new ServiceUnavailableException(
-                { statusCode: 503, error: 'Service Unavailable', message: 'Distributed lock quorum unavailable; retry shortly.' },
+                {
+                  statusCode: 503,
+                  error: 'Service Unavailable',
+                  message: 'Distributed lock quorum unavailable; retry shortly.',
+                },
                 { cause: err },
               ),
           );

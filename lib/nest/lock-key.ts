@@ -25,7 +25,11 @@ export function compileLockKey(key: LockKey, where: string): KeyResolver {
   }
   const templates = typeof key === 'string' ? [key] : [...key];
   if (templates.length === 0 || templates.some((t) => typeof t !== 'string' || t.length === 0)) {
-    throw new RedlockOptionsError(`@DistributedLock key of ${where}`, 'empty', 'Pass a non-empty string, array of strings or function.');
+    throw new RedlockOptionsError(
+      `@DistributedLock key of ${where}`,
+      'empty',
+      'Pass a non-empty string, array of strings or function.',
+    );
   }
   const compiled = templates.map((template) => compileTemplate(template, where));
   return (args) => compiled.map((resolve) => resolve(args));
@@ -49,8 +53,14 @@ function compileTemplate(template: string, where: string): (args: readonly unkno
         continue;
       }
       let value: unknown = args[part.index];
-      for (const name of part.path) value = value == null ? undefined : (value as Record<string, unknown>)[name];
-      if (value === undefined || value === null || value === '' || (typeof value === 'object' && !(value instanceof Date))) {
+      for (const name of part.path)
+        value = value == null ? undefined : (value as Record<string, unknown>)[name];
+      if (
+        value === undefined ||
+        value === null ||
+        value === '' ||
+        (typeof value === 'object' && !(value instanceof Date))
+      ) {
         const ref = `{${[part.index, ...part.path].join('.')}}`;
         throw new RedlockOptionsError(
           `@DistributedLock('${template}') on ${where}`,

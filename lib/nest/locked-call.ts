@@ -51,15 +51,17 @@ export function callLockedObservable(
         }
         inner = holdWhileSubscribed(engine, acquired, () => {
           const result = invoke(acquired);
-          return isObservable(result) ? result : new Observable((s) => {
-            Promise.resolve(result).then(
-              (value) => {
-                s.next(value);
-                s.complete();
-              },
-              (err: unknown) => s.error(err),
-            );
-          });
+          return isObservable(result)
+            ? result
+            : new Observable((s) => {
+                Promise.resolve(result).then(
+                  (value) => {
+                    s.next(value);
+                    s.complete();
+                  },
+                  (err: unknown) => s.error(err),
+                );
+              });
         }).subscribe(subscriber);
       },
       (err: unknown) => subscriber.error(err),
@@ -72,7 +74,11 @@ export function callLockedObservable(
 }
 
 /** Mirrors `source()` and releases `lock` when it ends; errors with the loss reason if the lock is lost. */
-function holdWhileSubscribed(engine: Redlock, lock: Lock, source: () => Observable<unknown>): Observable<unknown> {
+function holdWhileSubscribed(
+  engine: Redlock,
+  lock: Lock,
+  source: () => Observable<unknown>,
+): Observable<unknown> {
   return new Observable((subscriber) => {
     const onAbort = () => {
       // Released locks abort with an AbortError; only a loss is an error for the stream.

@@ -18,7 +18,10 @@ export const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN, OPTIONS_TYPE, ASYN
   new ConfigurableModuleBuilder<RedlockModuleOptions>({ moduleName: 'Redlock' })
     .setClassMethodName('forRoot')
     .setFactoryMethodName('createRedlockOptions')
-    .setExtras<RedlockModuleExtras>({ isGlobal: true }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
+    .setExtras<RedlockModuleExtras>({ isGlobal: true }, (definition, extras) => ({
+      ...definition,
+      global: extras.isGlobal,
+    }))
     .build();
 
 /** Injection token of the resolved module options. */

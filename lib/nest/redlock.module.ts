@@ -3,7 +3,11 @@ import { APP_INTERCEPTOR } from '@nestjs/core';
 import { Redlock } from '../core/redlock.js';
 import { LockErrorInterceptor } from './lock-error.interceptor.js';
 import { LockService } from './lock.service.js';
-import { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN, type RedlockModuleOptions } from './redlock.module-definition.js';
+import {
+  ConfigurableModuleClass,
+  MODULE_OPTIONS_TOKEN,
+  type RedlockModuleOptions,
+} from './redlock.module-definition.js';
 
 /** The engine, built from the module options: bad options fail here, at bootstrap. */
 const engineProvider: Provider = {

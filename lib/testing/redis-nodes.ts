@@ -95,7 +95,13 @@ export class RedisNodes {
       while (ports.includes(port)) port = await freePort(host);
       ports.push(port);
     }
-    const nodes = new RedisNodes(dir, options, host, ports, ports.map(() => options.persistence ?? 'none'));
+    const nodes = new RedisNodes(
+      dir,
+      options,
+      host,
+      ports,
+      ports.map(() => options.persistence ?? 'none'),
+    );
     try {
       await Promise.all(ports.map((_, i) => nodes.launch(i)));
     } catch (err) {
@@ -135,7 +141,13 @@ export class RedisNodes {
 
   /** Details of node `index`. */
   info(index: number): RedisNodeInfo {
-    return { index, host: this.host, port: this.port(index), url: this.url(index), pid: this.procs[index]?.pid };
+    return {
+      index,
+      host: this.host,
+      port: this.port(index),
+      url: this.url(index),
+      pid: this.procs[index]?.pid,
+    };
   }
 
   /** The pid of node `index`'s process (undefined while killed). */
@@ -225,19 +237,40 @@ export class RedisNodes {
     const port = String(this.port(index));
     const dir = this.nodeDir(index);
     mkdirSync(dir, { recursive: true });
-    const args = ['--bind', this.host, '--dir', dir, '--daemonize', 'no', '--protected-mode', 'no', '--loglevel', 'notice'];
+    const args = [
+      '--bind',
+      this.host,
+      '--dir',
+      dir,
+      '--daemonize',
+      'no',
+      '--protected-mode',
+      'no',
+      '--loglevel',
+      'notice',
+    ];
     args.push('--save', '');
     if (this.persistence[index] === 'aof-always') args.push('--appendonly', 'yes', '--appendfsync', 'always');
     else args.push('--appendonly', 'no');
     if (o.tls) {
-      args.push('--port', '0', '--tls-port', port, '--tls-cert-file', o.tls.certFile, '--tls-key-file', o.tls.keyFile);
+      args.push(
+        '--port',
+        '0',
+        '--tls-port',
+        port,
+        '--tls-cert-file',
+        o.tls.certFile,
+        '--tls-key-file',
+        o.tls.keyFile,
+      );
       args.push('--tls-ca-cert-file', o.tls.caFile, '--tls-auth-clients', 'no');
     } else {
       args.push('--port', port);
     }
     if (o.debugCommands) args.push('--enable-debug-command', 'local');
     if (o.password) args.push('--requirepass', o.password);
-    if (o.aclUser) args.push('--user', o.aclUser.username, 'on', `>${o.aclUser.password}`, '~*', '&*', '+@all');
+    if (o.aclUser)
+      args.push('--user', o.aclUser.username, 'on', `>${o.aclUser.password}`, '~*', '&*', '+@all');
     if (o.aclUser && !o.password) args.push('--user', 'default', 'off');
     args.push(...(o.extraArgs ?? []));
     return args;
@@ -266,10 +299,18 @@ export class RedisNodes {
         else resolve();
       };
       const onExit = (code: number | null) =>
-        finish(new Error(`redis-server on port ${this.port(index)} exited (${code}) while starting:\n${output.slice(-2000)}`));
+        finish(
+          new Error(
+            `redis-server on port ${this.port(index)} exited (${code}) while starting:\n${output.slice(-2000)}`,
+          ),
+        );
       const timer = setTimeout(() => {
         void endProcess(proc, 'SIGKILL');
-        finish(new Error(`redis-server on port ${this.port(index)} did not start within ${timeout} ms:\n${output.slice(-2000)}`));
+        finish(
+          new Error(
+            `redis-server on port ${this.port(index)} did not start within ${timeout} ms:\n${output.slice(-2000)}`,
+          ),
+        );
       }, timeout);
       proc.stdout?.on('data', onData);
       proc.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));

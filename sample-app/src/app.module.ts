@@ -13,7 +13,11 @@ import { SAMPLE_CONFIG, STORE_REDIS } from './tokens.js';
 @Module({})
 class SampleConfigModule {
   static register(config: SampleConfig): DynamicModule {
-    return { module: SampleConfigModule, providers: [{ provide: SAMPLE_CONFIG, useValue: config }], exports: [SAMPLE_CONFIG] };
+    return {
+      module: SampleConfigModule,
+      providers: [{ provide: SAMPLE_CONFIG, useValue: config }],
+      exports: [SAMPLE_CONFIG],
+    };
   }
 }
 
@@ -40,7 +44,11 @@ export class AppModule {
       ],
       controllers: [AccountsController, StatusController],
       providers: [
-        { provide: STORE_REDIS, inject: [SAMPLE_CONFIG], useFactory: (c: SampleConfig) => new Redis(c.storeUrl!) },
+        {
+          provide: STORE_REDIS,
+          inject: [SAMPLE_CONFIG],
+          useFactory: (c: SampleConfig) => new Redis(c.storeUrl!),
+        },
         AccountStore,
         AccountsService,
         SettlementJob,

@@ -37,7 +37,13 @@ async function startInstance(name: string, env: Record<string, string>): Promise
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   for (let i = 0; i < 100; i++) {
-    if (await fetch(`http://localhost:${port}/status`).then((r) => r.ok, () => false)) return { name, port, proc };
+    if (
+      await fetch(`http://localhost:${port}/status`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return { name, port, proc };
     await sleep(100);
   }
   throw new Error(`instance ${name} did not start`);
@@ -63,19 +69,28 @@ async function main(): Promise<void> {
         process.kill(i.proc.pid, 'SIGTERM');
       }
     }
-    await Promise.all(instances.map((i) => (i.proc.exitCode === null ? new Promise((r) => i.proc.once('exit', r)) : null)));
+    await Promise.all(
+      instances.map((i) => (i.proc.exitCode === null ? new Promise((r) => i.proc.once('exit', r)) : null)),
+    );
     await Promise.all([locks.close(), store.close()]);
   };
   process.once('SIGINT', () => void stopAll().then(() => process.exit(130)));
   try {
     // Lock nodes started just now hold nothing: the instances may skip the restart guard. They
     // are not "embedded" from the instances' view, so say it through the environment.
-    const env = { REDLOCK_NODES: locks.urls.join(','), STORE_URL: store.url(0), REDLOCK_RESTART_GUARD: 'off' };
+    const env = {
+      REDLOCK_NODES: locks.urls.join(','),
+      STORE_URL: store.url(0),
+      REDLOCK_RESTART_GUARD: 'off',
+    };
     instances.push(await startInstance('A', env), await startInstance('B', env));
     // C's payment provider is slow, so it is sure to be caught mid-payment, holding the lock.
     instances.push(await startInstance('C', { ...env, PAYMENT_DELAY_MS: '300' }));
-    console.log(`3 instances on ports ${instances.map((i) => i.port).join(', ')}; 5 lock nodes; store ${store.url(0)}`);
-    for (const account of ACCOUNTS) await store.client(0).hset(`account:${account}`, { balance: OPENING_BALANCE, fence: 0 });
+    console.log(
+      `3 instances on ports ${instances.map((i) => i.port).join(', ')}; 5 lock nodes; store ${store.url(0)}`,
+    );
+    for (const account of ACCOUNTS)
+      await store.client(0).hset(`account:${account}`, { balance: OPENING_BALANCE, fence: 0 });
 
     // The victim: instance C takes bob's lock for a withdrawal and is frozen mid-payment.
     const victim = instances[2]!;
@@ -99,7 +114,9 @@ async function main(): Promise<void> {
     const ok = outcomes.filter((o) => o.status === 200);
     const refused = outcomes.filter((o) => o.status === 409);
     const insufficient = outcomes.filter((o) => o.status === 422);
-    const balances = await Promise.all(ACCOUNTS.map(async (a) => Number(await store.client(0).hget(`account:${a}`, 'balance'))));
+    const balances = await Promise.all(
+      ACCOUNTS.map(async (a) => Number(await store.client(0).hget(`account:${a}`, 'balance'))),
+    );
     const withdrawn = ok.reduce((sum, o) => sum + o.amount, 0);
     const expected = ACCOUNTS.length * OPENING_BALANCE - withdrawn;
     const final = balances.reduce((a, b) => a + b, 0);
@@ -114,7 +131,14 @@ async function main(): Promise<void> {
       });
     });
     const stats = await Promise.all(
-      instances.map(async (i) => ((await (await fetch(`http://localhost:${i.port}/status`)).json()) as { writes: { rejected: number } }).writes),
+      instances.map(
+        async (i) =>
+          (
+            (await (await fetch(`http://localhost:${i.port}/status`)).json()) as {
+              writes: { rejected: number };
+            }
+          ).writes,
+      ),
     );
     const staleRejected = stats.reduce((sum, s) => sum + s.rejected, 0);
 

@@ -19,7 +19,8 @@ async function main(): Promise<void> {
     logger.log(`No REDLOCK_NODES given: started 5 local lock nodes: ${embedded.lockNodes.join(', ')}`);
     logger.log(`Store (the app's database): ${embedded.storeUrl}`);
   }
-  if (!config.storeUrl) throw new Error('Set STORE_URL (a redis:// URL for account data) when REDLOCK_NODES is set.');
+  if (!config.storeUrl)
+    throw new Error('Set STORE_URL (a redis:// URL for account data) when REDLOCK_NODES is set.');
 
   // Nodes started just now cannot have granted any lock yet, so the restart guard can be off
   // (REDLOCK_RESTART_GUARD=off says the same for nodes a script started for this app).
@@ -29,8 +30,12 @@ async function main(): Promise<void> {
   await app.listen(config.port);
   const url = `http://localhost:${config.port}`;
   logger.log(`Listening on ${url}  (instance ${config.instance})`);
-  logger.log(`Try: curl -X PUT ${url}/accounts/alice -H 'content-type: application/json' -d '{"balance":1000}'`);
-  logger.log(`     curl -X POST ${url}/accounts/alice/withdraw -H 'content-type: application/json' -d '{"amount":100}'`);
+  logger.log(
+    `Try: curl -X PUT ${url}/accounts/alice -H 'content-type: application/json' -d '{"balance":1000}'`,
+  );
+  logger.log(
+    `     curl -X POST ${url}/accounts/alice/withdraw -H 'content-type: application/json' -d '{"amount":100}'`,
+  );
   logger.log(`     curl ${url}/status`);
 
   let stopping = false;

@@ -22,7 +22,9 @@ describe('extend and release after expiry (S13)', () => {
     expect(old.signal.reason).toBeInstanceOf(LockLostError);
     const next = await b.acquire('s13-extend', { ttl: 5000 });
     await expect(old.extend(5000)).rejects.toBeInstanceOf(LockLostError);
-    const values = await Promise.all(cluster.redis.urls.map((_, i) => cluster.redis.client(i).get(lockKey('s13-extend'))));
+    const values = await Promise.all(
+      cluster.redis.urls.map((_, i) => cluster.redis.client(i).get(lockKey('s13-extend'))),
+    );
     expect(new Set(values).size).toBe(1);
     expect(values[0]).not.toBeNull();
     expect(next.fencingToken).toBeGreaterThan(old.fencingToken);
@@ -35,7 +37,9 @@ describe('extend and release after expiry (S13)', () => {
     await sleep(300);
     const next = await b.acquire('s13-release', { ttl: 5000 });
     await old.release();
-    const values = await Promise.all(cluster.redis.urls.map((_, i) => cluster.redis.client(i).get(lockKey('s13-release'))));
+    const values = await Promise.all(
+      cluster.redis.urls.map((_, i) => cluster.redis.client(i).get(lockKey('s13-release'))),
+    );
     expect(values.every((v) => v !== null)).toBe(true);
     await expect(a.acquire('s13-release')).rejects.toThrow(/held by another owner/);
     await next.release();
@@ -68,7 +72,9 @@ describe('extend and release after expiry (S13)', () => {
       },
       { ttl: 200 },
     );
-    const values = await Promise.all(cluster.redis.urls.map((_, i) => cluster.redis.client(i).get(lockKey('watchdog'))));
+    const values = await Promise.all(
+      cluster.redis.urls.map((_, i) => cluster.redis.client(i).get(lockKey('watchdog'))),
+    );
     expect(values).toEqual([null, null, null, null, null]);
   });
 

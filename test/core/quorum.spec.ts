@@ -21,7 +21,8 @@ describe('quorum acquire over 5 real nodes', () => {
   for (let k = 0; k <= 5; k++) {
     test(`with ${k} of 5 nodes held by another owner, acquire ${k <= 2 ? 'succeeds' : 'fails'}`, async () => {
       const resource = `matrix-${k}`;
-      for (let i = 0; i < k; i++) await cluster.redis.client(i).set(lockKey(resource), 'someone-else', 'PX', 10_000);
+      for (let i = 0; i < k; i++)
+        await cluster.redis.client(i).set(lockKey(resource), 'someone-else', 'PX', 10_000);
       const result = await engine.acquire(resource, { ttl: 2000 }).catch((e: unknown) => e);
       const values = await keysOnNodes(lockKey(resource));
       if (k <= 2) {
@@ -70,7 +71,9 @@ describe('quorum acquire over 5 real nodes', () => {
   test('acquire respects an abort signal while waiting', async () => {
     const first = await engine.acquire('abortable', { ttl: 5000 });
     const controller = new AbortController();
-    const waiting = engine.acquire('abortable', { wait: 4000, signal: controller.signal }).catch((e: unknown) => e);
+    const waiting = engine
+      .acquire('abortable', { wait: 4000, signal: controller.signal })
+      .catch((e: unknown) => e);
     await sleep(100);
     controller.abort(new Error('caller gave up'));
     expect(await waiting).toEqual(new Error('caller gave up'));
@@ -78,7 +81,9 @@ describe('quorum acquire over 5 real nodes', () => {
   });
 
   test('an unreachable majority is reported as QuorumUnavailableError naming the nodes', async () => {
-    const remote = await cluster.engine({ nodes: ['redis://127.0.0.1:1', 'redis://127.0.0.1:2', cluster.redis.url(0)] });
+    const remote = await cluster.engine({
+      nodes: ['redis://127.0.0.1:1', 'redis://127.0.0.1:2', cluster.redis.url(0)],
+    });
     const err = await remote.acquire('nowhere').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(QuorumUnavailableError);
     expect((err as Error).message).toContain('127.0.0.1:1');

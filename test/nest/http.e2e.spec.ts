@@ -12,7 +12,13 @@ import {
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
 import { interval, map, take, type Observable } from 'rxjs';
-import { DistributedLock, FencingToken, LockNotAcquiredError, LockService, RedlockModule } from '../../lib/index.js';
+import {
+  DistributedLock,
+  FencingToken,
+  LockNotAcquiredError,
+  LockService,
+  RedlockModule,
+} from '../../lib/index.js';
 import { RedisNodes } from '../../lib/testing/index.js';
 import { sleep } from '../support/cluster.js';
 
@@ -122,17 +128,22 @@ describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
   test('50 concurrent requests: exact count and tokens increasing in grant order; without the lock updates are lost', async () => {
     store.value = 0;
     const server = app.getHttpServer();
-    const unlocked = await Promise.all(Array.from({ length: 50 }, () => request(server).post('/counter/unlocked')));
+    const unlocked = await Promise.all(
+      Array.from({ length: 50 }, () => request(server).post('/counter/unlocked')),
+    );
     expect(unlocked.every((r) => r.status === 201)).toBe(true);
     expect(store.value).toBeLessThan(50); // the control: lost updates are visible
 
     store.value = 0;
     store.grants = [];
-    const responses = await Promise.all(Array.from({ length: 50 }, () => request(server).post('/counter/locked')));
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, () => request(server).post('/counter/locked')),
+    );
     expect(responses.map((r) => r.status)).toEqual(new Array(50).fill(201));
     expect(store.value).toBe(50);
     expect(store.grants).toHaveLength(50);
-    for (let i = 1; i < store.grants.length; i++) expect(store.grants[i]!).toBeGreaterThan(store.grants[i - 1]!);
+    for (let i = 1; i < store.grants.length; i++)
+      expect(store.grants[i]!).toBeGreaterThan(store.grants[i - 1]!);
   });
 
   test('the decorator above and below @Get both answer 200 and keep the method name', async () => {

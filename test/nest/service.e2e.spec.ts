@@ -41,7 +41,8 @@ class JobRunner {
     const started = Date.now();
     await new Promise<void>((resolve) => {
       signal!.addEventListener('abort', () => resolve(), { once: true });
-      setTimeout(resolve, 5000);
+      const timer = setTimeout(resolve, 5000);
+      signal!.addEventListener('abort', () => clearTimeout(timer), { once: true });
     });
     return { aborted: signal!.aborted, reason: signal!.reason, afterMs: Date.now() - started };
   }
@@ -66,7 +67,10 @@ class Scheduler {
   }
 }
 
-async function boot(options: RedlockModuleOptions, extra: { controllers?: never[] } = {}): Promise<INestApplication> {
+async function boot(
+  options: RedlockModuleOptions,
+  extra: { controllers?: never[] } = {},
+): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
     imports: [RedlockModule.forRoot(options)],
     providers: [JobRunner, Scheduler],
@@ -176,7 +180,10 @@ describe('module configuration and lifecycle', () => {
 
   test('forRootAsync with a factory that reads configuration', async () => {
     const CONFIG = Symbol('CONFIG');
-    @Module({ providers: [{ provide: CONFIG, useValue: { REDLOCK_NODES: redis.urls.join(',') } }], exports: [CONFIG] })
+    @Module({
+      providers: [{ provide: CONFIG, useValue: { REDLOCK_NODES: redis.urls.join(',') } }],
+      exports: [CONFIG],
+    })
     class ConfigModule {}
     const moduleRef = await Test.createTestingModule({
       imports: [
@@ -222,7 +229,9 @@ describe('module configuration and lifecycle', () => {
     [{ nodes: ['redis://localhost:1'], driftFactor: 0.7 }, /driftFactor/],
     [{ nodes: ['redis://localhost:1'], ttl: 120_000, restartGuard: 60_000 }, /restartGuard/],
   ])('bad options %j fail the bootstrap with RedlockOptionsError', async (options, message) => {
-    const attempt = Test.createTestingModule({ imports: [RedlockModule.forRoot(options as RedlockModuleOptions)] })
+    const attempt = Test.createTestingModule({
+      imports: [RedlockModule.forRoot(options as RedlockModuleOptions)],
+    })
       .compile()
       .then(async (ref) => {
         const app = ref.createNestApplication({ logger: false });

@@ -1,4 +1,10 @@
-import { ConflictException, Inject, Injectable, NotFoundException, UnprocessableEntityException } from '@nestjs/common';
+import {
+  ConflictException,
+  Inject,
+  Injectable,
+  NotFoundException,
+  UnprocessableEntityException,
+} from '@nestjs/common';
 import { DistributedLock, FencingToken, LockSignal } from 'nest-quorum-lock';
 import { SAMPLE_CONFIG } from '../tokens.js';
 import type { SampleConfig } from '../config.js';
@@ -34,12 +40,16 @@ export class AccountsService {
   ): Promise<Withdrawal> {
     const account = await this.mustGet(accountId);
     if (account.balance < amount) {
-      throw new UnprocessableEntityException(`Insufficient funds: balance ${account.balance}, requested ${amount}`);
+      throw new UnprocessableEntityException(
+        `Insufficient funds: balance ${account.balance}, requested ${amount}`,
+      );
     }
     await this.paymentProvider(signal!);
     const balance = account.balance - amount;
     if (!(await this.store.writeBalance(accountId, balance, token!))) {
-      throw new ConflictException('This instance lost the account lock while paying; the write was rejected.');
+      throw new ConflictException(
+        'This instance lost the account lock while paying; the write was rejected.',
+      );
     }
     return { accountId, amount, balance, token: token! };
   }

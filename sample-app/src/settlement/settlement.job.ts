@@ -1,4 +1,10 @@
-import { Inject, Injectable, Logger, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import { DistributedLock, FencingToken, LockNotAcquiredError } from 'nest-quorum-lock';
 import type { SampleConfig } from '../config.js';
 import { SAMPLE_CONFIG } from '../tokens.js';

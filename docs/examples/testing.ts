@@ -1,0 +1,20 @@
+import { Test } from '@nestjs/testing';
+import { RedlockModule, LockService } from 'nest-quorum-lock';
+import { RedisNodes } from 'nest-quorum-lock/testing';
+
+export async function lockedTestExample(): Promise<void> {
+  const redis = await RedisNodes.start(3); // real redis-server processes on free ports
+  try {
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedlockModule.forRoot({ nodes: redis.urls, restartGuard: false })], // fresh nodes: no guard needed
+    }).compile();
+    const app = await moduleRef.createNestApplication().init();
+    await app.get(LockService).using('job', async () => {
+      redis.stop(0); // SIGSTOP one node: the lock keeps working on the other two
+    });
+    redis.resume(0);
+    await app.close();
+  } finally {
+    await redis.close(); // ends every node by pid
+  }
+}

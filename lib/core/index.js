@@ -1,3 +1,0 @@
-export { Redlock } from './redlock.js';
-export { RedlockError, RedlockOptionsError, LockNotAcquiredError, QuorumUnavailableError, LockLostError } from './errors.js';
-//# sourceMappingURL=index.js.map

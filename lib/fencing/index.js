@@ -1,2 +1,0 @@
-export { FencedWriter } from './fenced-writer.js';
-//# sourceMappingURL=index.js.map
