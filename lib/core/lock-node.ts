@@ -1,7 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import type { RedlockLogger } from './logger.js';
 import type { RedlockNode } from './options.js';
-import type { LuaScript } from './scripts.js';
+import { ALL_SCRIPTS, type LuaScript } from './scripts.js';
 
 /**
  * Settings for connections the library opens itself. A dead node must fail fast instead of
@@ -36,6 +36,7 @@ export class LockNode {
   ) {
     client.on('error', this.onError);
     client.on('ready', this.onReady);
+    if (client.status === 'ready') this.recordReady(); // a client passed in already connected
   }
 
   /** Builds a node from a URL, ioredis options or a ready client. */
@@ -121,6 +122,8 @@ export class LockNode {
   }
 
   private recordReady(): void {
+    // A restarted node has lost its script cache: load ours now rather than on a NOSCRIPT storm.
+    for (const script of ALL_SCRIPTS) this.client.script('LOAD', script.source).catch(() => undefined);
     if (this.lastError !== undefined) this.logger.log(`Redis node ${this.label} is reachable again`);
     this.lastError = undefined;
   }

@@ -24,8 +24,9 @@ import {
 } from './options.js';
 import { quorumRound } from './quorum-round.js';
 import { ReleaseWaiter, type ReleaseSubscription } from './release-waiter.js';
-import { ACQUIRE, EXTEND, RAISE_FENCE, RELEASE } from './scripts.js';
-import { startWatchdog } from './watchdog.js';
+import { ACQUIRE, RAISE_FENCE, RELEASE } from './scripts.js';
+import { ExtendBatcher } from './extend-batcher.js';
+import { startWatchdog, WatchdogClock } from './watchdog.js';
 
 /** Reachability of one node, as reported by {@link Redlock.connect} and {@link Redlock.status}. */
 export interface NodeStatus {
@@ -60,6 +61,10 @@ export class Redlock implements LockOwner {
   private readonly waiter: ReleaseWaiter;
   private readonly context = new LockContext();
   private readonly held = new Set<HeldLock>();
+  /** Per node: extensions requested in the same tick share one script call. */
+  private readonly batchers = new Map<LockNode, ExtendBatcher>();
+  /** Per watchdog period: one shared interval, so that watchdogs tick (and batch) together. */
+  private readonly clock = new WatchdogClock();
   private readonly drift: (ttl: number) => number;
   private closed = false;
 
@@ -67,6 +72,7 @@ export class Redlock implements LockOwner {
     this.options = resolveOptions(options);
     this.logger = options.logger ?? consoleLogger;
     this.nodes = options.nodes.map((n) => LockNode.from(n, this.options.connectTimeout, this.logger));
+    for (const node of this.nodes) this.batchers.set(node, new ExtendBatcher(node));
     this.quorum = Math.floor(this.nodes.length / 2) + 1;
     if (this.nodes.length % 2 === 0) {
       this.logger.warn(
@@ -188,7 +194,8 @@ export class Redlock implements LockOwner {
         attempts++;
         const attempt = await this.attempt(request, opts);
         if (attempt.lock) {
-          if (opts.watchdog) attempt.lock.attachWatchdog(startWatchdog(attempt.lock, opts.maxHold));
+          if (opts.watchdog)
+            attempt.lock.attachWatchdog(startWatchdog(attempt.lock, opts.maxHold, this.clock));
           return attempt.lock;
         }
         const remaining = deadline - performance.now();
@@ -336,7 +343,7 @@ export class Redlock implements LockOwner {
       this.nodes,
       this.quorum,
       this.options.nodeTimeout,
-      (node) => node.run(EXTEND, lock.keys, [lock.value, Math.ceil(lease)]) as Promise<number>,
+      (node) => this.batchers.get(node)!.extend(lock.keys, lock.value, Math.ceil(lease)),
       (reply) => (reply === 1 ? 'yes' : 'no'),
     );
     const now = performance.now();

@@ -121,3 +121,39 @@ end
 return deleted
 `,
 );
+
+/**
+ * EXTEND for many locks in one call (the watchdogs' batch for one node and one tick).
+ * ARGV: lock count, then per lock: key count, value, ttl ms. KEYS: the locks' keys, in order.
+ * Returns one 1/0 per lock.
+ */
+export const EXTEND_MANY = script(
+  'extend-many',
+  `
+local out = {}
+local k = 1
+local a = 2
+for i = 1, tonumber(ARGV[1]) do
+  local count = tonumber(ARGV[a])
+  local value = ARGV[a + 1]
+  local ttl = ARGV[a + 2]
+  a = a + 3
+  local ok = 1
+  for j = k, k + count - 1 do
+    if redis.call('GET', KEYS[j]) ~= value then
+      ok = 0
+      break
+    end
+  end
+  if ok == 1 then
+    for j = k, k + count - 1 do redis.call('PEXPIRE', KEYS[j], ttl) end
+  end
+  out[i] = ok
+  k = k + count
+end
+return out
+`,
+);
+
+/** Every script the engine runs, loaded on each (re)connection so calls rarely meet NOSCRIPT. */
+export const ALL_SCRIPTS: readonly LuaScript[] = [ACQUIRE, RAISE_FENCE, EXTEND, EXTEND_MANY, RELEASE];

@@ -1,5 +1,23 @@
-import { exhaustMap, from, interval, map, takeWhile, type Subscription } from 'rxjs';
+import { exhaustMap, from, interval, map, share, takeWhile, type Observable, type Subscription } from 'rxjs';
 import type { HeldLock } from './held-lock.js';
+
+/**
+ * One RxJS `interval` per watchdog period, shared by every lock that uses that period: their
+ * extensions then fall in the same tick and are sent to each node as one batch. An interval stops
+ * when its last watchdog unsubscribes.
+ */
+export class WatchdogClock {
+  private readonly ticks = new Map<number, Observable<number>>();
+
+  tick(periodMs: number): Observable<number> {
+    let ticks = this.ticks.get(periodMs);
+    if (!ticks) {
+      ticks = interval(periodMs).pipe(share());
+      this.ticks.set(periodMs, ticks);
+    }
+    return ticks;
+  }
+}
 
 /**
  * Keeps a lock alive while its holder works: every `period` ms (default ttl / 3) it extends the
@@ -7,10 +25,16 @@ import type { HeldLock } from './held-lock.js';
  * (its signal aborts at once) and ends the watchdog: a lost lock is never re-taken. The caller
  * attaches the returned subscription to the lock, so it ends on release too.
  */
-export function startWatchdog(lock: HeldLock, maxHold: number, period = lock.ttl / 3): Subscription {
+export function startWatchdog(
+  lock: HeldLock,
+  maxHold: number,
+  clock = new WatchdogClock(),
+  period = lock.ttl / 3,
+): Subscription {
   const holdEnd = performance.now() + maxHold;
   const tick = Math.max(1, Math.floor(period));
-  return interval(tick)
+  return clock
+    .tick(tick)
     .pipe(
       map(() => holdEnd - performance.now()),
       // The last extension reaches exactly maxHold; one shorter than a tick is not worth a round.

@@ -29,7 +29,7 @@ class JobRunner {
     return token!;
   }
 
-  @DistributedLock('long', { ttl: 200 })
+  @DistributedLock('long', { ttl: 400 })
   async long(ms: number, @LockSignal() signal?: AbortSignal): Promise<boolean> {
     await sleep(ms);
     return signal!.aborted;
@@ -105,10 +105,10 @@ describe('@DistributedLock on services, LockService and the module (5 real nodes
     expect(await keysOnNodes(lockKeyOf('job:a'))).toEqual([null, null, null, null, null]);
   });
 
-  test('the watchdog keeps a 200 ms lock through a 1 s method; the key is gone right after', async () => {
+  test('the watchdog keeps a 400 ms lock through a 2 s method (5 x ttl); the key is gone right after', async () => {
     const jobs = app.get(JobRunner);
-    const running = jobs.long(1000);
-    await sleep(700);
+    const running = jobs.long(2000);
+    await sleep(1500);
     const values = await keysOnNodes(lockKeyOf('long'));
     expect(values.filter((v) => v !== null).length).toBeGreaterThanOrEqual(3);
     await expect(app.get(LockService).acquire('long')).rejects.toBeInstanceOf(LockNotAcquiredError);
