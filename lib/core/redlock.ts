@@ -35,6 +35,8 @@ export interface NodeStatus {
   readonly error?: string;
   /** Epoch ms until which the node abstains under the restart guard, if it does. */
   readonly abstainingUntil?: number;
+  /** Round-trip time of a PING, from {@link Redlock.probe}. */
+  readonly latencyMs?: number;
 }
 
 /** The result of one acquire round. */
@@ -114,6 +116,32 @@ export class Redlock implements LockOwner {
       ...(n.client.status === 'ready' ? {} : { error: n.lastError ?? n.client.status }),
       ...(n.abstainingUntil > now ? { abstainingUntil: n.abstainingUntil } : {}),
     }));
+  }
+
+  /**
+   * Like {@link status}, but asks each node (PING, bounded by nodeTimeout), so a node that is
+   * connected but hung (e.g. paused) shows as unreachable, and reachable ones report a latency.
+   */
+  probe(): Promise<NodeStatus[]> {
+    const timeout = this.options.nodeTimeout;
+    return Promise.all(
+      this.status().map(async (status, i) => {
+        if (!status.reachable) return status;
+        const started = performance.now();
+        let timer: NodeJS.Timeout | undefined;
+        const answered = await Promise.race([
+          this.nodes[i]!.client.ping().then(
+            () => true,
+            () => false,
+          ),
+          new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeout))),
+        ]);
+        clearTimeout(timer);
+        return answered
+          ? { ...status, latencyMs: Math.round((performance.now() - started) * 100) / 100 }
+          : { ...status, reachable: false, error: `no reply to PING within ${timeout} ms` };
+      }),
+    );
   }
 
   /**

@@ -54,9 +54,12 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
     return this.redlock.using(keys, fn, options);
   }
 
-  /** Reachability of every node and whether a quorum is reachable (no I/O). */
-  status(): LockClusterStatus {
-    const nodes = this.redlock.status();
+  /**
+   * Asks every node (PING, bounded by nodeTimeout) and reports which are reachable and whether a
+   * quorum is, for status endpoints and readiness probes.
+   */
+  async status(): Promise<LockClusterStatus> {
+    const nodes = await this.redlock.probe();
     const reachable = nodes.filter((n) => n.reachable && n.abstainingUntil === undefined).length;
     return { quorum: this.redlock.quorum, quorumReachable: reachable >= this.redlock.quorum, nodes };
   }

@@ -158,7 +158,7 @@ describe('@DistributedLock on services, LockService and the module (5 real nodes
     const again = await locks.tryAcquire('svc');
     expect(again).not.toBeNull();
     await again!.release();
-    expect(locks.status()).toMatchObject({ quorum: 3, quorumReachable: true });
+    expect(await locks.status()).toMatchObject({ quorum: 3, quorumReachable: true });
   });
 
   test('await using releases the lock at the end of the block', async () => {

@@ -23,10 +23,10 @@ export class StatusController {
 
   /** Each lock node (reachable or not), the quorum, and this instance's counters. */
   @Get()
-  status(): StatusReport {
+  async status(): Promise<StatusReport> {
     return {
       instance: this.config.instance,
-      ...this.locks.status(),
+      ...(await this.locks.status()),
       writes: this.store.stats,
       settlement: this.settlement.runs,
     };
