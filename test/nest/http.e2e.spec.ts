@@ -7,6 +7,8 @@ import {
   Injectable,
   Param,
   Post,
+  UseGuards,
+  type CanActivate,
   type INestApplication,
 } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
@@ -21,6 +23,14 @@ import {
 } from '../../lib/index.js';
 import { RedisNodes } from '../../lib/testing/index.js';
 import { sleep } from '../support/cluster.js';
+
+/** A guard that refuses every request: the lock must not even be taken. */
+@Injectable()
+class DenyGuard implements CanActivate {
+  canActivate(): boolean {
+    return false;
+  }
+}
 
 /** An in-process "database" whose read-modify-write loses updates unless callers are serialised. */
 @Injectable()
@@ -71,6 +81,13 @@ class CounterController {
   @DistributedLock('item:{0}')
   async item(@Param('id') id: string, @Body() body: { qty: number }, @FencingToken() token: number) {
     return { id, qty: body.qty, token };
+  }
+
+  @UseGuards(DenyGuard)
+  @Get('guarded')
+  @DistributedLock('guarded')
+  async guarded(): Promise<string> {
+    return 'never';
   }
 
   @Get('forbidden')
@@ -159,6 +176,10 @@ describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
     expect(res.body).toMatchObject({ id: '42', qty: 3 });
     expect(typeof res.body.token).toBe('number');
     expect(res.body.token).toBeGreaterThan(0);
+  });
+
+  test('@UseGuards above the decorator still guards the route (metadata kept), before any lock', async () => {
+    await request(app.getHttpServer()).get('/counter/guarded').expect(403);
   });
 
   test("the method's own HttpException passes through unchanged", async () => {

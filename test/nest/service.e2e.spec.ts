@@ -2,6 +2,8 @@ import 'reflect-metadata';
 import { Controller, Get, Inject, Injectable, Module, type INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { Redis } from 'ioredis';
+// A value import: emitDecoratorMetadata then records `Observable` as the declared return type.
+import { interval, Observable, take } from 'rxjs';
 import {
   DistributedLock,
   FencingToken,
@@ -45,6 +47,12 @@ class JobRunner {
       signal!.addEventListener('abort', () => clearTimeout(timer), { once: true });
     });
     return { aborted: signal!.aborted, reason: signal!.reason, afterMs: Date.now() - started };
+  }
+
+  /** A stream that ticks every 100 ms for up to 5 s under a 900 ms lease (extended by the watchdog). */
+  @DistributedLock('ticker', { ttl: 900 })
+  ticker(): Observable<number> {
+    return interval(100).pipe(take(50));
   }
 
   @DistributedLock('user:{0.id}')
@@ -129,6 +137,28 @@ describe('@DistributedLock on services, LockService and the module (5 real nodes
       // ttl 1000: the watchdog extends every ~333 ms; the loss is seen at the next extension,
       // before the lease granted ~100 ms earlier runs out.
       expect(Date.now() - stoppedAt).toBeLessThan(1000);
+    } finally {
+      for (const i of [0, 1, 2]) redis.resume(i);
+    }
+  });
+
+  test('an Observable method errors with LockLostError when the lock is lost mid-stream', async () => {
+    const jobs = app.get(JobRunner);
+    const seen: number[] = [];
+    const outcome = new Promise<unknown>((resolve) => {
+      jobs.ticker().subscribe({
+        next: (v) => seen.push(v),
+        error: (err: unknown) => resolve(err),
+        complete: () => resolve('completed'),
+      });
+    });
+    await sleep(400);
+    expect(seen.length).toBeGreaterThan(0);
+    for (const i of [0, 1, 2]) redis.stop(i);
+    try {
+      const err = await outcome;
+      expect(err).toBeInstanceOf(LockLostError);
+      expect(seen.length).toBeLessThan(50);
     } finally {
       for (const i of [0, 1, 2]) redis.resume(i);
     }
