@@ -1,0 +1,245 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Redis, type RedisOptions } from 'ioredis';
+import { Redlock as OurRedlock, type RedlockNode } from 'nest-quorum-lock';
+import Redlock from 'redlock';
+import { RedlockMutex } from 'redis-semaphore';
+import { createRedlock, IoredisAdapter } from 'redlock-universal';
+import { within, STALLED } from './stats.js';
+
+/** Identifies a library (a column of the result table). */
+export type LibraryId = 'ours' | 'ours-autopipe' | 'redlock5' | 'semaphore' | 'universal';
+
+/** What every benchmark needs from a held lock. */
+export interface HeldHandle {
+  release(): Promise<unknown>;
+}
+
+/** One instance of a lock library with its own connections to every node. */
+export interface LockClient {
+  /** Acquires `resource`, waiting (with the library's own retry strategy) up to the configured budget. */
+  acquire(resource: string): Promise<HeldHandle>;
+  /** Closes the connections this client opened. */
+  close(): Promise<void>;
+}
+
+/** Settings given to every library alike. */
+export interface ClientSettings {
+  /** Lease, ms. */
+  readonly ttl: number;
+  /** Wait budget for a busy lock, ms; each library keeps its own retry strategy within it. */
+  readonly wait: number;
+  /** Our per-node timeout, ms (peers have no equivalent, or keep their default). */
+  readonly nodeTimeout: number;
+}
+
+/** A lock library under test. */
+export interface Library {
+  readonly id: LibraryId;
+  /** Column title. */
+  readonly label: string;
+  /** The npm package. */
+  readonly packageName: string;
+  /** npm package and the version installed here, for the report. */
+  readonly pkg: string;
+  /** How the library is configured to wait for a busy lock (printed with the results). */
+  describeWaiting(settings: ClientSettings): string;
+  open(urls: readonly string[], settings: ClientSettings): Promise<LockClient>;
+}
+
+/** Connects plain ioredis clients (default options, as a user of the peer would) and waits until ready. */
+async function connectAll(urls: readonly string[], extra: RedisOptions = {}): Promise<Redis[]> {
+  const clients = urls.map((url) => new Redis(url, extra));
+  for (const c of clients) c.on('error', () => undefined); // a stopped node must not crash the bench
+  await Promise.all(clients.map((c) => c.ping()));
+  return clients;
+}
+
+function disconnectAll(clients: readonly Redis[]): Promise<void> {
+  // disconnect(), not quit(): QUIT waits for a reply that a SIGSTOPped node never sends.
+  for (const c of clients) c.disconnect();
+  return Promise.resolve();
+}
+
+/** Our engine. Nodes are given as URLs (connections owned by the engine), like most users will. */
+function ours(id: 'ours' | 'ours-autopipe', label: string, nodeOptions: RedisOptions | undefined): Library {
+  return {
+    id,
+    label,
+    packageName: 'nest-quorum-lock',
+    pkg: `nest-quorum-lock@${packageVersion('nest-quorum-lock')} (this repo, dist/)${nodeOptions ? ' with enableAutoPipelining' : ''}`,
+    describeWaiting: (s) => `wait ${s.wait} ms, pub/sub wake-up + holder's PTTL, default retryDelay/jitter`,
+    async open(urls, s) {
+      const nodes: RedlockNode[] = urls.map((url) =>
+        nodeOptions ? { ...redisOptionsFromUrl(url), ...nodeOptions } : url,
+      );
+      const engine = new OurRedlock({ nodes, ttl: s.ttl, wait: s.wait, nodeTimeout: s.nodeTimeout });
+      await engine.connect();
+      return {
+        acquire: (resource) => engine.acquire(resource),
+        close: async () => {
+          await within(engine.close(), 5_000);
+        },
+      };
+    },
+  };
+}
+
+function redisOptionsFromUrl(url: string): RedisOptions {
+  const u = new URL(url);
+  return { host: u.hostname, port: Number(u.port) };
+}
+
+/** node-redlock v5: retries every retryDelay +- retryJitter (200 +- 100 ms by default). */
+const redlock5: Library = {
+  id: 'redlock5',
+  label: 'redlock@5',
+  packageName: 'redlock',
+  pkg: `redlock@${packageVersion('redlock')}`,
+  describeWaiting: (s) =>
+    `default 200 +- 100 ms polling, retryCount ${redlock5Retries(s.wait)} (>= ${s.wait} ms)`,
+  async open(urls, s) {
+    const clients = await connectAll(urls);
+    const redlock = new Redlock(clients, { retryCount: redlock5Retries(s.wait) });
+    // Every vote against (a busy key) is emitted as 'error'; without a listener EventEmitter throws.
+    redlock.on('error', () => undefined);
+    return {
+      async acquire(resource) {
+        const lock = await redlock.acquire([resource], s.ttl);
+        return { release: () => lock.release() };
+      },
+      close: () => disconnectAll(clients),
+    };
+  },
+};
+
+/** Enough attempts that even the shortest delays (retryDelay - retryJitter) fill the wait budget. */
+function redlock5Retries(wait: number): number {
+  return Math.ceil(wait / (200 - 100));
+}
+
+/** redis-semaphore's RedlockMutex: polls every 10 ms until acquireTimeout (10 s by default). */
+const semaphore: Library = {
+  id: 'semaphore',
+  label: 'redis-semaphore',
+  packageName: 'redis-semaphore',
+  pkg: `redis-semaphore@${packageVersion('redis-semaphore')} (RedlockMutex)`,
+  describeWaiting: (s) => `default 10 ms polling, acquireTimeout ${s.wait} ms`,
+  async open(urls, s) {
+    const clients = await connectAll(urls);
+    return {
+      async acquire(resource) {
+        // One mutex object per acquisition, as request handlers typically create them.
+        const mutex = new RedlockMutex(clients, resource, { lockTimeout: s.ttl, acquireTimeout: s.wait });
+        await mutex.acquire();
+        return { release: () => mutex.release() };
+      },
+      close: () => disconnectAll(clients),
+    };
+  },
+};
+
+/** redlock-universal's RedLock: retries every 200 ms (distributed default); 5 s per-command timeout. */
+const universal: Library = {
+  id: 'universal',
+  label: 'redlock-universal',
+  packageName: 'redlock-universal',
+  pkg: `redlock-universal@${packageVersion('redlock-universal')}`,
+  describeWaiting: (s) => `default 200 ms polling, retryAttempts ${Math.ceil(s.wait / 200)} (${s.wait} ms)`,
+  async open(urls, s) {
+    const clients = await connectAll(urls);
+    const adapters = clients.map((c) => new IoredisAdapter(c));
+    const retryAttempts = Math.ceil(s.wait / 200);
+    return {
+      async acquire(resource) {
+        const lock = createRedlock({ adapters, key: resource, ttl: s.ttl, retryAttempts });
+        const handle = await lock.acquire();
+        return { release: () => lock.release(handle) };
+      },
+      close: () => disconnectAll(clients),
+    };
+  },
+};
+
+/** Every library, in column order. `ours-autopipe` only runs when BENCH_LIBS names it. */
+export const ALL_LIBRARIES: readonly Library[] = [
+  ours('ours', 'ours', undefined),
+  redlock5,
+  semaphore,
+  universal,
+  ours('ours-autopipe', 'ours+autopipelining', { enableAutoPipelining: true }),
+];
+
+const DEFAULT_LIBRARIES: readonly LibraryId[] = ['ours', 'redlock5', 'semaphore', 'universal'];
+
+/** The libraries selected by BENCH_LIBS (ids), or the default set. Throws on an unknown id. */
+export function selectLibraries(ids: readonly string[] | undefined): Library[] {
+  const wanted = ids ?? DEFAULT_LIBRARIES;
+  for (const id of wanted) {
+    if (!ALL_LIBRARIES.some((l) => l.id === id)) {
+      throw new Error(
+        `Unknown library "${id}" in BENCH_LIBS; known: ${ALL_LIBRARIES.map((l) => l.id).join(', ')}`,
+      );
+    }
+  }
+  return ALL_LIBRARIES.filter((l) => wanted.includes(l.id));
+}
+
+/**
+ * Checks that a library runs here (e.g. redlock-universal declares Node >= 22): one acquire and
+ * release on a scratch key. Resolves undefined when it works, else the reason.
+ */
+export async function smokeTest(
+  lib: Library,
+  urls: readonly string[],
+  settings: ClientSettings,
+): Promise<string | undefined> {
+  let client: LockClient | undefined;
+  try {
+    const opened = await within(lib.open(urls, settings), 10_000);
+    if (opened === STALLED) return 'could not connect within 10 s';
+    client = opened;
+    const held = await within(client.acquire(`bench:smoke:${lib.id}`), 10_000);
+    if (held === STALLED) return 'acquire did not settle within 10 s';
+    await held.release();
+    return undefined;
+  } catch (err) {
+    return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  } finally {
+    await client?.close();
+  }
+}
+
+/** `engines.node` of an installed package, or undefined. */
+export function packageEngines(name: string): string | undefined {
+  return readPackageJson(name)?.engines?.node;
+}
+
+function packageVersion(name: string): string {
+  return readPackageJson(name)?.version?.replace(/^v/, '') ?? '?';
+}
+
+interface PackageJson {
+  version?: string;
+  engines?: { node?: string };
+}
+
+/** Reads an installed package's package.json, walking up from its resolved entry point. */
+function readPackageJson(name: string): PackageJson | undefined {
+  try {
+    let dir = dirname(fileURLToPath(import.meta.resolve(name)));
+    for (;;) {
+      const file = join(dir, 'package.json');
+      if (existsSync(file)) {
+        const pkg = JSON.parse(readFileSync(file, 'utf8')) as PackageJson & { name?: string };
+        if (pkg.name === name) return pkg;
+      }
+      const parent = dirname(dir);
+      if (parent === dir) return undefined;
+      dir = parent;
+    }
+  } catch {
+    return undefined;
+  }
+}

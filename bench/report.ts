@@ -1,0 +1,126 @@
+import type { RedisNodes } from 'nest-quorum-lock/testing';
+import type { BenchConfig } from './config.js';
+import type { Library } from './libraries.js';
+
+/** Column of the table: a library id, or the no-lock floor. */
+export type Column = string;
+
+/** The reference column of quorum PINGs (no lock at all). */
+export const FLOOR = 'floor';
+
+/** A measured figure, or why there is none (e.g. "stalls until the node resumes"). */
+export type Cell = number | { readonly value?: number; readonly note: string };
+
+/** One line of the table: one metric across libraries. */
+export interface Row {
+  readonly metric: string;
+  readonly unit: string;
+  /** Which direction is good: it says how to read the ratio. */
+  readonly better: 'lower' | 'higher';
+  readonly cells: Readonly<Record<Column, Cell>>;
+  /** Digits after the decimal point (default 3). */
+  readonly digits?: number;
+}
+
+/** A target from the issue, checked against the figures. */
+export interface TargetCheck {
+  readonly text: string;
+  readonly met: boolean;
+  /** The figures that decided it. */
+  readonly detail: string;
+}
+
+/** What one benchmark hands back. */
+export interface BenchResult {
+  readonly id: string;
+  readonly title: string;
+  readonly rows: readonly Row[];
+  readonly targets: readonly TargetCheck[];
+  /** Notes printed under the table (e.g. a peer that stalls). */
+  readonly notes: readonly string[];
+  /** Everything measured, for results.json. */
+  readonly details: Readonly<Record<string, unknown>>;
+}
+
+/** Everything a benchmark gets to run. */
+export interface BenchContext {
+  readonly nodes: RedisNodes;
+  readonly urls: readonly string[];
+  readonly config: BenchConfig;
+  /** Libraries that passed the smoke test, ours first. */
+  readonly libraries: readonly Library[];
+  log(message: string): void;
+}
+
+/** A selectable benchmark (B1, B2, ...). A B4 (HTTP) module plugs in the same way. */
+export interface Benchmark {
+  readonly id: string;
+  readonly title: string;
+  run(ctx: BenchContext): Promise<BenchResult>;
+}
+
+export function cellValue(cell: Cell | undefined): number | undefined {
+  if (cell === undefined) return undefined;
+  return typeof cell === 'number' ? cell : cell.value;
+}
+
+function formatNumber(value: number, digits: number): string {
+  if (!Number.isFinite(value)) return String(value);
+  if (Math.abs(value) >= 10_000) return Math.round(value).toLocaleString('en-US');
+  return value.toFixed(digits);
+}
+
+/** `0.412 (1.31x)`: the value, and its ratio to ours (peer / ours). */
+function formatCell(row: Row, column: Column, ours: number | undefined): string {
+  const cell = row.cells[column];
+  if (cell === undefined) return '';
+  const digits = row.digits ?? 3;
+  const value = cellValue(cell);
+  let text = value === undefined ? '' : formatNumber(value, digits);
+  if (typeof cell !== 'number') text = text ? `${text} ${cell.note}` : cell.note;
+  if (
+    column !== 'ours' &&
+    value !== undefined &&
+    ours !== undefined &&
+    ours !== 0 &&
+    Number.isFinite(value)
+  ) {
+    text += ` (${(value / ours).toFixed(2)}x)`;
+  }
+  return text;
+}
+
+/** The results as a plain-text table, one row per metric, then targets and notes. */
+export function renderTable(
+  results: readonly BenchResult[],
+  columns: ReadonlyArray<{ id: Column; label: string }>,
+): string {
+  const header = ['bench', 'metric', 'better', ...columns.map((c) => c.label)];
+  const lines: string[][] = [header];
+  for (const result of results) {
+    for (const row of result.rows) {
+      const ours = cellValue(row.cells.ours);
+      lines.push([
+        result.id,
+        `${row.metric} (${row.unit})`,
+        row.better,
+        ...columns.map((c) => formatCell(row, c.id, ours)),
+      ]);
+    }
+  }
+  const used = header.map((_, i) => i).filter((i) => i < 3 || lines.slice(1).some((l) => l[i] !== ''));
+  const widths = used.map((i) => Math.max(...lines.map((l) => l[i]!.length)));
+  const render = (l: string[]) => used.map((i, k) => l[i]!.padEnd(widths[k]!)).join(' | ');
+  const out = [render(header), widths.map((w) => '-'.repeat(w)).join('-|-')];
+  for (const l of lines.slice(1)) out.push(render(l));
+  out.push('', 'Ratios in parentheses: library / ours (read with the "better" column).');
+
+  const targets = results.flatMap((r) => r.targets.map((t) => ({ id: r.id, ...t })));
+  if (targets.length > 0) {
+    out.push('', 'Targets:');
+    for (const t of targets) out.push(`  ${t.met ? 'MET   ' : 'MISSED'} ${t.id}: ${t.text} -- ${t.detail}`);
+  }
+  const notes = results.flatMap((r) => r.notes.map((n) => `  ${r.id}: ${n}`));
+  if (notes.length > 0) out.push('', 'Notes:', ...notes);
+  return out.join('\n');
+}

@@ -1,0 +1,112 @@
+import { readFileSync } from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
+
+/** Monotonic milliseconds (fractional). */
+export const now = (): number => performance.now();
+
+/** Resolves after `ms` (a timer: at least 1 ms, usually a little more). */
+export const sleep = (ms: number): Promise<void> => delay(ms);
+
+/** Latency summary in ms. */
+export interface Summary {
+  readonly n: number;
+  readonly p50: number;
+  readonly p90: number;
+  readonly p99: number;
+  readonly max: number;
+  readonly mean: number;
+}
+
+/** Nearest-rank percentiles of `samples` (ms). NaN everywhere when there are none. */
+export function summarise(samples: readonly number[]): Summary {
+  const n = samples.length;
+  if (n === 0) return { n, p50: NaN, p90: NaN, p99: NaN, max: NaN, mean: NaN };
+  const sorted = Float64Array.from(samples).sort();
+  const at = (q: number) => sorted[Math.min(n - 1, Math.max(0, Math.ceil(q * n) - 1))]!;
+  let sum = 0;
+  for (const s of sorted) sum += s;
+  return { n, p50: at(0.5), p90: at(0.9), p99: at(0.99), max: sorted[n - 1]!, mean: sum / n };
+}
+
+/** Rounds a summary for the JSON report (µs precision is plenty). */
+export function rounded(s: Summary): Summary {
+  const r = (x: number) => (Number.isFinite(x) ? Math.round(x * 1000) / 1000 : x);
+  return { n: s.n, p50: r(s.p50), p90: r(s.p90), p99: r(s.p99), max: r(s.max), mean: r(s.mean) };
+}
+
+/** Marker for a promise that did not settle within its cap. */
+export const STALLED = Symbol('stalled');
+
+/**
+ * Races `promise` against a timer: resolves its value, or STALLED after `ms`. The promise keeps
+ * running; a caller that gets STALLED decides what to do with it (rejections are not lost: the
+ * returned promise rejects when `promise` rejects first).
+ */
+export function within<T>(promise: Promise<T>, ms: number): Promise<T | typeof STALLED> {
+  let timer: NodeJS.Timeout | undefined;
+  const cap = new Promise<typeof STALLED>((resolve) => {
+    timer = setTimeout(() => resolve(STALLED), ms);
+  });
+  return Promise.race([promise, cap]).finally(() => clearTimeout(timer));
+}
+
+/** Runs `task(i)` for i in [0, count) with at most `concurrency` in flight. */
+export async function forEachLimited(
+  count: number,
+  concurrency: number,
+  task: (index: number) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < count) await task(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
+}
+
+/** CPU time (user + system, ms) of a process from /proc, or NaN where /proc is unavailable. */
+function processCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may contain spaces) start after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Linux USER_HZ: /proc reports CPU time in these ticks (100 on every mainstream kernel). */
+const CLOCK_TICKS = 100;
+
+/** CPU time used by this process and by the given processes (the redis nodes) over an interval. */
+export interface CpuTime {
+  /** ms of CPU used by the bench process (every library runs in it). */
+  readonly benchMs: number;
+  /** ms of CPU used by all redis-server processes together. */
+  readonly redisMs: number;
+  /** Wall-clock ms of the interval. */
+  readonly wallMs: number;
+}
+
+/** Sums intervals (for runs split into rounds). */
+export function addCpu(a: CpuTime, b: CpuTime): CpuTime {
+  return { benchMs: a.benchMs + b.benchMs, redisMs: a.redisMs + b.redisMs, wallMs: a.wallMs + b.wallMs };
+}
+
+export const NO_CPU: CpuTime = { benchMs: 0, redisMs: 0, wallMs: 0 };
+
+/** Starts measuring; call the returned function at the end of the interval. */
+export function cpuMeter(redisPids: readonly (number | undefined)[]): () => CpuTime {
+  const pids = redisPids.filter((p): p is number => p !== undefined);
+  const start = now();
+  const self = process.cpuUsage();
+  const redis = pids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
+  return () => {
+    const used = process.cpuUsage(self);
+    return {
+      benchMs: (used.user + used.system) / 1000,
+      redisMs: pids.reduce((sum, pid) => sum + processCpuMs(pid), 0) - redis,
+      wallMs: now() - start,
+    };
+  };
+}
