@@ -2,6 +2,9 @@ import type { Subscription } from 'rxjs';
 import { LockLostError } from './errors.js';
 import type { Lock } from './lock.js';
 
+/** The abort reason of a released lock's signal (one shared instance: release is the hot path). */
+const RELEASED = new DOMException('The lock was released', 'AbortError');
+
 /** What a held lock needs from the engine that granted it. */
 export interface LockOwner {
   extend(lock: HeldLock, ttl: number | undefined): Promise<void>;
@@ -13,7 +16,9 @@ export interface LockOwner {
 /** The engine's {@link Lock}: the value, keys and validity of one grant, and its lifecycle. */
 export class HeldLock implements Lock {
   readonly fencingToken: number;
-  private readonly controller = new AbortController();
+  /** Created on first use of `signal`: most holders never read it, and it costs per grant. */
+  private controller: AbortController | undefined;
+  private endReason: unknown;
   private state: 'held' | 'released' | 'lost' = 'held';
   private expiry: NodeJS.Timeout | undefined;
   private deadline = 0;
@@ -44,6 +49,10 @@ export class HeldLock implements Lock {
   }
 
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.state !== 'held') this.controller.abort(this.endReason);
+    }
     return this.controller.signal;
   }
 
@@ -98,7 +107,7 @@ export class HeldLock implements Lock {
     if (this.state !== 'held') return error;
     this.state = 'lost';
     this.stop();
-    this.controller.abort(error);
+    this.end(error);
     this.owner.lost(this);
     return error;
   }
@@ -108,8 +117,13 @@ export class HeldLock implements Lock {
     if (this.state !== 'held') return false;
     this.state = 'released';
     this.stop();
-    this.controller.abort(new DOMException('The lock was released', 'AbortError'));
+    this.end(RELEASED);
     return true;
+  }
+
+  private end(reason: unknown): void {
+    this.endReason = reason;
+    this.controller?.abort(reason);
   }
 
   /** Whether it ended by release (as opposed to loss). */

@@ -1,6 +1,20 @@
 import type { NodeFailure } from './errors.js';
 import type { LockNode } from './lock-node.js';
 
+/** When a round's time-out starts, and whether it waits for stragglers. */
+export interface RoundTiming {
+  /**
+   * Start the time-out when this settles instead of now: for requests that are queued and sent
+   * together later in the tick (batched extensions), so a long tick does not eat the budget.
+   */
+  readonly armAfter?: Promise<unknown>;
+  /**
+   * After a majority said yes, keep listening a little for the others (release: a key is gone
+   * everywhere when it returns, unless a node is slow or hung).
+   */
+  readonly settleAll?: boolean;
+}
+
 /** How one node's reply counts toward the decision. */
 export type Vote = 'yes' | 'no' | 'unavailable';
 
@@ -33,6 +47,7 @@ export function quorumRound<R>(
   timeoutMs: number,
   send: (node: LockNode) => Promise<R>,
   classify: (reply: R, node: LockNode) => Vote | { unavailable: string },
+  timing: RoundTiming = {},
 ): Promise<RoundOutcome<R>> {
   return new Promise((resolve) => {
     const total = nodes.length;
@@ -45,26 +60,49 @@ export function quorumRound<R>(
     const decide = () => {
       if (decided) return;
       const failed = no.length + unavailable.length;
-      if (yes.length >= quorum || failed > total - quorum || yes.length + failed === total) {
-        decided = true;
-        clearTimeout(timer);
-        resolve({ ok: yes.length >= quorum, yes, no, unavailable, votes });
+      const answered = yes.length + failed;
+      const certain = yes.length >= quorum || failed > total - quorum || answered === total;
+      if (!certain) return;
+      if (timing.settleAll && answered < total && yes.length >= quorum && !graceArmed) {
+        // Give stragglers as long again as the majority took, so a healthy node's answer is
+        // waited for but a hung one costs microseconds, not the whole timeout.
+        graceArmed = true;
+        setTimeout(finish, Math.max(1, performance.now() - started)).unref();
+        return;
       }
+      if (answered === total || !timing.settleAll || yes.length < quorum) finish();
     };
+    const finish = () => {
+      if (decided) return;
+      decided = true;
+      clearTimeout(timer);
+      resolve({ ok: yes.length >= quorum, yes, no, unavailable, votes });
+    };
+    let graceArmed = false;
+    const started = performance.now();
     const record = (index: number, outcome: () => void) => {
       if (votes[index] !== undefined || decided) return;
       outcome();
       decide();
     };
 
-    const timer = setTimeout(() => {
+    const expire = () => {
       for (let i = 0; i < total; i++) {
         record(i, () => {
           votes[i] = 'failed';
           unavailable.push({ node: nodes[i]!.label, reason: `no reply within ${timeoutMs} ms` });
         });
       }
-    }, timeoutMs);
+    };
+    // When the timer fires, replies may already wait in the sockets (timers run before I/O is
+    // read, e.g. after a busy tick): look at them first, then expire what is still missing.
+    const onTimeout = () => setImmediate(expire);
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      if (!decided) timer = setTimeout(onTimeout, timeoutMs);
+    };
+    if (timing.armAfter) void timing.armAfter.then(arm);
+    else arm();
 
     nodes.forEach((node, index) => {
       send(node).then(

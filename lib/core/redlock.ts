@@ -69,6 +69,9 @@ export class Redlock implements LockOwner {
   private readonly clock = new WatchdogClock();
   private readonly drift: (ttl: number) => number;
   private closed = false;
+  /** Lock values: a random prefix per engine and a counter make each unique without a syscall. */
+  private readonly valuePrefix = randomBytes(12).toString('base64url');
+  private valueCounter = 0;
 
   constructor(options: RedlockOptions) {
     this.options = resolveOptions(options);
@@ -211,7 +214,7 @@ export class Redlock implements LockOwner {
         ...sorted.map((r) => this.keys.fence(r)),
       ],
       lockKeys: sorted.map((r) => this.keys.lock(r)),
-      value: randomBytes(16).toString('hex'),
+      value: this.nextValue(),
     };
     const deadline = performance.now() + opts.wait;
     let subscription: ReleaseSubscription | undefined;
@@ -373,6 +376,8 @@ export class Redlock implements LockOwner {
       this.options.nodeTimeout,
       (node) => this.batchers.get(node)!.extend(lock.keys, lock.value, Math.ceil(lease)),
       (reply) => (reply === 1 ? 'yes' : 'no'),
+      // The batchers send in a microtask queued before this one: time the round from there.
+      { armAfter: Promise.resolve() },
     );
     const now = performance.now();
     const validity = lease - (now - started) - this.drift(lease);
@@ -415,19 +420,20 @@ export class Redlock implements LockOwner {
   }
 
   /**
-   * Deletes our value's keys on the nodes; resolves when every node answered or failed (so the keys
-   * are gone from every reachable node when release() returns), or after nodeTimeout (a dead or
-   * paused node must not stall). A failed node must not end the wait early: the others may still
-   * be running the script (e.g. re-sent with EVAL after NOSCRIPT), and an acquire sent after
-   * release() returned would then overtake the release on those nodes.
+   * Deletes our value's keys on the nodes. Resolves once every node answered (the keys are then
+   * gone everywhere), or, when a node is slow or hung, shortly after a majority answered (as long
+   * again as the majority took), and at the latest after nodeTimeout. A failed node counts as an
+   * answer: the key expires there with its lease.
    */
   private releaseKeys(lockKeys: readonly string[], value: string, nodes = this.nodes): Promise<void> {
     return quorumRound(
       nodes,
-      nodes.length,
+      Math.min(this.quorum, nodes.length),
       this.options.nodeTimeout,
+      // A node that fails to answer still counts as done: the key expires there with its lease.
       (node) => node.run(RELEASE, lockKeys, [value]).catch(() => 0),
       () => 'yes',
+      { settleAll: true },
     ).then(() => undefined);
   }
 
@@ -441,6 +447,10 @@ export class Redlock implements LockOwner {
     if (leases[0] === -1) return -1;
     const free = this.nodes.length - busy.length;
     return leases[Math.min(leases.length - 1, Math.max(0, this.quorum - free - 1))] ?? 0;
+  }
+
+  private nextValue(): string {
+    return `${this.valuePrefix}:${(this.valueCounter++).toString(36)}`;
   }
 
   /** Records and logs (once per period) that a node abstains under the restart guard. */

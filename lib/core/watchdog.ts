@@ -44,7 +44,11 @@ export function startWatchdog(
         return false;
       }),
       // An extension still in flight when the next tick comes is not doubled.
-      exhaustMap((remaining) => from(lock.extend(Math.min(lock.ttl, remaining)))),
+      exhaustMap((remaining) => {
+        // From a clamped extension on, maxHold decides when the lock ends.
+        if (remaining <= lock.ttl) lock.maxHoldReached = true;
+        return from(lock.extend(Math.min(lock.ttl, remaining)));
+      }),
     )
     .subscribe({
       // extend() already marked the lock lost and aborted its signal; nothing else to do here.
