@@ -3,6 +3,11 @@ import type { RedlockLogger } from './logger.js';
 import type { RedlockNode } from './options.js';
 import { ALL_SCRIPTS, type LuaScript } from './scripts.js';
 
+interface Corkable {
+  cork(): void;
+  uncork(): void;
+}
+
 /**
  * Settings for connections the library opens itself. A dead node must fail fast instead of
  * queueing commands: the offline queue is off, and a command in flight when the connection drops
@@ -24,6 +29,7 @@ export class LockNode {
   lastError: string | undefined;
   /** Epoch ms until which the node abstains under the restart guard (0 = not abstaining). */
   abstainingUntil = 0;
+  private corked = false;
   private readonly onError = (err: Error) => this.recordError(err);
   private readonly onReady = () => this.recordReady();
 
@@ -56,11 +62,30 @@ export class LockNode {
 
   /** Runs a script by SHA, loading it on NOSCRIPT (first use, or after the node restarted). */
   run(script: LuaScript, keys: readonly string[], args: readonly (string | number)[]): Promise<unknown> {
+    this.coalesceWrites();
     return this.client.evalsha(script.sha, keys.length, ...keys, ...args).catch((err: unknown) => {
       if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
         return this.client.eval(script.source, keys.length, ...keys, ...args);
       }
       throw err;
+    });
+  }
+
+  /**
+   * Everything sent to this node in the current tick leaves in one socket write: the first
+   * command corks the socket, and it is uncorked before the event loop goes on (process.nextTick).
+   * Many concurrent locks then cost one syscall per node per tick; a lone call waits no longer
+   * than its own synchronous code. (ioredis' auto-pipelining waits for setImmediate instead.)
+   */
+  private coalesceWrites(): void {
+    if (this.corked) return;
+    const stream = (this.client as unknown as { stream?: NodeJS.WritableStream & Partial<Corkable> }).stream;
+    if (!stream?.cork || !stream.uncork || this.client.status !== 'ready') return;
+    this.corked = true;
+    stream.cork();
+    process.nextTick(() => {
+      this.corked = false;
+      stream.uncork!();
     });
   }
 

@@ -27,36 +27,50 @@ export const ACQUIRE = script(
   'acquire',
   `
 local n = (#KEYS - 1) / 2
-local t = redis.call('TIME')
 local guard = tonumber(ARGV[3])
 if guard > 0 then
-  local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   local ready = redis.call('GET', KEYS[1])
-  if ready then
-    ready = tonumber(ready)
-  else
-    ready = now_ms + guard
-    redis.call('SET', KEYS[1], string.format('%.0f', ready))
+  -- '0' means the guard has passed on this node: no clock read on the common path.
+  if ready ~= '0' then
+    local t = redis.call('TIME')
+    local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    if ready then
+      ready = tonumber(ready)
+    else
+      ready = now_ms + guard
+      redis.call('SET', KEYS[1], string.format('%.0f', ready))
+    end
+    if now_ms < ready then return {-1, ready - now_ms} end
+    redis.call('SET', KEYS[1], '0')
   end
-  if now_ms < ready then return {-1, ready - now_ms} end
 end
-local busy = -2
-for i = 2, n + 1 do
-  local pttl = redis.call('PTTL', KEYS[i])
-  if pttl ~= -2 then
-    if pttl == -1 or busy == -1 then busy = -1 elseif pttl > busy then busy = pttl end
+if n == 1 then
+  if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
+    return {0, redis.call('PTTL', KEYS[2])}
   end
+else
+  local busy = -2
+  for i = 2, n + 1 do
+    local pttl = redis.call('PTTL', KEYS[i])
+    if pttl ~= -2 then
+      if pttl == -1 or busy == -1 then busy = -1 elseif pttl > busy then busy = pttl end
+    end
+  end
+  if busy ~= -2 then return {0, busy} end
+  for i = 2, n + 1 do redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2]) end
 end
-if busy ~= -2 then return {0, busy} end
-local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local out = {1}
 for i = 2, n + 1 do
-  redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2])
   local fence = KEYS[i + n]
-  local current = redis.call('GET', fence)
-  local token
-  if current then token = tonumber(current) + 1 else token = now_us end
-  redis.call('SET', fence, string.format('%.0f', token), 'PX', ARGV[4])
+  local token = redis.call('INCR', fence)
+  if token == 1 then
+    -- The counter was missing (new resource, idle expiry, or lost in a restart): seed it from
+    -- the clock in microseconds, above every token this node can have issued before.
+    local t = redis.call('TIME')
+    token = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    redis.call('SET', fence, string.format('%.0f', token))
+  end
+  redis.call('PEXPIRE', fence, ARGV[4])
   out[i] = token
 end
 return out
