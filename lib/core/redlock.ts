@@ -24,7 +24,7 @@ import {
 } from './options.js';
 import { quorumRound } from './quorum-round.js';
 import { ReleaseWaiter, type ReleaseSubscription } from './release-waiter.js';
-import { ACQUIRE, RAISE_FENCE, RELEASE } from './scripts.js';
+import { ACQUIRE, RAISE_FENCE, RELEASE, RELEASE_QUIET, type LuaScript } from './scripts.js';
 import { ExtendBatcher } from './extend-batcher.js';
 import { startWatchdog, WatchdogClock } from './watchdog.js';
 
@@ -39,13 +39,22 @@ export interface NodeStatus {
   readonly latencyMs?: number;
 }
 
+/** Upper bound of the random back-off after acquirers collided (split votes), in ms. */
+const MAX_COLLISION_BACKOFF_MS = 32;
+
 /** The result of one acquire round. */
 type Attempt =
   | { readonly lock: HeldLock }
-  | { readonly lock?: undefined; readonly busy: true; readonly retryAfterMs: number }
+  | {
+      readonly lock?: undefined;
+      readonly busy: true;
+      readonly retryAfterMs: number;
+      /** Some nodes granted: other acquirers split the vote, the lock itself may well be free. */
+      readonly contended: boolean;
+    }
   | { readonly lock?: undefined; readonly busy: false; readonly failures: readonly NodeFailure[] };
 
-/** The acquire script's reply: [1, token...] granted, [0, pttl] busy, [-1, ms] abstaining. */
+/** The acquire script's reply: [1, token...] granted, [0, pttl, holder] busy, [-1, ms] abstaining. */
 type AcquireReply = readonly number[];
 
 /**
@@ -219,6 +228,7 @@ export class Redlock implements LockOwner {
     const deadline = performance.now() + opts.wait;
     let subscription: ReleaseSubscription | undefined;
     let attempts = 0;
+    let collisions = 0;
     try {
       for (;;) {
         opts.signal?.throwIfAborted();
@@ -241,11 +251,11 @@ export class Redlock implements LockOwner {
           subscription = await this.waiter.subscribe(sorted.map((r) => this.keys.releaseChannel(r)));
           continue;
         }
-        const jitter = Math.random() * opts.retryJitter;
-        const pause =
-          attempt.busy && attempt.retryAfterMs >= 0
-            ? attempt.retryAfterMs + jitter
-            : opts.retryDelay + jitter;
+        const pause = this.pauseBeforeRetry(
+          attempt,
+          opts,
+          attempt.busy && attempt.contended ? ++collisions : (collisions = 0),
+        );
         const wake = subscription
           ? await subscription.wait(Math.min(pause, remaining), opts.signal)
           : await sleep(Math.min(pause, remaining), opts.signal);
@@ -254,6 +264,27 @@ export class Redlock implements LockOwner {
     } finally {
       subscription?.close();
     }
+  }
+
+  /**
+   * How long to wait before the next attempt (a release notification may end the wait earlier).
+   * Held by someone: until the holder's lease ends on a majority. Votes split between acquirers
+   * (nobody holds it): a short random back-off that doubles with each collision, so that one of
+   * the colliding acquirers gets through instead of all retrying in step. No node answered: the
+   * configured retry delay. Each with jitter.
+   */
+  private pauseBeforeRetry(
+    attempt: Exclude<Attempt, { lock: HeldLock }>,
+    opts: ResolvedLockOptions,
+    collisions: number,
+  ): number {
+    const jitter = Math.random() * opts.retryJitter;
+    if (!attempt.busy) return opts.retryDelay + jitter;
+    if (attempt.contended) {
+      const backoff = Math.random() * Math.min(MAX_COLLISION_BACKOFF_MS, 2 ** collisions);
+      return attempt.retryAfterMs >= 0 ? Math.min(attempt.retryAfterMs, backoff) : backoff;
+    }
+    return attempt.retryAfterMs >= 0 ? attempt.retryAfterMs + jitter : opts.retryDelay + jitter;
   }
 
   /** One acquire round over all nodes, plus the second fencing round when the majority disagrees. */
@@ -308,9 +339,13 @@ export class Redlock implements LockOwner {
     // those that granted, failed or timed out (a late SET is queued before this release on the
     // same connection). Nodes that answered busy or abstained set nothing.
     const mayHold = this.nodes.filter((_, i) => round.votes[i] !== 'no' && round.votes[i] !== 'declined');
-    if (mayHold.length > 0) void this.releaseKeys(request.lockKeys, request.value, mayHold);
+    if (mayHold.length > 0) void this.releaseKeys(request.lockKeys, request.value, mayHold, RELEASE_QUIET);
     if (round.ok || (round.no.length > 0 && this.nodes.length - round.unavailable.length >= this.quorum)) {
-      return { busy: true, retryAfterMs: round.ok ? 0 : this.retryAfter(round.no) };
+      return {
+        busy: true,
+        retryAfterMs: round.ok ? 0 : this.retryAfter(round.no),
+        contended: round.ok || (round.yes.length > 0 && !this.heldByOneOwner(round.no)),
+      };
     }
     return { busy: false, failures: round.unavailable };
   }
@@ -425,16 +460,32 @@ export class Redlock implements LockOwner {
    * again as the majority took), and at the latest after nodeTimeout. A failed node counts as an
    * answer: the key expires there with its lease.
    */
-  private releaseKeys(lockKeys: readonly string[], value: string, nodes = this.nodes): Promise<void> {
+  private releaseKeys(
+    lockKeys: readonly string[],
+    value: string,
+    nodes = this.nodes,
+    script: LuaScript = RELEASE,
+  ): Promise<void> {
     return quorumRound(
       nodes,
       Math.min(this.quorum, nodes.length),
       this.options.nodeTimeout,
       // A node that fails to answer still counts as done: the key expires there with its lease.
-      (node) => node.run(RELEASE, lockKeys, [value]).catch(() => 0),
+      (node) => node.run(script, lockKeys, [value]).catch(() => 0),
       () => 'yes',
       { settleAll: true },
     ).then(() => undefined);
+  }
+
+  /** Whether the busy replies show one owner on a majority (a real holder, not colliding acquirers). */
+  private heldByOneOwner(busy: readonly AcquireReply[]): boolean {
+    const counts = new Map<unknown, number>();
+    for (const reply of busy) {
+      const count = (counts.get(reply[2]) ?? 0) + 1;
+      if (count >= this.quorum) return true;
+      counts.set(reply[2], count);
+    }
+    return false;
   }
 
   /**

@@ -1,6 +1,9 @@
 import type { Redis } from 'ioredis';
 import type { LockNode } from './lock-node.js';
 
+/** How long an unused channel subscription is kept, in case the resource is waited for again. */
+const SUBSCRIPTION_LINGER_MS = 2000;
+
 /** Why a wait ended. */
 export type WakeReason = 'released' | 'timeout' | 'aborted';
 
@@ -73,11 +76,20 @@ export class ReleaseWaiter {
       const set = this.listeners.get(channel);
       if (!set) continue;
       set.delete(listener);
-      if (set.size === 0) {
-        this.listeners.delete(channel);
-        gone.push(channel);
-      }
+      if (set.size === 0) gone.push(channel);
     }
+    if (gone.length === 0 || this.closed) {
+      for (const channel of gone) this.listeners.delete(channel);
+      return;
+    }
+    // Linger before unsubscribing: a resource waited for once is usually waited for again soon,
+    // and re-subscribing costs a round trip to every node.
+    setTimeout(() => this.dropIdle(gone), SUBSCRIPTION_LINGER_MS).unref();
+  }
+
+  private dropIdle(channels: readonly string[]): void {
+    const gone = channels.filter((channel) => this.listeners.get(channel)?.size === 0);
+    for (const channel of gone) this.listeners.delete(channel);
     if (gone.length === 0 || this.closed) return;
     for (const sub of this.subscribers) sub?.unsubscribe(...gone).catch(() => undefined);
   }

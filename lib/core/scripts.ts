@@ -15,8 +15,8 @@ function script(name: string, source: string): LuaScript {
  * Acquire on one node, all-or-none over its resources.
  * KEYS: guard marker, lock keys (n), fence counter keys (n, same hash tags as the lock keys).
  * ARGV: value, ttl ms, restart guard ms (0 = off), fence counter idle ttl ms.
- * Returns {1, token1..tokenN} when granted, {0, pttl} when busy (longest remaining lease of the
- * busy keys, -1 if one has no expiry), {-1, ms} when the node abstains under the restart guard.
+ * Returns {1, token1..tokenN} when granted, {0, pttl, holder value} when busy (longest remaining
+ * lease of the busy keys, -1 if one has no expiry; the value of the first busy key), {-1, ms} when the node abstains under the restart guard.
  *
  * The marker key has no expiry: it is missing only on a node that lost its data (or is new), and
  * such a node must not vote until every lease it may have granted and forgotten has run out.
@@ -46,17 +46,19 @@ if guard > 0 then
 end
 if n == 1 then
   if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    return {0, redis.call('PTTL', KEYS[2])}
+    return {0, redis.call('PTTL', KEYS[2]), redis.call('GET', KEYS[2])}
   end
 else
   local busy = -2
+  local holder = false
   for i = 2, n + 1 do
     local pttl = redis.call('PTTL', KEYS[i])
     if pttl ~= -2 then
+      if not holder then holder = redis.call('GET', KEYS[i]) end
       if pttl == -1 or busy == -1 then busy = -1 elseif pttl > busy then busy = pttl end
     end
   end
-  if busy ~= -2 then return {0, busy} end
+  if busy ~= -2 then return {0, busy, holder} end
   for i = 2, n + 1 do redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2]) end
 end
 local out = {1}
@@ -169,5 +171,30 @@ return out
 `,
 );
 
+/**
+ * RELEASE without the notification: for the partial grants of a failed attempt. Nobody held the
+ * lock, so waking every waiter would only start another round of colliding attempts.
+ */
+export const RELEASE_QUIET = script(
+  'release-quiet',
+  `
+local deleted = 0
+for i = 1, #KEYS do
+  if redis.call('GET', KEYS[i]) == ARGV[1] then
+    redis.call('DEL', KEYS[i])
+    deleted = deleted + 1
+  end
+end
+return deleted
+`,
+);
+
 /** Every script the engine runs, loaded on each (re)connection so calls rarely meet NOSCRIPT. */
-export const ALL_SCRIPTS: readonly LuaScript[] = [ACQUIRE, RAISE_FENCE, EXTEND, EXTEND_MANY, RELEASE];
+export const ALL_SCRIPTS: readonly LuaScript[] = [
+  ACQUIRE,
+  RAISE_FENCE,
+  EXTEND,
+  EXTEND_MANY,
+  RELEASE,
+  RELEASE_QUIET,
+];
