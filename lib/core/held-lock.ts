@@ -7,7 +7,8 @@ const RELEASED = new DOMException('The lock was released', 'AbortError');
 
 /** What a held lock needs from the engine that granted it. */
 export interface LockOwner {
-  extend(lock: HeldLock, ttl: number | undefined): Promise<void>;
+  /** With `retryWindowMs`, a time-out with that much validity left is retried later, not fatal. */
+  extend(lock: HeldLock, ttl: number | undefined, retryWindowMs?: number): Promise<void>;
   release(lock: HeldLock): Promise<void>;
   /** Called once when the lock is lost, to forget it and free what is left of it on the nodes. */
   lost(lock: HeldLock): void;
@@ -68,6 +69,14 @@ export class HeldLock implements Lock {
 
   extend(ttl?: number): Promise<void> {
     return this.owner.extend(this, ttl);
+  }
+
+  /**
+   * The watchdog's extension: nodes that merely did not answer in time (a stalled event loop, a
+   * busy node) are tried again at the next tick while the validity outlasts `retryWindowMs`.
+   */
+  extendFromWatchdog(ttl: number, retryWindowMs: number): Promise<void> {
+    return this.owner.extend(this, ttl, retryWindowMs);
   }
 
   release(): Promise<void> {

@@ -22,7 +22,7 @@ import {
   type ResolvedLockOptions,
   type ResolvedOptions,
 } from './options.js';
-import { quorumRound } from './quorum-round.js';
+import { quorumRound, type RoundOutcome } from './quorum-round.js';
 import { ReleaseWaiter, type ReleaseSubscription } from './release-waiter.js';
 import { ACQUIRE, RAISE_FENCE, RELEASE, RELEASE_QUIET, type LuaScript } from './scripts.js';
 import { ExtendBatcher } from './extend-batcher.js';
@@ -381,7 +381,7 @@ export class Redlock implements LockOwner {
   }
 
   /** LockOwner: extends `lock` on a majority, or marks it lost. */
-  async extend(lock: HeldLock, ttl: number | undefined): Promise<void> {
+  async extend(lock: HeldLock, ttl: number | undefined, retryWindowMs?: number): Promise<void> {
     const lease = ttl ?? lock.ttl;
     if (!(lease > 0) || !Number.isFinite(lease)) {
       throw new RedlockOptionsError(
@@ -417,6 +417,9 @@ export class Redlock implements LockOwner {
     const now = performance.now();
     const validity = lease - (now - started) - this.drift(lease);
     if (!lock.active) throw new LockLostError(lock.resources, 'it was released or lost while being extended');
+    if (!round.ok && retryWindowMs !== undefined && this.mayRetryExtension(round, lock, now, retryWindowMs)) {
+      return; // inconclusive (time-outs, not refusals) and enough validity left to try again
+    }
     if (!round.ok || validity <= 0) {
       const why = round.ok
         ? 'the extension took longer than the lease'
@@ -427,6 +430,22 @@ export class Redlock implements LockOwner {
       throw lock.markLost(why);
     }
     lock.setValidity(validity, now);
+  }
+
+  /**
+   * Whether a failed extension may be retried at the next watchdog tick instead of ending the
+   * lock: no majority refused it (the nodes that did not confirm timed out or failed, e.g. during
+   * a long event-loop stall), and the current validity outlasts another attempt. A lock that a
+   * majority no longer holds, or that would expire before the next try, is lost at once.
+   */
+  private mayRetryExtension(
+    round: RoundOutcome<number>,
+    lock: HeldLock,
+    now: number,
+    retryWindowMs: number,
+  ): boolean {
+    const refused = round.no.length > this.nodes.length - this.quorum;
+    return !refused && lock.validUntil - now > retryWindowMs + this.options.nodeTimeout;
   }
 
   /** LockOwner: releases `lock` on every node. Never throws: keys a node missed expire with their lease. */

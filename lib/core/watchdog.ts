@@ -21,8 +21,9 @@ export class WatchdogClock {
 
 /**
  * Keeps a lock alive while its holder works: every `period` ms (default ttl / 3) it extends the
- * lease to `ttl`, never beyond `maxHold` after the grant. A failed extension marks the lock lost
- * (its signal aborts at once) and ends the watchdog: a lost lock is never re-taken. The caller
+ * lease to `ttl`, never beyond `maxHold` after the grant. An extension that a majority refuses,
+ * or that fails with too little validity left for another try, marks the lock lost (its signal
+ * aborts at once) and ends the watchdog: a lost lock is never re-taken. The caller
  * attaches the returned subscription to the lock, so it ends on release too.
  */
 export function startWatchdog(
@@ -47,7 +48,7 @@ export function startWatchdog(
       exhaustMap((remaining) => {
         // From a clamped extension on, maxHold decides when the lock ends.
         if (remaining <= lock.ttl) lock.maxHoldReached = true;
-        return from(lock.extend(Math.min(lock.ttl, remaining)));
+        return from(lock.extendFromWatchdog(Math.min(lock.ttl, remaining), tick));
       }),
     )
     .subscribe({
