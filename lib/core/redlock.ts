@@ -405,10 +405,16 @@ export class Redlock implements LockOwner {
     }
     const started = performance.now();
     if (started >= lock.validUntil) throw lock.markLost('its validity ran out before it was extended');
+    // The watchdog is not in a hurry: a reply within half a tick still extends in time, and
+    // thousands of locks extended in one tick need more than one command's time-out.
+    const timeout =
+      retryWindowMs === undefined
+        ? this.options.nodeTimeout
+        : Math.max(this.options.nodeTimeout, retryWindowMs / 2);
     const round = await quorumRound<number>(
       this.nodes,
       this.quorum,
-      this.options.nodeTimeout,
+      timeout,
       (node) => this.batchers.get(node)!.extend(lock.keys, lock.value, Math.ceil(lease)),
       (reply) => (reply === 1 ? 'yes' : 'no'),
       // The batchers send in a microtask queued before this one: time the round from there.
@@ -417,7 +423,11 @@ export class Redlock implements LockOwner {
     const now = performance.now();
     const validity = lease - (now - started) - this.drift(lease);
     if (!lock.active) throw new LockLostError(lock.resources, 'it was released or lost while being extended');
-    if (!round.ok && retryWindowMs !== undefined && this.mayRetryExtension(round, lock, now, retryWindowMs)) {
+    if (
+      !round.ok &&
+      retryWindowMs !== undefined &&
+      this.mayRetryExtension(round, lock, now, retryWindowMs + timeout)
+    ) {
       return; // inconclusive (time-outs, not refusals) and enough validity left to try again
     }
     if (!round.ok || validity <= 0) {
@@ -435,7 +445,8 @@ export class Redlock implements LockOwner {
   /**
    * Whether a failed extension may be retried at the next watchdog tick instead of ending the
    * lock: no majority refused it (the nodes that did not confirm timed out or failed, e.g. during
-   * a long event-loop stall), and the current validity outlasts another attempt. A lock that a
+   * a long event-loop stall), and the current validity outlasts another attempt (`retryWindowMs`:
+   * the time to the next tick plus that round's time-out). A lock that a
    * majority no longer holds, or that would expire before the next try, is lost at once.
    */
   private mayRetryExtension(
@@ -445,7 +456,7 @@ export class Redlock implements LockOwner {
     retryWindowMs: number,
   ): boolean {
     const refused = round.no.length > this.nodes.length - this.quorum;
-    return !refused && lock.validUntil - now > retryWindowMs + this.options.nodeTimeout;
+    return !refused && lock.validUntil - now > retryWindowMs;
   }
 
   /** LockOwner: releases `lock` on every node. Never throws: keys a node missed expire with their lease. */
