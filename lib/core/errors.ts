@@ -31,10 +31,14 @@ export class LockNotAcquiredError extends RedlockError {
     readonly resources: readonly string[],
     readonly retryAfterMs: number,
     readonly attempts: number,
+    /** Set when nobody else held the lock but the grant could not be used (e.g. validity spent). */
+    readonly reason?: string,
   ) {
     super(
-      `Lock on ${formatResources(resources)} is held by another owner; gave up after ${attempts} attempt(s). ` +
-        `It should be free in about ${retryAfterMs} ms: retry later, or pass a larger \`wait\`.`,
+      reason
+        ? `Lock on ${formatResources(resources)} was not acquired after ${attempts} attempt(s): ${reason}.`
+        : `Lock on ${formatResources(resources)} is held by another owner; gave up after ${attempts} attempt(s). ` +
+            `It should be free in about ${retryAfterMs} ms: retry later, or pass a larger \`wait\`.`,
     );
   }
 

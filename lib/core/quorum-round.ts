@@ -101,8 +101,11 @@ export function quorumRound<R>(
     const arm = () => {
       if (!decided) timer = setTimeout(onTimeout, timeoutMs);
     };
+    // Writes to a node leave together at the end of the tick (LockNode corks the socket): start
+    // the clock then, so synchronous work after the call (a long handler, a GC pause) is not
+    // counted against the nodes.
     if (timing.armAfter) void timing.armAfter.then(arm);
-    else arm();
+    else process.nextTick(arm);
 
     nodes.forEach((node, index) => {
       send(node).then(

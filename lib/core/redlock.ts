@@ -51,6 +51,8 @@ type Attempt =
       readonly retryAfterMs: number;
       /** Some nodes granted: other acquirers split the vote, the lock itself may well be free. */
       readonly contended: boolean;
+      /** Set when a majority granted but the grant could not be used (nobody else holds it). */
+      readonly why?: string;
     }
   | { readonly lock?: undefined; readonly busy: false; readonly failures: readonly NodeFailure[] };
 
@@ -242,7 +244,7 @@ export class Redlock implements LockOwner {
         const remaining = deadline - performance.now();
         if (remaining <= 0) {
           throw attempt.busy
-            ? new LockNotAcquiredError(names, attempt.retryAfterMs, attempts)
+            ? new LockNotAcquiredError(names, attempt.retryAfterMs, attempts, attempt.why)
             : new QuorumUnavailableError(names, this.quorum, this.nodes.length, attempt.failures);
         }
         if (attempt.busy && !subscription) {
@@ -313,8 +315,10 @@ export class Redlock implements LockOwner {
       },
     );
 
+    let tokensSettled = true;
     if (round.ok) {
       const tokens = await this.settleTokens(request, round.yes);
+      tokensSettled = tokens !== undefined;
       const now = performance.now();
       const validity = ttl - (now - started) - this.drift(ttl);
       if (tokens && validity > 0) {
@@ -344,6 +348,7 @@ export class Redlock implements LockOwner {
       return {
         busy: true,
         retryAfterMs: round.ok ? 0 : this.retryAfter(round.no),
+        ...(round.ok ? { why: this.whyGrantFailed(tokensSettled, performance.now() - started, ttl) } : {}),
         contended: round.ok || (round.yes.length > 0 && !this.heldByOneOwner(round.no)),
       };
     }
@@ -505,6 +510,14 @@ export class Redlock implements LockOwner {
       () => 'yes',
       { settleAll: true },
     ).then(() => undefined);
+  }
+
+  /** Why a majority's grant could not be handed out. */
+  private whyGrantFailed(tokensSettled: boolean, elapsedMs: number, ttl: number): string {
+    return tokensSettled
+      ? `the acquire took ${Math.round(elapsedMs)} ms, which used up the validity of its ${ttl} ms lease ` +
+          '(a paused process or an overloaded node); retry, or use a longer ttl'
+      : 'the fencing counters could not be raised on a majority (nodes failed during the acquire); retry';
   }
 
   /** Whether the busy replies show one owner on a majority (a real holder, not colliding acquirers). */

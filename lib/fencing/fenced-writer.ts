@@ -3,66 +3,125 @@ import { createHash } from 'node:crypto';
 
 /** Outcome of a fenced write. */
 export interface FencedWriteResult {
-  /** True when the token was above the last accepted one and the write was applied. */
+  /** True when no higher token had read or written the key, and the write was applied. */
   readonly accepted: boolean;
-  /** The highest token accepted for this key after the call (ours when accepted). */
+  /** The highest token that has read or written this key, after the call (ours when accepted). */
+  readonly lastToken: number;
+}
+
+/** Outcome of a fenced read. */
+export interface FencedReadResult {
+  /** False when a higher token has already read or written the key: this holder is stale. */
+  readonly accepted: boolean;
+  /** The hash's fields (without the fence field); empty when the key does not exist. */
+  readonly fields: Record<string, string>;
+  /** The highest token that has read or written this key, after the call. */
   readonly lastToken: number;
 }
 
 /**
- * Atomically: write the hash fields only if `token` is higher than the token of the last accepted
- * write (kept in the hash's fence field), and record the token. One key, so it works on Redis
- * Cluster too. KEYS: hash. ARGV: fence field, token, field1, value1, ...
+ * Read: raise the hash's fence field to the token (unless a higher one is there) and return the
+ * hash. KEYS: hash. ARGV: fence field, token. Returns {accepted 1/0, fence, field1, value1, ...}.
+ */
+const FENCED_HGETALL = `
+local last = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+local token = tonumber(ARGV[2])
+local accepted = 0
+if token >= last then
+  accepted = 1
+  -- Recorded even on a missing key: a first write must not come from an older reader.
+  if token > last then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+end
+local out = {accepted, accepted == 1 and ARGV[2] or tostring(last)}
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  if all[i] ~= ARGV[1] then
+    out[#out + 1] = all[i]
+    out[#out + 1] = all[i + 1]
+  end
+end
+return out
+`;
+
+/**
+ * Write: set the fields only if no higher token has read or written the hash, and record the
+ * token. KEYS: hash. ARGV: fence field, token, field1, value1, ... Returns {accepted 1/0, fence}.
  */
 const FENCED_HSET = `
 local last = redis.call('HGET', KEYS[1], ARGV[1])
-if last and tonumber(last) >= tonumber(ARGV[2]) then return {0, last} end
+if last and tonumber(last) > tonumber(ARGV[2]) then return {0, last} end
 local args = {ARGV[1], ARGV[2]}
 for i = 3, #ARGV do args[#args + 1] = ARGV[i] end
 redis.call('HSET', KEYS[1], unpack(args))
 return {1, ARGV[2]}
 `;
-const FENCED_HSET_SHA = createHash('sha1').update(FENCED_HSET).digest('hex');
+
+const sha = (source: string) => createHash('sha1').update(source).digest('hex');
+const SCRIPTS = {
+  read: { source: FENCED_HGETALL, sha: sha(FENCED_HGETALL) },
+  write: { source: FENCED_HSET, sha: sha(FENCED_HSET) },
+};
 
 /**
- * The protected-resource side of fencing, for data kept in Redis: a write carries the lock's
- * fencing token and is refused when a higher token was already accepted, so a holder that was
- * paused past its lease (GC, swap, a stopped VM) cannot overwrite its successor's work.
+ * The protected-resource side of fencing, for data kept in Redis hashes. Reads and writes carry
+ * the lock's fencing token; the hash keeps the highest token that has read or written it, and
+ * refuses a holder whose token is lower: a holder that was paused past its lease (GC, swap, a
+ * stopped VM) can neither overwrite its successor's work nor write back a value computed from a
+ * read its successor has since superseded. Fence the read too in a read-modify-write:
  *
  * ```ts
  * const store = new FencedWriter(redis);
- * const { accepted } = await store.hset(`account:${id}`, { balance: next }, lock.fencingToken);
- * if (!accepted) throw new ConflictException('stale lock holder');
+ * const { fields } = await store.hgetall(`account:${id}`, lock.fencingToken);
+ * const { accepted } = await store.hset(`account:${id}`, { balance: Number(fields.balance) - 10 }, lock.fencingToken);
  * ```
- * The same rule in SQL: `UPDATE accounts SET balance = $1, fence = $2 WHERE id = $3 AND fence < $2`.
+ * The same rule in SQL: `UPDATE accounts SET balance = $1, fence = $2 WHERE id = $3 AND fence <= $2`,
+ * after `UPDATE accounts SET fence = $2 WHERE id = $3 AND fence <= $2 RETURNING balance` as the read.
  */
 export class FencedWriter {
   constructor(
     private readonly redis: Redis,
-    /** Hash field that keeps the last accepted token. */
+    /** Hash field that keeps the highest token seen. */
     readonly fenceField = 'fence',
   ) {}
 
-  /** HSET `fields` on `key` if `token` is above the last accepted token (atomic). */
+  /** Reads the hash, recording `token` as its newest reader; refused if a higher token came first. */
+  async hgetall(key: string, token: number): Promise<FencedReadResult> {
+    checkToken(token);
+    const reply = (await this.run(SCRIPTS.read, key, [this.fenceField, String(token)])) as Array<
+      number | string
+    >;
+    const fields: Record<string, string> = {};
+    for (let i = 2; i < reply.length; i += 2) fields[String(reply[i])] = String(reply[i + 1]);
+    return { accepted: reply[0] === 1, fields, lastToken: Number(reply[1]) };
+  }
+
+  /** HSET `fields` on `key` unless a higher token has read or written it (atomic). */
   async hset(
     key: string,
     fields: Readonly<Record<string, string | number>>,
     token: number,
   ): Promise<FencedWriteResult> {
-    if (!Number.isSafeInteger(token) || token <= 0)
-      throw new TypeError(`A fencing token must be a positive integer, got ${token}`);
+    checkToken(token);
     const args = [
       this.fenceField,
       String(token),
       ...Object.entries(fields).flatMap(([f, v]) => [f, String(v)]),
     ];
-    let reply: [number, string];
-    try {
-      reply = (await this.redis.evalsha(FENCED_HSET_SHA, 1, key, ...args)) as [number, string];
-    } catch (err) {
-      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-      reply = (await this.redis.eval(FENCED_HSET, 1, key, ...args)) as [number, string];
-    }
+    const reply = (await this.run(SCRIPTS.write, key, args)) as [number, string];
     return { accepted: reply[0] === 1, lastToken: Number(reply[1]) };
   }
+
+  private async run(script: { source: string; sha: string }, key: string, args: string[]): Promise<unknown> {
+    try {
+      return await this.redis.evalsha(script.sha, 1, key, ...args);
+    } catch (err) {
+      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
+      return this.redis.eval(script.source, 1, key, ...args);
+    }
+  }
+}
+
+function checkToken(token: number): void {
+  if (!Number.isSafeInteger(token) || token <= 0)
+    throw new TypeError(`A fencing token must be a positive integer, got ${token}`);
 }

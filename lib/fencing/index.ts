@@ -1,2 +1,2 @@
 export { FencedWriter } from './fenced-writer.js';
-export type { FencedWriteResult } from './fenced-writer.js';
+export type { FencedWriteResult, FencedReadResult } from './fenced-writer.js';

@@ -95,15 +95,19 @@ describe('sample app: account withdrawals under a distributed lock (real nodes)'
     }
   });
 
-  test('a write with a stale token is rejected by the store', async () => {
+  test('a stale token can neither write nor read once a newer holder has read the account', async () => {
     const server = app.getHttpServer();
     await request(server).put('/accounts/dave').send({ balance: 500 }).expect(200);
     const res = await request(server).post('/accounts/dave/withdraw').send({ amount: 100 }).expect(200);
     const writer = new FencedWriter(storeClient());
     const stale = await writer.hset('account:dave', { balance: 999_999 }, res.body.token - 1);
     expect(stale).toEqual({ accepted: false, lastToken: res.body.token });
-    const same = await writer.hset('account:dave', { balance: 999_999 }, res.body.token);
-    expect(same.accepted).toBe(false);
+    const staleRead = await writer.hgetall('account:dave', res.body.token - 1);
+    expect(staleRead.accepted).toBe(false);
+    // A newer holder reads first: from then on the previous token cannot write.
+    const newer = await writer.hgetall('account:dave', res.body.token + 10);
+    expect(newer).toMatchObject({ accepted: true, fields: { balance: '400' } });
+    expect((await writer.hset('account:dave', { balance: 1 }, res.body.token)).accepted).toBe(false);
     const account = await request(server).get('/accounts/dave').expect(200);
     expect(account.body.balance).toBe(400);
   });

@@ -36,13 +36,28 @@ export class AccountStore implements OnApplicationShutdown {
     return { id, balance: Number(hash.balance), fence: Number(hash.fence ?? 0) };
   }
 
+  /**
+   * Reads an account for a read-modify-write under the lock: records `token` as its newest
+   * reader, so a paused older holder can no longer write a balance computed before this read.
+   * Resolves `stale` when a newer holder has already read or written it.
+   */
+  async readFenced(id: string, token: number): Promise<Account | 'stale' | undefined> {
+    const { accepted, fields, lastToken } = await this.writer.hgetall(key(id), token);
+    if (!accepted) {
+      this.stats.rejected++;
+      return 'stale';
+    }
+    if (fields.balance === undefined) return undefined;
+    return { id, balance: Number(fields.balance), fence: lastToken };
+  }
+
   /** Creates or resets an account (no fence check: an administrative write). */
   async open(id: string, balance: number): Promise<Account> {
     await this.redis.hset(key(id), { balance, fence: 0 });
     return { id, balance, fence: 0 };
   }
 
-  /** Writes the new balance if `token` is the newest the account has seen. */
+  /** Writes the new balance unless a newer token has read or written the account. */
   async writeBalance(id: string, balance: number, token: number): Promise<boolean> {
     const { accepted } = await this.writer.hset(key(id), { balance }, token);
     if (accepted) this.stats.accepted++;

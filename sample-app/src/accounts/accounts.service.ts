@@ -28,8 +28,8 @@ export class AccountsService {
   /**
    * Read the balance, call the (slow) payment provider, write the new balance. Without the lock
    * two concurrent withdrawals read the same balance and both succeed: a double spend. With it,
-   * they run one at a time per account, and the fenced write rejects a holder whose lock expired
-   * while it was paused.
+   * they run one at a time per account; the read and the write are both fenced, so a holder whose
+   * lock expired while it was paused can write nothing once a newer holder has read the account.
    */
   @DistributedLock('account:{0}', { wait: 5000, ttl: 2000 })
   async withdraw(
@@ -38,7 +38,10 @@ export class AccountsService {
     @FencingToken() token?: number,
     @LockSignal() signal?: AbortSignal,
   ): Promise<Withdrawal> {
-    const account = await this.mustGet(accountId);
+    const account = await this.store.readFenced(accountId, token!);
+    if (account === undefined) throw new NotFoundException(`No account ${accountId}`);
+    if (account === 'stale')
+      throw new ConflictException('A newer lock holder has already read this account.');
     if (account.balance < amount) {
       throw new UnprocessableEntityException(
         `Insufficient funds: balance ${account.balance}, requested ${amount}`,

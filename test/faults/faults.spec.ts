@@ -1,0 +1,339 @@
+/**
+ * Fault-injection suite (TESTING.md S0-S13), Jepsen style: worker processes lock through the BUILT
+ * library (dist/, so `npm run build` first) against real redis-server nodes while the driver
+ * crashes, pauses and restarts nodes and workers; the checker then reads their histories.
+ *
+ * `npm test` runs the reduced version (a few seconds per scenario). FAULTS_FULL=1 runs longer, with
+ * more workers, seeds and fault cycles, and FAULTS_RESULTS=<file> writes the table there.
+ */
+import { execFileSync } from 'node:child_process';
+import { statSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { assertBuilt, closeWorkerPool, ROOT, staleBuildWarning } from './harness.js';
+import {
+  controlRun,
+  FULL,
+  s0Contention,
+  s10HolderKilled,
+  s11WatchdogLoss,
+  s12Barrier,
+  s13AfterExpiry,
+  s1HolderPause,
+  s1WriteOnlyFencing,
+  s2AcquirePause,
+  s2ShortStall,
+  s5RestartGuard,
+  s5RestartNoGuard,
+  s6RestartAof,
+  s8Minority,
+  s9Majority,
+  tableHeader,
+  tableRow,
+  type ScenarioResult,
+} from './scenarios.js';
+
+const TIMEOUT = FULL ? 15 * 60_000 : 60_000;
+
+const LEGEND = `
+## How to read the table
+
+- **attempts**: acquire calls of the worker processes (one call may retry internally within its
+  \`wait\`); **grants**: calls that returned a lock; **failed acquires** by error: busy =
+  LockNotAcquiredError, no quorum = QuorumUnavailableError. Scenarios whose workers poll with
+  \`wait: 0\` (S2, S5, S6) fail most attempts by design: availability there is not a goal.
+- **overlaps**: definite hold intervals [acquire returned, min(release called, validity end)] of
+  two holders that intersect (sweep line over the JSON-lines histories, hrtime timestamps).
+- **token order viol.**: grant A had returned before acquire B was called, yet token(A) >= token(B);
+  plus tokens granted twice.
+- **stale writes accepted**: the fenced store accepted a write whose token was lower than a token it
+  had already acknowledged (read or write) before the write was sent.
+- **writes rejected**: writes the fenced store refused (holders that were paused or overstayed).
+- **lost updates**: acknowledged increments minus the final counter value.
+- The fenced store is a separate redis-server. Its Lua scripts fence the read as well as the write
+  (a write needs token > last accepted write and >= the highest token that read the counter), which
+  is what makes a read-modify-write safe; the control run uses plain GET/SET and no lock.
+- S1-writer is S1 with the library's FencedWriter: its fenced read records the reader's token, so
+  a paused holder's late write is refused once a newer holder has read the counter.
+- S5-noguard is deliberately unsafe (restart guard off, 3 of 5 nodes restarted empty while a lock is
+  held): the overlaps it shows prove that the checker sees them. Even there, the fenced store kept
+  every stale write out (the newer holder's token is seeded from the node clock, so it is higher).
+`;
+const results: ScenarioResult[] = [];
+const suiteStarted = performance.now();
+
+async function run(scenario: () => Promise<ScenarioResult>): Promise<ScenarioResult> {
+  const result = await scenario();
+  results.push(result);
+  return result;
+}
+
+/** Formats the results file the way `npm run lint` (prettier --check .) expects it. */
+async function prettierMarkdown(text: string, file: string): Promise<string> {
+  try {
+    const prettier = await import('prettier');
+    const options = (await prettier.resolveConfig(file)) ?? {};
+    return await prettier.format(text, { ...options, parser: 'markdown' });
+  } catch {
+    return text;
+  }
+}
+
+function gitHead(): string {
+  try {
+    const sha = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', 'lib'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+    }).trim();
+    return `${sha}${dirty ? ' + uncommitted lib/ changes' : ''}`;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** Marks a scenario's row as asserted (a row without the mark says its assertions failed). */
+function passed(result: ScenarioResult): void {
+  result.passed = true;
+}
+
+/** The safety properties every scenario without a deliberately unsafe setting must keep. */
+function expectSafe(result: ScenarioResult): void {
+  const r = result.report;
+  expect({
+    overlaps: r.overlaps,
+    tokenOrderViolations: r.tokenOrderViolations,
+    duplicateTokens: r.duplicateTokens,
+    staleWritesAccepted: r.staleWritesAccepted,
+    lateGrants: r.lateGrants,
+    unexplainedIncrements: r.unexplainedIncrements,
+    examples: r.examples,
+  }).toEqual({
+    overlaps: 0,
+    tokenOrderViolations: 0,
+    duplicateTokens: 0,
+    staleWritesAccepted: 0,
+    lateGrants: 0,
+    unexplainedIncrements: 0,
+    examples: [],
+  });
+  expect(r.grants).toBeGreaterThan(0);
+}
+
+describe(`fault injection against real redis-server nodes (${FULL ? 'full' : 'reduced'} run)`, () => {
+  beforeAll(() => {
+    assertBuilt();
+    const stale = staleBuildWarning();
+    if (stale) process.stderr.write(`\nwarning: ${stale}\n`);
+  });
+
+  afterAll(async () => {
+    await closeWorkerPool();
+    if (results.length === 0) return;
+    const minutes = (performance.now() - suiteStarted) / 60_000;
+    const table = [tableHeader(), ...results.map(tableRow)].join('\n');
+    process.stdout.write(`\n${table}\n\n`);
+    const target = process.env.FAULTS_RESULTS;
+    if (target) {
+      const header =
+        `# Fault-injection results (${FULL ? 'full' : 'reduced'} run)\n\n` +
+        `Generated by \`FAULTS_RESULTS=${target} ${FULL ? 'npm run test:faults' : 'npm test -- test/faults'}\`` +
+        `${FULL ? ' (FAULTS_FULL=1)' : ''} on ` +
+        `${new Date().toISOString().slice(0, 10)}: ${cpus().length} cores, Node ${process.version}, 5 local ` +
+        `redis-server lock nodes + 1 fenced store; ${results.length} scenarios in ${minutes.toFixed(1)} min.\n` +
+        `Library under test: dist/ built ${statSync(`${ROOT}/dist/index.js`).mtime.toISOString()} ` +
+        `(git ${gitHead()}${staleBuildWarning() ? '; some lib/ source is newer than that build' : ''}).\n` +
+        'Definitions: see the header of test/faults/checker.ts; scenarios: test/faults/scenarios.ts.\n\n';
+      writeFileSync(target, await prettierMarkdown(`${header}${table}\n${LEGEND}`, target));
+    }
+  });
+
+  test(
+    'control: the same workload without the lock loses updates, and the checker sees it',
+    async () => {
+      const r = await run(controlRun);
+      expect(r.report.acknowledgedIncrements).toBeGreaterThan(0);
+      expect(r.report.lostUpdates).toBeGreaterThan(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S0: contending processes: exclusive, tokens in real-time order, no lost update',
+    async () => {
+      const r = await run(s0Contention);
+      expectSafe(r);
+      expect(r.report.grants).toBeGreaterThanOrEqual(FULL ? 5000 : 150);
+      expect(r.figures.grantingWorkers).toBeGreaterThanOrEqual(4);
+      expect(r.figures.waitedForAnotherHold).toBeGreaterThan(r.report.grants / 2); // really contended
+      expect(r.report.lostUpdates).toBe(0);
+      expect(r.report.finalCounter).toBe(r.report.acknowledgedIncrements);
+      expect(r.report.writesRejected).toBe(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S1: a holder paused past its ttl cannot get a stale write accepted',
+    async () => {
+      const r = await run(s1HolderPause);
+      expectSafe(r);
+      expect(r.figures.pauses).toBeGreaterThanOrEqual(1);
+      expect(r.figures.pausedWritesRejected).toBeGreaterThanOrEqual(1);
+      expect(r.report.lostUpdates).toBe(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    "S1 with the library's FencedWriter (fenced read and write): no stale write, no lost update",
+    async () => {
+      const r = await run(s1WriteOnlyFencing);
+      expect(r.figures.pauses).toBeGreaterThanOrEqual(1);
+      expect(r.report.staleWritesAccepted).toBe(0);
+      expect(r.report.lostUpdates).toBe(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S2: an acquire whose replies waited out the lease reports failure',
+    async () => {
+      const r = await run(s2AcquirePause);
+      expectSafe(r); // includes lateGrants = 0: no grant took longer than its lease
+      expect(r.figures.pausedOverTtl).toBeGreaterThanOrEqual(1);
+      expect(r.figures.pausedOverTtlGranted).toBe(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S2, short stall: replies that arrived during a stall longer than nodeTimeout still count',
+    async () => {
+      const r = await run(s2ShortStall);
+      expectSafe(r);
+      expect(r.report.attempts).toBeGreaterThanOrEqual(4);
+      expect(r.report.availability).toBe(1);
+      expect(r.figures.extends).toBeGreaterThanOrEqual(2);
+      expect(r.figures.failedExtends).toBe(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S5 without the restart guard: the checker finds the overlap a forgetful majority allows',
+    async () => {
+      const r = await run(s5RestartNoGuard);
+      expect(r.figures.restarts).toBeGreaterThanOrEqual(1);
+      expect(r.report.overlaps).toBeGreaterThan(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S5 with the restart guard: no second holder, tokens keep increasing',
+    async () => {
+      const r = await run(s5RestartGuard);
+      expect(r.figures.restarts).toBeGreaterThanOrEqual(1);
+      expectSafe(r);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S6: restarts with appendfsync always are safe without the guard; tokens continue',
+    async () => {
+      const r = await run(s6RestartAof);
+      expect(r.figures.restarts).toBeGreaterThanOrEqual(1);
+      expectSafe(r);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S8: with 2 of 5 nodes killed, stopped or slow the lock stays safe and available',
+    async () => {
+      const r = await run(s8Minority);
+      expectSafe(r);
+      expect(r.figures.soloAttempts).toBeGreaterThan(FULL ? 500 : 50);
+      expect(r.figures.soloAvailability).toBeGreaterThanOrEqual(0.99);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S9: with 3 of 5 nodes down nothing is granted, every attempt ends within wait + 1 s, grants resume',
+    async () => {
+      const r = await run(s9Majority);
+      expect(r.figures.attemptsInside).toBeGreaterThan(0);
+      expect(r.figures.grantsInside).toBe(0);
+      expect(r.report.maxAttemptMs).toBeLessThan(r.figures.wait! + 1000);
+      expect(r.figures.recovered).toBe(r.figures.faultPhases);
+      expect(r.report.overlaps).toBe(0);
+      expect(r.report.staleWritesAccepted).toBe(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S10: a killed holder blocks the lock for at most its ttl',
+    async () => {
+      const r = await run(s10HolderKilled);
+      expectSafe(r);
+      expect(r.figures.kills).toBeGreaterThanOrEqual(1);
+      expect(r.figures.maxFreeAfterMs).toBeLessThan(r.figures.ttl! + 1000);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S11: losing the majority while auto-extending aborts the signal before the validity ends',
+    async () => {
+      const r = await run(s11WatchdogLoss);
+      expect(r.figures.runs).toBeGreaterThanOrEqual(FULL ? 15 : 3);
+      expect(r.figures.aborted).toBe(r.figures.runs);
+      expect(r.figures.lostRuns).toBe(r.figures.runs);
+      expect(r.figures.abortedInTime).toBe(r.figures.runs);
+      expect(r.report.overlaps).toBe(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S12: clients released by one barrier: at most one winner, losers free their keys at once',
+    async () => {
+      const r = await run(s12Barrier);
+      expectSafe(r);
+      expect(r.figures.maxWinners).toBeLessThanOrEqual(1);
+      expect(r.figures.roundsWithLeftoverKeys).toBe(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    "S13: release and extend after expiry are no-ops that leave the next holder's key alone",
+    async () => {
+      const r = await run(s13AfterExpiry);
+      expectSafe(r);
+      expect(r.figures.overstays).toBeGreaterThanOrEqual(2);
+      expect(r.figures.extendAfterExpiryOk).toBe(0);
+      expect(r.figures.contenderExtends).toBeGreaterThan(0);
+      expect(r.figures.contenderExtendFailures).toBe(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+});
