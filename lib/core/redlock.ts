@@ -24,7 +24,7 @@ import {
 } from './options.js';
 import { quorumRound, type RoundOutcome } from './quorum-round.js';
 import { ReleaseWaiter, type ReleaseSubscription } from './release-waiter.js';
-import { ACQUIRE, RAISE_FENCE, RELEASE, RELEASE_QUIET, type LuaScript } from './scripts.js';
+import { ACQUIRE, RAISE_FENCE, RELEASE } from './scripts.js';
 import { ExtendBatcher } from './extend-batcher.js';
 import { startWatchdog, WatchdogClock } from './watchdog.js';
 
@@ -343,7 +343,7 @@ export class Redlock implements LockOwner {
     // those that granted, failed or timed out (a late SET is queued before this release on the
     // same connection). Nodes that answered busy or abstained set nothing.
     const mayHold = this.nodes.filter((_, i) => round.votes[i] !== 'no' && round.votes[i] !== 'declined');
-    if (mayHold.length > 0) void this.releaseKeys(request.lockKeys, request.value, mayHold, RELEASE_QUIET);
+    if (mayHold.length > 0) void this.releaseKeys(request.lockKeys, request.value, mayHold, false);
     if (round.ok || (round.no.length > 0 && this.nodes.length - round.unavailable.length >= this.quorum)) {
       return {
         busy: true,
@@ -499,14 +499,14 @@ export class Redlock implements LockOwner {
     lockKeys: readonly string[],
     value: string,
     nodes = this.nodes,
-    script: LuaScript = RELEASE,
+    notifyWaiters = true,
   ): Promise<void> {
     return quorumRound(
       nodes,
       Math.min(this.quorum, nodes.length),
       this.options.nodeTimeout,
       // A node that fails to answer still counts as done: the key expires there with its lease.
-      (node) => node.run(script, lockKeys, [value]).catch(() => 0),
+      (node) => node.run(RELEASE, lockKeys, [value, notifyWaiters ? '1' : '0']).catch(() => 0),
       () => 'yes',
       { settleAll: true },
     ).then(() => undefined);

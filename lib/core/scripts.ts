@@ -120,8 +120,10 @@ return 1
 );
 
 /**
- * Release: delete each lock key that still holds our value (never another holder's), and tell
- * waiters on the key's channel. KEYS: lock keys. ARGV: value. Returns the number deleted.
+ * Release: delete each lock key that still holds our value (never another holder's). With
+ * ARGV[2] = '1', tell waiters on the key's channel. A failed attempt frees its partial grants
+ * without telling: nobody held the lock, and waking every waiter would only start another round
+ * of colliding attempts. KEYS: lock keys. ARGV: value, notify ('1' or '0'). Returns the number deleted.
  */
 export const RELEASE = script(
   'release',
@@ -130,7 +132,7 @@ local deleted = 0
 for i = 1, #KEYS do
   if redis.call('GET', KEYS[i]) == ARGV[1] then
     redis.call('DEL', KEYS[i])
-    redis.call('PUBLISH', KEYS[i] .. ':released', ARGV[1])
+    if ARGV[2] == '1' then redis.call('PUBLISH', KEYS[i] .. ':released', ARGV[1]) end
     deleted = deleted + 1
   end
 end
@@ -171,30 +173,5 @@ return out
 `,
 );
 
-/**
- * RELEASE without the notification: for the partial grants of a failed attempt. Nobody held the
- * lock, so waking every waiter would only start another round of colliding attempts.
- */
-export const RELEASE_QUIET = script(
-  'release-quiet',
-  `
-local deleted = 0
-for i = 1, #KEYS do
-  if redis.call('GET', KEYS[i]) == ARGV[1] then
-    redis.call('DEL', KEYS[i])
-    deleted = deleted + 1
-  end
-end
-return deleted
-`,
-);
-
 /** Every script the engine runs, loaded on each (re)connection so calls rarely meet NOSCRIPT. */
-export const ALL_SCRIPTS: readonly LuaScript[] = [
-  ACQUIRE,
-  RAISE_FENCE,
-  EXTEND,
-  EXTEND_MANY,
-  RELEASE,
-  RELEASE_QUIET,
-];
+export const ALL_SCRIPTS: readonly LuaScript[] = [ACQUIRE, RAISE_FENCE, EXTEND, EXTEND_MANY, RELEASE];
