@@ -2,7 +2,17 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules', 'dist', 'sample-app/dist', 'coverage', 'build-check', 'bench/dist', 'lib/**/*.js'] },
+  {
+    ignores: [
+      'node_modules',
+      'dist',
+      'sample-app/dist',
+      'coverage',
+      'build-check',
+      'bench/dist',
+      'lib/**/*.js',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
