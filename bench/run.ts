@@ -10,6 +10,7 @@ import type { RedisNodes } from 'nest-quorum-lock/testing';
 import { b1 } from './b1-uncontended.js';
 import { b2 } from './b2-throughput.js';
 import { b3 } from './b3-contention.js';
+import { b4 } from './b4-http.js';
 import { b5 } from './b5-stopped-node.js';
 import { b6 } from './b6-watchdog.js';
 import { readConfig } from './config.js';
@@ -21,7 +22,7 @@ import { FLOOR, renderTable, type BenchContext, type BenchResult, type Benchmark
  * Every benchmark, in run order. B4 (HTTP through the NestJS layer with autocannon) joins this
  * list once lib/nest is ready; nothing else needs to change.
  */
-const BENCHMARKS: readonly Benchmark[] = [b1, b2, b3, b5, b6];
+const BENCHMARKS: readonly Benchmark[] = [b1, b2, b3, b4, b5, b6];
 
 const NODE_COUNT = 5;
 const RESULTS_FILE = fileURLToPath(new URL('../results.json', import.meta.url));
