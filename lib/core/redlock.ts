@@ -216,15 +216,12 @@ export class Redlock implements LockOwner {
     if (joined) return joined;
 
     const sorted = [...names].sort();
+    const lockKeys = sorted.map((r) => this.keys.lock(r));
     const request = {
       names,
       sorted,
-      keys: [
-        this.keys.guardMarker,
-        ...sorted.map((r) => this.keys.lock(r)),
-        ...sorted.map((r) => this.keys.fence(r)),
-      ],
-      lockKeys: sorted.map((r) => this.keys.lock(r)),
+      keys: [this.keys.guardMarker, ...lockKeys, ...sorted.map((r) => this.keys.fence(r))],
+      lockKeys,
       value: this.nextValue(),
     };
     const deadline = performance.now() + opts.wait;
