@@ -18,8 +18,18 @@ export class KeySpace {
     return `${this.prefix}{${resource}}:fence`;
   }
 
-  /** The channel the release script publishes on (lock key + `:released`). */
-  releaseChannel(resource: string): string {
-    return `${this.lock(resource)}:released`;
+  /** Waiters for the lock key's resource, in ticket order (a sorted set). */
+  queueOf(lockKey: string): string {
+    return `${lockKey}:queue`;
+  }
+
+  /** Per waiter whose turn it is: the node time by which it must claim the free lock (a hash). */
+  turnsOf(lockKey: string): string {
+    return `${lockKey}:turns`;
+  }
+
+  /** The channel that wakes an engine's waiters: this prefix + the engine's value prefix. */
+  get wakeChannelPrefix(): string {
+    return `${this.prefix}__wake__:`;
   }
 }

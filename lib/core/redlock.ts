@@ -23,9 +23,9 @@ import {
   type ResolvedOptions,
 } from './options.js';
 import { quorumRound, type RoundOutcome } from './quorum-round.js';
-import { ReleaseWaiter, type ReleaseSubscription } from './release-waiter.js';
-import { ACQUIRE, RAISE_FENCE, RELEASE } from './scripts.js';
+import { ACQUIRE, LEAVE_QUEUE, RAISE_FENCE, RELEASE } from './scripts.js';
 import { ExtendBatcher } from './extend-batcher.js';
+import { WakeChannel, type WakeSubscription } from './wake-channel.js';
 import { startWatchdog, WatchdogClock } from './watchdog.js';
 
 /** Reachability of one node, as reported by {@link Redlock.connect} and {@link Redlock.status}. */
@@ -41,6 +41,24 @@ export interface NodeStatus {
 
 /** Upper bound of the random back-off after acquirers collided (split votes), in ms. */
 const MAX_COLLISION_BACKOFF_MS = 32;
+
+/**
+ * A queued waiter asks again at least this often even when nobody wakes it: the waiter ahead of
+ * it may have died just as its turn came, and only a caller's attempt skips it.
+ */
+const QUEUE_RECHECK_MS = 1000;
+
+/** What an acquire call sends, built once per call. */
+interface AcquireRequest {
+  readonly names: string[];
+  readonly sorted: string[];
+  /** Guard marker, lock keys, fence keys, queue keys, turn keys. */
+  readonly keys: string[];
+  readonly lockKeys: string[];
+  readonly value: string;
+  /** Place in the resources' queues ('' when the caller does not wait, and so does not queue). */
+  readonly ticket: string;
+}
 
 /** The result of one acquire round. */
 type Attempt =
@@ -71,7 +89,9 @@ export class Redlock implements LockOwner {
   readonly quorum: number;
   private readonly keys: KeySpace;
   private readonly logger: RedlockLogger;
-  private readonly waiter: ReleaseWaiter;
+  private readonly wakes: WakeChannel;
+  /** How long a waiter whose turn came has to claim the free lock before it is skipped, ms. */
+  private readonly turnMs: number;
   private readonly context = new LockContext();
   private readonly held = new Set<HeldLock>();
   /** Per node: extensions requested in the same tick share one script call. */
@@ -97,7 +117,14 @@ export class Redlock implements LockOwner {
       );
     }
     this.keys = new KeySpace(this.options.keyPrefix);
-    this.waiter = new ReleaseWaiter(this.nodes, this.options.nodeTimeout);
+    this.wakes = new WakeChannel(
+      this.nodes,
+      this.keys.wakeChannelPrefix + this.valuePrefix,
+      this.options.nodeTimeout,
+    );
+    // Long enough for a woken waiter to answer on a busy machine, short enough that a dead one
+    // holds the lock up for less than a retry delay would.
+    this.turnMs = Math.max(4 * this.options.nodeTimeout, 200);
     const { driftFactor } = this.options;
     this.drift = (ttl) => Math.floor(ttl * driftFactor) + 2;
   }
@@ -217,23 +244,37 @@ export class Redlock implements LockOwner {
 
     const sorted = [...names].sort();
     const lockKeys = sorted.map((r) => this.keys.lock(r));
-    const request = {
+    const request: AcquireRequest = {
       names,
       sorted,
-      keys: [this.keys.guardMarker, ...lockKeys, ...sorted.map((r) => this.keys.fence(r))],
+      keys: [
+        this.keys.guardMarker,
+        ...lockKeys,
+        ...sorted.map((r) => this.keys.fence(r)),
+        ...lockKeys.map((k) => this.keys.queueOf(k)),
+        ...lockKeys.map((k) => this.keys.turnsOf(k)),
+      ],
       lockKeys,
       value: this.nextValue(),
+      // A caller that waits takes a place in the queues. The ticket is the same on every node, so
+      // the nodes agree on the order; the clock makes it first come, first served across clients.
+      ticket: opts.wait > 0 ? String(Date.now()) : '',
     };
     const deadline = performance.now() + opts.wait;
-    let subscription: ReleaseSubscription | undefined;
+    // A waiter listens for its turn from before its first attempt (which queues it).
+    const subscription: WakeSubscription | undefined =
+      request.ticket === '' ? undefined : this.wakes.register(request.value);
     let attempts = 0;
     let collisions = 0;
+    let granted = false;
     try {
       for (;;) {
         opts.signal?.throwIfAborted();
         attempts++;
+        const listening = this.wakes.listening;
         const attempt = await this.attempt(request, opts);
         if (attempt.lock) {
+          granted = true;
           if (opts.watchdog)
             attempt.lock.attachWatchdog(startWatchdog(attempt.lock, opts.maxHold, this.clock));
           return attempt.lock;
@@ -244,10 +285,10 @@ export class Redlock implements LockOwner {
             ? new LockNotAcquiredError(names, attempt.retryAfterMs, attempts, attempt.why)
             : new QuorumUnavailableError(names, this.quorum, this.nodes.length, attempt.failures);
         }
-        if (attempt.busy && !subscription) {
-          // Subscribe, then retry at once: a release between our attempt and the subscription
-          // would otherwise go unnoticed until the holder's lease ran out.
-          subscription = await this.waiter.subscribe(sorted.map((r) => this.keys.releaseChannel(r)));
+        if (subscription && !listening) {
+          // Our turn may have come before the engine's channel was subscribed, and that wake-up
+          // went to nobody: once subscribed, try again at once.
+          await this.wakes.ready();
           continue;
         }
         const pause = this.pauseBeforeRetry(
@@ -256,12 +297,15 @@ export class Redlock implements LockOwner {
           attempt.busy && attempt.contended ? ++collisions : (collisions = 0),
         );
         const wake = subscription
-          ? await subscription.wait(Math.min(pause, remaining), opts.signal)
+          ? await subscription.wait(Math.min(pause, remaining, QUEUE_RECHECK_MS), opts.signal)
           : await sleep(Math.min(pause, remaining), opts.signal);
         if (wake === 'aborted') opts.signal?.throwIfAborted();
       }
     } finally {
       subscription?.close();
+      // Gave up (wait ran out, aborted, nodes down): leave the queues, so that nobody waits for
+      // us and the next waiter's turn starts at once if ours had come.
+      if (!granted && request.ticket !== '' && attempts > 0) void this.leaveQueues(request, this.nodes);
     }
   }
 
@@ -287,10 +331,7 @@ export class Redlock implements LockOwner {
   }
 
   /** One acquire round over all nodes, plus the second fencing round when the majority disagrees. */
-  private async attempt(
-    request: { names: string[]; sorted: string[]; keys: string[]; lockKeys: string[]; value: string },
-    opts: ResolvedLockOptions,
-  ): Promise<Attempt> {
+  private async attempt(request: AcquireRequest, opts: ResolvedLockOptions): Promise<Attempt> {
     const { ttl } = opts;
     const guard = this.options.restartGuard === false ? 0 : Math.ceil(this.options.restartGuard);
     const started = performance.now();
@@ -304,6 +345,11 @@ export class Redlock implements LockOwner {
           Math.ceil(ttl),
           guard,
           Math.ceil(this.options.fenceIdleTtl),
+          request.ticket,
+          this.turnMs,
+          // The queue outlives every waiter in it: their wait, plus a turn.
+          Math.ceil(opts.wait) + this.turnMs,
+          this.keys.wakeChannelPrefix,
         ]) as Promise<AcquireReply>,
       (reply, node) => {
         if (reply[0] === 1) return 'yes';
@@ -333,6 +379,14 @@ export class Redlock implements LockOwner {
           now,
         );
         this.held.add(lock);
+        // Earlier attempts queued us on nodes that did not grant this time: leave those queues.
+        if (request.ticket !== '' && round.yes.length < this.nodes.length) {
+          const granted = new Set(round.yes.map(({ index }) => index));
+          void this.leaveQueues(
+            request,
+            this.nodes.filter((_, i) => !granted.has(i)),
+          );
+        }
         return { lock };
       }
     }
@@ -340,7 +394,7 @@ export class Redlock implements LockOwner {
     // those that granted, failed or timed out (a late SET is queued before this release on the
     // same connection). Nodes that answered busy or abstained set nothing.
     const mayHold = this.nodes.filter((_, i) => round.votes[i] !== 'no' && round.votes[i] !== 'declined');
-    if (mayHold.length > 0) void this.releaseKeys(request.lockKeys, request.value, mayHold, false);
+    if (mayHold.length > 0) void this.releaseKeys(request.lockKeys, request.value, mayHold, request.ticket);
     if (round.ok || (round.no.length > 0 && this.nodes.length - round.unavailable.length >= this.quorum)) {
       return {
         busy: true,
@@ -359,7 +413,7 @@ export class Redlock implements LockOwner {
    * that round cannot reach a majority.
    */
   private async settleTokens(
-    request: { keys: string[]; lockKeys: string[]; value: string },
+    request: AcquireRequest,
     grants: ReadonlyArray<{ index: number; reply: AcquireReply }>,
   ): Promise<number[] | undefined> {
     const count = request.lockKeys.length;
@@ -370,7 +424,7 @@ export class Redlock implements LockOwner {
     const behind = grants.filter(({ reply }) => tokens.some((t, i) => reply[i + 1] !== t));
     if (behind.length === 0) return tokens;
 
-    const fenceKeys = request.keys.slice(1 + count);
+    const fenceKeys = request.keys.slice(1 + count, 1 + 2 * count);
     const args = [request.value, Math.ceil(this.options.fenceIdleTtl), ...tokens.map(String)];
     const round = await quorumRound<number>(
       behind.map(({ index }) => this.nodes[index]!),
@@ -482,7 +536,7 @@ export class Redlock implements LockOwner {
     if (this.closed) return;
     this.closed = true;
     await Promise.all([...this.held].map((lock) => lock.release()));
-    await this.waiter.close();
+    await this.wakes.close();
     await Promise.all(this.nodes.map((n) => n.close(this.options.nodeTimeout)));
   }
 
@@ -491,22 +545,50 @@ export class Redlock implements LockOwner {
    * gone everywhere), or, when a node is slow or hung, shortly after a majority answered (as long
    * again as the majority took), and at the latest after nodeTimeout. A failed node counts as an
    * answer: the key expires there with its lease.
+   *
+   * A holder's release (no `retryTicket`) hands each lock to the first waiter in its queue. An
+   * attempt that failed frees its partial grants without waking anyone, and keeps its place in
+   * the queues with `retryTicket`.
    */
   private releaseKeys(
     lockKeys: readonly string[],
     value: string,
     nodes = this.nodes,
-    notifyWaiters = true,
+    retryTicket?: string,
   ): Promise<void> {
+    const keys = this.queueKeys(lockKeys);
+    const args = [
+      value,
+      retryTicket === undefined ? '1' : '0',
+      retryTicket ?? '',
+      this.turnMs,
+      this.keys.wakeChannelPrefix,
+    ];
     return quorumRound(
       nodes,
       Math.min(this.quorum, nodes.length),
       this.options.nodeTimeout,
       // A node that fails to answer still counts as done: the key expires there with its lease.
-      (node) => node.run(RELEASE, lockKeys, [value, notifyWaiters ? '1' : '0']).catch(() => 0),
+      (node) => node.run(RELEASE, keys, args).catch(() => 0),
       () => 'yes',
       { settleAll: true },
     ).then(() => undefined);
+  }
+
+  /** Removes a waiter from the resources' queues on `nodes` (best effort: stale entries are skipped). */
+  private leaveQueues(request: AcquireRequest, nodes: readonly LockNode[]): Promise<unknown> {
+    const keys = this.queueKeys(request.lockKeys);
+    const args = [request.value, this.turnMs, this.keys.wakeChannelPrefix];
+    return Promise.all(nodes.map((node) => node.run(LEAVE_QUEUE, keys, args).catch(() => 0)));
+  }
+
+  /** Lock keys, queue keys and turn keys, as RELEASE and LEAVE_QUEUE take them. */
+  private queueKeys(lockKeys: readonly string[]): string[] {
+    return [
+      ...lockKeys,
+      ...lockKeys.map((k) => this.keys.queueOf(k)),
+      ...lockKeys.map((k) => this.keys.turnsOf(k)),
+    ];
   }
 
   /** Why a majority's grant could not be handed out. */

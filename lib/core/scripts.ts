@@ -12,11 +12,50 @@ function script(name: string, source: string): LuaScript {
 }
 
 /**
- * Acquire on one node, all-or-none over its resources.
- * KEYS: guard marker, lock keys (n), fence counter keys (n, same hash tags as the lock keys).
- * ARGV: value, ttl ms, restart guard ms (0 = off), fence counter idle ttl ms.
- * Returns {1, token1..tokenN} when granted, {0, pttl, holder value} when busy (longest remaining
- * lease of the busy keys, -1 if one has no expiry; the value of the first busy key), {-1, ms} when the node abstains under the restart guard.
+ * Lua shared by the scripts that hand a free lock to the next waiter in its queue.
+ * `clock()` reads the node's TIME once per call, in ms. `promote(queue, turns, cause)` starts the
+ * turn of the queue's first waiter (it must claim the lock before the turn ends, or it is skipped)
+ * and wakes it on its engine's wake channel (ARGV[WAKE] prefix + the engine part of its value,
+ * the text before the first ':'). The message is "<waiter value> <cause>"; an engine ignores a
+ * cause it has already seen, so the same hand-over announced by every node wakes it once.
+ */
+function queueLua(turnArg: number, wakeArg: number): string {
+  return `
+local now_ms = false
+local function clock()
+  if not now_ms then
+    local t = redis.call('TIME')
+    now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return now_ms
+end
+local function promote(queue, turns, cause)
+  local head = redis.call('ZRANGE', queue, 0, 0)[1]
+  if head then
+    redis.call('HSET', turns, head, clock() + tonumber(ARGV[${turnArg}]))
+    redis.call('PUBLISH', ARGV[${wakeArg}] .. string.match(head, '^[^:]*'), head .. ' ' .. cause)
+  end
+  return head
+end
+`;
+}
+
+/**
+ * Acquire on one node, all-or-none over its resources, first come first served.
+ * KEYS: guard marker, then per resource (n each, same hash tag per resource): lock keys, fence
+ * counter keys, queue keys (sorted set: waiter value -> ticket), turn keys (hash: waiter value ->
+ * node ms by which it must claim the free lock).
+ * ARGV: value, ttl ms, restart guard ms (0 = off), fence counter idle ttl ms, ticket ('' = do not
+ * queue: the caller will not wait), turn ms, queue idle ttl ms, wake channel prefix.
+ * Returns {1, token1..tokenN} when granted; {0, ms, who} when busy: how long until it may be free
+ * (the longest remaining lease, or the remaining turn of the waiter ahead; -1 if a key has no
+ * expiry) and who has it (the holder's value, or the waiter whose turn it is); {-1, ms} when the
+ * node abstains under the restart guard.
+ *
+ * A free lock goes to the first waiter in the queue, and only to it: a release wakes that waiter
+ * alone instead of every waiter (which would then split the vote). A waiter that lets its turn
+ * pass (it died, or stalls) is skipped by the next caller. The queue orders by the ticket the
+ * client chose, the same on every node, so the nodes agree on who is first.
  *
  * The marker key has no expiry: it is missing only on a node that lost its data (or is new), and
  * such a node must not vote until every lease it may have granted and forgotten has run out.
@@ -25,30 +64,39 @@ function script(name: string, source: string): LuaScript {
  */
 export const ACQUIRE = script(
   'acquire',
-  `
-local n = (#KEYS - 1) / 2
+  `${queueLua(6, 8)}
+local n = (#KEYS - 1) / 4
+local value = ARGV[1]
+local ticket = ARGV[5]
 local guard = tonumber(ARGV[3])
 if guard > 0 then
   local ready = redis.call('GET', KEYS[1])
   -- '0' means the guard has passed on this node: no clock read on the common path.
   if ready ~= '0' then
-    local t = redis.call('TIME')
-    local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
     if ready then
       ready = tonumber(ready)
     else
-      ready = now_ms + guard
+      ready = clock() + guard
       redis.call('SET', KEYS[1], string.format('%.0f', ready))
     end
-    if now_ms < ready then return {-1, ready - now_ms} end
+    if clock() < ready then return {-1, ready - clock()} end
     redis.call('SET', KEYS[1], '0')
   end
 end
-if n == 1 then
-  if not redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    return {0, redis.call('PTTL', KEYS[2]), redis.call('GET', KEYS[2])}
+local granted = false
+if n == 1 and redis.call('EXISTS', KEYS[4]) == 0 then
+  -- Nobody queues: the common, uncontended case.
+  if not redis.call('SET', KEYS[2], value, 'NX', 'PX', ARGV[2]) then
+    local busy = {0, redis.call('PTTL', KEYS[2]), redis.call('GET', KEYS[2])}
+    if ticket ~= '' then
+      redis.call('ZADD', KEYS[4], ticket, value)
+      redis.call('PEXPIRE', KEYS[4], ARGV[7])
+    end
+    return busy
   end
-else
+  granted = true
+end
+if not granted then
   local busy = -2
   local holder = false
   for i = 2, n + 1 do
@@ -56,10 +104,47 @@ else
     if pttl ~= -2 then
       if not holder then holder = redis.call('GET', KEYS[i]) end
       if pttl == -1 or busy == -1 then busy = -1 elseif pttl > busy then busy = pttl end
+    else
+      -- Free: ours if nobody queues ahead of us, or the one ahead let its turn pass.
+      local queue, turns = KEYS[i + 2 * n], KEYS[i + 3 * n]
+      local head = redis.call('ZRANGE', queue, 0, 0)[1]
+      while head and head ~= value do
+        local due = redis.call('HGET', turns, head)
+        if not due then
+          -- Nobody woke it (the lease ran out instead of being released): its turn starts now.
+          due = clock() + tonumber(ARGV[6])
+          promote(queue, turns, '')
+        else
+          due = tonumber(due)
+        end
+        if due > clock() then
+          if not holder then holder = head end
+          if busy ~= -1 and due - clock() > busy then busy = due - clock() end
+          break
+        end
+        redis.call('ZREM', queue, head)
+        redis.call('HDEL', turns, head)
+        head = promote(queue, turns, head)
+        -- The next one's turn has just started (unless it is us): wait for it.
+      end
     end
   end
-  if busy ~= -2 then return {0, busy, holder} end
-  for i = 2, n + 1 do redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2]) end
+  if busy ~= -2 then
+    if ticket ~= '' then
+      for i = 2 * n + 2, 4 * n + 1 do
+        if i <= 3 * n + 1 then redis.call('ZADD', KEYS[i], 'NX', ticket, value) end
+        if redis.call('PTTL', KEYS[i]) < tonumber(ARGV[7]) then redis.call('PEXPIRE', KEYS[i], ARGV[7]) end
+      end
+    end
+    return {0, busy, holder}
+  end
+  for i = 2, n + 1 do
+    redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
+    if ticket ~= '' then
+      redis.call('ZREM', KEYS[i + 2 * n], value)
+      redis.call('HDEL', KEYS[i + 3 * n], value)
+    end
+  end
 end
 local out = {1}
 for i = 2, n + 1 do
@@ -120,23 +205,52 @@ return 1
 );
 
 /**
- * Release: delete each lock key that still holds our value (never another holder's). With
- * ARGV[2] = '1', tell waiters on the key's channel. A failed attempt frees its partial grants
- * without telling: nobody held the lock, and waking every waiter would only start another round
- * of colliding attempts. KEYS: lock keys. ARGV: value, notify ('1' or '0'). Returns the number deleted.
+ * Release: delete each lock key that still holds our value (never another holder's).
+ * KEYS: lock keys (n), queue keys (n), turn keys (n). ARGV: value, mode, ticket, turn ms, wake
+ * channel prefix. Mode '1' (a holder releases): hand each freed lock to the first waiter in its
+ * queue (start its turn, wake it). Mode '0' (an acquire attempt that failed frees its partial
+ * grant): wake nobody, since nobody held the lock, and with a ticket, take our place back in a
+ * queue that others wait in, since we retry. Returns the number of keys deleted.
  */
 export const RELEASE = script(
   'release',
-  `
+  `${queueLua(4, 5)}
+local n = #KEYS / 3
 local deleted = 0
-for i = 1, #KEYS do
+for i = 1, n do
   if redis.call('GET', KEYS[i]) == ARGV[1] then
     redis.call('DEL', KEYS[i])
-    if ARGV[2] == '1' then redis.call('PUBLISH', KEYS[i] .. ':released', ARGV[1]) end
     deleted = deleted + 1
+    if ARGV[2] == '1' then
+      promote(KEYS[i + n], KEYS[i + 2 * n], ARGV[1])
+    elseif ARGV[3] ~= '' and redis.call('EXISTS', KEYS[i + n]) == 1 then
+      redis.call('ZADD', KEYS[i + n], 'NX', ARGV[3], ARGV[1])
+    end
   end
 end
 return deleted
+`,
+);
+
+/**
+ * Leave the queues: a waiter that gives up (its wait ran out, it was aborted) or that got the lock
+ * on a majority while still queued on this node. When it was first in line for a free lock, the
+ * next waiter's turn starts. KEYS: lock keys (n), queue keys (n), turn keys (n). ARGV: value,
+ * turn ms, wake channel prefix. Returns the number of queues left.
+ */
+export const LEAVE_QUEUE = script(
+  'leave-queue',
+  `${queueLua(2, 3)}
+local n = #KEYS / 3
+local left = 0
+for i = 1, n do
+  local queue, turns = KEYS[i + n], KEYS[i + 2 * n]
+  local first = redis.call('ZRANGE', queue, 0, 0)[1] == ARGV[1]
+  left = left + redis.call('ZREM', queue, ARGV[1])
+  redis.call('HDEL', turns, ARGV[1])
+  if first and redis.call('EXISTS', KEYS[i]) == 0 then promote(queue, turns, ARGV[1]) end
+end
+return left
 `,
 );
 
@@ -174,4 +288,11 @@ return out
 );
 
 /** Every script the engine runs, loaded on each (re)connection so calls rarely meet NOSCRIPT. */
-export const ALL_SCRIPTS: readonly LuaScript[] = [ACQUIRE, RAISE_FENCE, EXTEND, EXTEND_MANY, RELEASE];
+export const ALL_SCRIPTS: readonly LuaScript[] = [
+  ACQUIRE,
+  RAISE_FENCE,
+  EXTEND,
+  EXTEND_MANY,
+  RELEASE,
+  LEAVE_QUEUE,
+];

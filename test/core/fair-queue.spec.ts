@@ -1,0 +1,110 @@
+import { LockNotAcquiredError, type Lock, type Redlock } from '../../lib/index.js';
+import { TestCluster, sleep } from '../support/cluster.js';
+
+const queueKey = (r: string) => `redlock:{${r}}:queue`;
+
+/** Calls of the engine's scripts (EVALSHA) a node has served since the last CONFIG RESETSTAT. */
+async function scriptCalls(cluster: TestCluster, node: number): Promise<number> {
+  const info = await cluster.redis.client(node).info('commandstats');
+  return Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0);
+}
+
+describe('waiting in line: first come, first served, one waiter woken per release', () => {
+  let cluster: TestCluster;
+  let holder: Redlock;
+
+  beforeAll(async () => {
+    cluster = await TestCluster.start(5);
+    holder = await cluster.engine();
+  });
+  afterAll(() => cluster.close());
+
+  /** Starts `count` engines waiting for `resource`, each queued 40 ms after the one before. */
+  async function queueUp(resource: string, count: number, options: { wait: number; ttl?: number }) {
+    const waiters: Array<{ engine: Redlock; lock: Promise<Lock> }> = [];
+    for (let i = 0; i < count; i++) {
+      const engine = await cluster.engine();
+      const lock = engine.acquire(resource, options);
+      lock.catch(() => undefined); // a failed test must not leave an unhandled rejection behind
+      waiters.push({ engine, lock });
+      await sleep(40);
+    }
+    return waiters;
+  }
+
+  test('waiters get the lock in the order they asked for it', async () => {
+    const first = await holder.acquire('fifo', { ttl: 10_000 });
+    const waiters = await queueUp('fifo', 5, { wait: 8000 });
+    const order: number[] = [];
+    const done = waiters.map(async ({ lock }, i) => {
+      const held = await lock;
+      order.push(i);
+      await sleep(20);
+      await held.release();
+    });
+    await first.release();
+    await Promise.all(done);
+    // Without the queue, whoever's retry lands first wins: 1 chance in 120 of this order.
+    expect(order).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  test('a release wakes the first waiter only, not every waiter', async () => {
+    // Equal fence counters on every node, so no grant needs the second fencing round.
+    await Promise.all(
+      cluster.redis.urls.map((_, i) => cluster.redis.client(i).set('redlock:{one-woken}:fence', 1000)),
+    );
+    const first = await holder.acquire('one-woken', { ttl: 10_000 });
+    const waiters = await queueUp('one-woken', 4, { wait: 8000, ttl: 10_000 });
+    await sleep(100); // every waiter queued and asleep (each retried once after subscribing)
+    await Promise.all(cluster.redis.urls.map((_, i) => cluster.redis.client(i).config('RESETSTAT')));
+    await first.release();
+    const next = await waiters[0]!.lock;
+    await sleep(100); // time for any other woken waiter to try
+    // Node 0 saw the release and the first waiter's acquire. Waking all four would add three.
+    expect(await scriptCalls(cluster, 0)).toBeLessThanOrEqual(2);
+    await next.release();
+    for (const w of waiters.slice(1)) await (await w.lock).release();
+  });
+
+  test('a fail-fast caller does not jump the queue when the lock is handed over', async () => {
+    const first = await holder.acquire('no-barging', { ttl: 10_000 });
+    const [waiter] = await queueUp('no-barging', 1, { wait: 5000 });
+    const other = await cluster.engine();
+    await first.release();
+    expect(await other.tryAcquire('no-barging', { wait: 0 })).toBeNull();
+    const lock = await waiter!.lock;
+    expect(lock.fencingToken).toBeGreaterThan(first.fencingToken);
+    await lock.release();
+  });
+
+  test('a waiter that gives up leaves the queue on every node', async () => {
+    const first = await holder.acquire('gave-up', { ttl: 10_000 });
+    const [waiter] = await queueUp('gave-up', 1, { wait: 300 });
+    const queued = await cluster.redis.client(0).zcard(queueKey('gave-up'));
+    expect(queued).toBe(1);
+    await expect(waiter!.lock).rejects.toBeInstanceOf(LockNotAcquiredError);
+    await sleep(50);
+    const left = await Promise.all(
+      cluster.redis.urls.map((_, i) => cluster.redis.client(i).zcard(queueKey('gave-up'))),
+    );
+    expect(left).toEqual([0, 0, 0, 0, 0]);
+    await first.release();
+  });
+
+  test('a waiter that went silent in its turn is skipped, long before the lease would run out', async () => {
+    const first = await holder.acquire('silent', { ttl: 10_000 });
+    const [silent, next] = await queueUp('silent', 2, { wait: 3000 });
+    // The first waiter loses its connections: it can neither claim the lock nor leave the queue.
+    const gone = silent!.lock.catch((e: unknown) => e);
+    for (const node of silent!.engine.nodes) node.client.disconnect();
+    const released = performance.now();
+    await first.release();
+    const lock = await next!.lock;
+    const waited = performance.now() - released;
+    // The holder's lease had ~10 s left: the next waiter re-checks within a second and skips
+    // the silent one once its turn (400 ms) has passed.
+    expect(waited).toBeLessThan(3000);
+    await lock.release();
+    await gone;
+  });
+});
