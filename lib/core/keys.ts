@@ -1,6 +1,13 @@
+/** Suffixes of the keys kept beside a lock key, under its hash tag (the scripts derive them). */
+export const FENCE_SUFFIX = ':fence';
+export const QUEUE_SUFFIX = ':queue';
+
+/** Channel prefix that wakes an engine's waiters (+ the engine's random value prefix). */
+export const WAKE_CHANNEL_PREFIX = '__redlock_wake__:';
+
 /**
- * Key names. Each resource gets its own hash tag, so its lock key and its fence counter live in
- * the same slot (a Redis Cluster node can serve as a lock node too).
+ * Key names. Each resource gets its own hash tag, so the keys kept beside its lock key (fence
+ * counter, queue) hash to the same slot as the lock key.
  */
 export class KeySpace {
   /** The restart-guard marker: one per node, never expires. */
@@ -12,24 +19,5 @@ export class KeySpace {
 
   lock(resource: string): string {
     return `${this.prefix}{${resource}}`;
-  }
-
-  fence(resource: string): string {
-    return `${this.prefix}{${resource}}:fence`;
-  }
-
-  /** Waiters for the lock key's resource, in ticket order (a sorted set). */
-  queueOf(lockKey: string): string {
-    return `${lockKey}:queue`;
-  }
-
-  /** Per waiter whose turn it is: the node time by which it must claim the free lock (a hash). */
-  turnsOf(lockKey: string): string {
-    return `${lockKey}:turns`;
-  }
-
-  /** The channel that wakes an engine's waiters: this prefix + the engine's value prefix. */
-  get wakeChannelPrefix(): string {
-    return `${this.prefix}__wake__:`;
   }
 }

@@ -1,7 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import type { RedlockLogger } from './logger.js';
 import type { RedlockNode } from './options.js';
-import { ALL_SCRIPTS, type LuaScript } from './scripts.js';
+import type { LuaScript } from './scripts.js';
 
 interface Corkable {
   cork(): void;
@@ -39,6 +39,8 @@ export class LockNode {
     /** Whether the library opened this connection (and so must close it). */
     readonly owned: boolean,
     private readonly logger: RedlockLogger,
+    /** Loaded on every (re)connection. */
+    private readonly scripts: readonly LuaScript[],
   ) {
     client.on('error', this.onError);
     client.on('ready', this.onReady);
@@ -46,18 +48,29 @@ export class LockNode {
   }
 
   /** Builds a node from a URL, ioredis options or a ready client. */
-  static from(node: RedlockNode, connectTimeout: number, logger: RedlockLogger): LockNode {
+  static from(
+    node: RedlockNode,
+    connectTimeout: number,
+    logger: RedlockLogger,
+    scripts: readonly LuaScript[],
+  ): LockNode {
     if (node instanceof Redis) {
       const o = node.options;
-      return new LockNode(node, `${o.tls ? 'rediss' : 'redis'}://${o.host}:${o.port}`, false, logger);
+      return new LockNode(
+        node,
+        `${o.tls ? 'rediss' : 'redis'}://${o.host}:${o.port}`,
+        false,
+        logger,
+        scripts,
+      );
     }
     const defaults = ownedConnectionOptions(connectTimeout);
     if (typeof node === 'string') {
-      return new LockNode(new Redis(node, defaults), redactUrl(node), true, logger);
+      return new LockNode(new Redis(node, defaults), redactUrl(node), true, logger, scripts);
     }
     const options = { ...defaults, ...node };
     const label = `${options.tls ? 'rediss' : 'redis'}://${options.username ? `${options.username}@` : ''}${options.host ?? 'localhost'}:${options.port ?? 6379}`;
-    return new LockNode(new Redis(options), label, true, logger);
+    return new LockNode(new Redis(options), label, true, logger, scripts);
   }
 
   /** Runs a script by SHA, loading it on NOSCRIPT (first use, or after the node restarted). */
@@ -148,7 +161,7 @@ export class LockNode {
 
   private recordReady(): void {
     // A restarted node has lost its script cache: load ours now rather than on a NOSCRIPT storm.
-    for (const script of ALL_SCRIPTS) this.client.script('LOAD', script.source).catch(() => undefined);
+    for (const script of this.scripts) this.client.script('LOAD', script.source).catch(() => undefined);
     if (this.lastError !== undefined) this.logger.log(`Redis node ${this.label} is reachable again`);
     this.lastError = undefined;
   }

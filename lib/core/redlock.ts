@@ -8,7 +8,7 @@ import {
   type NodeFailure,
 } from './errors.js';
 import { HeldLock, type LockOwner } from './held-lock.js';
-import { KeySpace } from './keys.js';
+import { KeySpace, WAKE_CHANNEL_PREFIX } from './keys.js';
 import type { Lock } from './lock.js';
 import { LockContext } from './lock-context.js';
 import { LockNode } from './lock-node.js';
@@ -23,7 +23,7 @@ import {
   type ResolvedOptions,
 } from './options.js';
 import { quorumRound, type RoundOutcome } from './quorum-round.js';
-import { ACQUIRE, LEAVE_QUEUE, RAISE_FENCE, RELEASE } from './scripts.js';
+import { engineScripts, RAISE_FENCE, type EngineScripts } from './scripts.js';
 import { ExtendBatcher } from './extend-batcher.js';
 import { WakeChannel, type WakeSubscription } from './wake-channel.js';
 import { startWatchdog, WatchdogClock } from './watchdog.js';
@@ -44,7 +44,7 @@ const MAX_COLLISION_BACKOFF_MS = 32;
 
 /**
  * A queued waiter asks again at least this often even when nobody wakes it: the waiter ahead of
- * it may have died just as its turn came, and only a caller's attempt skips it.
+ * it may have died just as its turn came, and when that turn runs out nobody is woken.
  */
 const QUEUE_RECHECK_MS = 1000;
 
@@ -52,12 +52,14 @@ const QUEUE_RECHECK_MS = 1000;
 interface AcquireRequest {
   readonly names: string[];
   readonly sorted: string[];
-  /** Guard marker, lock keys, fence keys, queue keys, turn keys. */
+  /** Guard marker, then the lock keys: what the acquire script takes. */
   readonly keys: string[];
   readonly lockKeys: string[];
   readonly value: string;
   /** Place in the resources' queues ('' when the caller does not wait, and so does not queue). */
   readonly ticket: string;
+  /** The acquire script's arguments: the same for every node and every attempt. */
+  readonly args: string[];
 }
 
 /** The result of one acquire round. */
@@ -90,8 +92,9 @@ export class Redlock implements LockOwner {
   private readonly keys: KeySpace;
   private readonly logger: RedlockLogger;
   private readonly wakes: WakeChannel;
-  /** How long a waiter whose turn came has to claim the free lock before it is skipped, ms. */
+  /** How long a waiter whose turn came has to claim the lock before the turn lapses, ms. */
   private readonly turnMs: number;
+  private readonly scripts: EngineScripts;
   private readonly context = new LockContext();
   private readonly held = new Set<HeldLock>();
   /** Per node: extensions requested in the same tick share one script call. */
@@ -107,7 +110,17 @@ export class Redlock implements LockOwner {
   constructor(options: RedlockOptions) {
     this.options = resolveOptions(options);
     this.logger = options.logger ?? consoleLogger;
-    this.nodes = options.nodes.map((n) => LockNode.from(n, this.options.connectTimeout, this.logger));
+    // Long enough for a woken waiter to answer on a busy machine, short enough that a dead one
+    // holds the lock up for less than a retry delay would.
+    this.turnMs = Math.max(4 * this.options.nodeTimeout, 200);
+    this.scripts = engineScripts({
+      guardMs: this.options.restartGuard === false ? 0 : this.options.restartGuard,
+      fenceIdleMs: this.options.fenceIdleTtl,
+      turnMs: this.turnMs,
+    });
+    this.nodes = options.nodes.map((n) =>
+      LockNode.from(n, this.options.connectTimeout, this.logger, this.scripts.all),
+    );
     for (const node of this.nodes) this.batchers.set(node, new ExtendBatcher(node));
     this.quorum = Math.floor(this.nodes.length / 2) + 1;
     if (this.nodes.length % 2 === 0) {
@@ -119,12 +132,9 @@ export class Redlock implements LockOwner {
     this.keys = new KeySpace(this.options.keyPrefix);
     this.wakes = new WakeChannel(
       this.nodes,
-      this.keys.wakeChannelPrefix + this.valuePrefix,
+      WAKE_CHANNEL_PREFIX + this.valuePrefix,
       this.options.nodeTimeout,
     );
-    // Long enough for a woken waiter to answer on a busy machine, short enough that a dead one
-    // holds the lock up for less than a retry delay would.
-    this.turnMs = Math.max(4 * this.options.nodeTimeout, 200);
     const { driftFactor } = this.options;
     this.drift = (ttl) => Math.floor(ttl * driftFactor) + 2;
   }
@@ -244,21 +254,19 @@ export class Redlock implements LockOwner {
 
     const sorted = [...names].sort();
     const lockKeys = sorted.map((r) => this.keys.lock(r));
+    const value = this.nextValue();
+    // A caller that waits takes a place in the queues. The ticket is the same on every node, so
+    // the nodes agree on the order; the clock makes it first come, first served across clients.
+    const ticket = opts.wait > 0 ? String(Date.now()) : '';
     const request: AcquireRequest = {
       names,
       sorted,
-      keys: [
-        this.keys.guardMarker,
-        ...lockKeys,
-        ...sorted.map((r) => this.keys.fence(r)),
-        ...lockKeys.map((k) => this.keys.queueOf(k)),
-        ...lockKeys.map((k) => this.keys.turnsOf(k)),
-      ],
+      keys: [this.keys.guardMarker, ...lockKeys],
       lockKeys,
-      value: this.nextValue(),
-      // A caller that waits takes a place in the queues. The ticket is the same on every node, so
-      // the nodes agree on the order; the clock makes it first come, first served across clients.
-      ticket: opts.wait > 0 ? String(Date.now()) : '',
+      value,
+      ticket,
+      // The queue outlives every waiter in it: their wait, plus a turn.
+      args: [value, String(Math.ceil(opts.ttl)), ticket, String(Math.ceil(opts.wait) + this.turnMs)],
     };
     const deadline = performance.now() + opts.wait;
     // A waiter listens for its turn from before its first attempt (which queues it).
@@ -333,24 +341,12 @@ export class Redlock implements LockOwner {
   /** One acquire round over all nodes, plus the second fencing round when the majority disagrees. */
   private async attempt(request: AcquireRequest, opts: ResolvedLockOptions): Promise<Attempt> {
     const { ttl } = opts;
-    const guard = this.options.restartGuard === false ? 0 : Math.ceil(this.options.restartGuard);
     const started = performance.now();
     const round = await quorumRound<AcquireReply>(
       this.nodes,
       this.quorum,
       this.options.nodeTimeout,
-      (node) =>
-        node.run(ACQUIRE, request.keys, [
-          request.value,
-          Math.ceil(ttl),
-          guard,
-          Math.ceil(this.options.fenceIdleTtl),
-          request.ticket,
-          this.turnMs,
-          // The queue outlives every waiter in it: their wait, plus a turn.
-          Math.ceil(opts.wait) + this.turnMs,
-          this.keys.wakeChannelPrefix,
-        ]) as Promise<AcquireReply>,
+      (node) => node.run(this.scripts.acquire, request.keys, request.args) as Promise<AcquireReply>,
       (reply, node) => {
         if (reply[0] === 1) return 'yes';
         if (reply[0] === 0) return 'no';
@@ -379,14 +375,8 @@ export class Redlock implements LockOwner {
           now,
         );
         this.held.add(lock);
-        // Earlier attempts queued us on nodes that did not grant this time: leave those queues.
-        if (request.ticket !== '' && round.yes.length < this.nodes.length) {
-          const granted = new Set(round.yes.map(({ index }) => index));
-          void this.leaveQueues(
-            request,
-            this.nodes.filter((_, i) => !granted.has(i)),
-          );
-        }
+        // Earlier attempts may have queued us on nodes that did not grant this time: our release
+        // takes us out of those queues (it goes to every node anyway).
         return { lock };
       }
     }
@@ -394,7 +384,8 @@ export class Redlock implements LockOwner {
     // those that granted, failed or timed out (a late SET is queued before this release on the
     // same connection). Nodes that answered busy or abstained set nothing.
     const mayHold = this.nodes.filter((_, i) => round.votes[i] !== 'no' && round.votes[i] !== 'declined');
-    if (mayHold.length > 0) void this.releaseKeys(request.lockKeys, request.value, mayHold, request.ticket);
+    if (mayHold.length > 0)
+      void this.releaseKeys(request.lockKeys, request.value, mayHold, request.ticket || '-');
     if (round.ok || (round.no.length > 0 && this.nodes.length - round.unavailable.length >= this.quorum)) {
       return {
         busy: true,
@@ -424,13 +415,12 @@ export class Redlock implements LockOwner {
     const behind = grants.filter(({ reply }) => tokens.some((t, i) => reply[i + 1] !== t));
     if (behind.length === 0) return tokens;
 
-    const fenceKeys = request.keys.slice(1 + count, 1 + 2 * count);
     const args = [request.value, Math.ceil(this.options.fenceIdleTtl), ...tokens.map(String)];
     const round = await quorumRound<number>(
       behind.map(({ index }) => this.nodes[index]!),
       behind.length, // every lagging granter must confirm: the others already hold the token
       this.options.nodeTimeout,
-      (node) => node.run(RAISE_FENCE, [...request.lockKeys, ...fenceKeys], args) as Promise<number>,
+      (node) => node.run(RAISE_FENCE, request.lockKeys, args) as Promise<number>,
       (reply) => (reply === 1 ? 'yes' : 'no'),
     );
     return round.ok ? tokens : undefined;
@@ -541,54 +531,38 @@ export class Redlock implements LockOwner {
   }
 
   /**
-   * Deletes our value's keys on the nodes. Resolves once every node answered (the keys are then
-   * gone everywhere), or, when a node is slow or hung, shortly after a majority answered (as long
-   * again as the majority took), and at the latest after nodeTimeout. A failed node counts as an
-   * answer: the key expires there with its lease.
+   * Deletes our value's keys on the nodes. Resolves once a majority answered, like an acquire:
+   * the lock is then free for anyone who asks. The other nodes' answers are not waited for: a
+   * node that is slow or hung keeps the key until it catches up or the lease ends, and the next
+   * acquire from this engine reaches it after the release, on the same connection.
    *
-   * A holder's release (no `retryTicket`) hands each lock to the first waiter in its queue. An
-   * attempt that failed frees its partial grants without waking anyone, and keeps its place in
-   * the queues with `retryTicket`.
+   * A holder's release (no `failedAttemptTicket`) hands each lock to the first waiter in its
+   * queue. An attempt that failed frees its partial grants without waking anyone and, with its
+   * ticket, keeps its place in the queues ('-': it did not queue).
    */
   private releaseKeys(
     lockKeys: readonly string[],
     value: string,
     nodes = this.nodes,
-    retryTicket?: string,
+    failedAttemptTicket = '',
   ): Promise<void> {
-    const keys = this.queueKeys(lockKeys);
-    const args = [
-      value,
-      retryTicket === undefined ? '1' : '0',
-      retryTicket ?? '',
-      this.turnMs,
-      this.keys.wakeChannelPrefix,
-    ];
+    const args = [value, failedAttemptTicket];
     return quorumRound(
       nodes,
       Math.min(this.quorum, nodes.length),
       this.options.nodeTimeout,
       // A node that fails to answer still counts as done: the key expires there with its lease.
-      (node) => node.run(RELEASE, keys, args).catch(() => 0),
+      (node) => node.run(this.scripts.release, lockKeys, args).catch(() => 0),
       () => 'yes',
-      { settleAll: true },
     ).then(() => undefined);
   }
 
   /** Removes a waiter from the resources' queues on `nodes` (best effort: stale entries are skipped). */
   private leaveQueues(request: AcquireRequest, nodes: readonly LockNode[]): Promise<unknown> {
-    const keys = this.queueKeys(request.lockKeys);
-    const args = [request.value, this.turnMs, this.keys.wakeChannelPrefix];
-    return Promise.all(nodes.map((node) => node.run(LEAVE_QUEUE, keys, args).catch(() => 0)));
-  }
-
-  /** Lock keys, queue keys and turn keys, as RELEASE and LEAVE_QUEUE take them. */
-  private queueKeys(lockKeys: readonly string[]): string[] {
-    return [
-      ...lockKeys,
-      ...lockKeys.map((k) => this.keys.queueOf(k)),
-      ...lockKeys.map((k) => this.keys.turnsOf(k)),
-    ];
+    const args = [request.value];
+    return Promise.all(
+      nodes.map((node) => node.run(this.scripts.leaveQueue, request.lockKeys, args).catch(() => 0)),
+    );
   }
 
   /** Why a majority's grant could not be handed out. */
