@@ -179,6 +179,7 @@ export function resolveLockOptions(
 
 /** Normalises and validates resource names: a non-empty list of non-empty strings, de-duplicated. */
 export function normaliseResources(keys: string | readonly string[]): string[] {
+  if (typeof keys === 'string' && keys.length > 0) return [keys]; // the common case, on the hot path
   const list = typeof keys === 'string' ? [keys] : keys;
   if (!Array.isArray(list) || list.length === 0) {
     throw new RedlockOptionsError(

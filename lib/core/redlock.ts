@@ -252,7 +252,7 @@ export class Redlock implements LockOwner {
     const joined = this.context.join(names);
     if (joined) return joined;
 
-    const sorted = [...names].sort();
+    const sorted = names.length === 1 ? names : [...names].sort();
     const lockKeys = sorted.map((r) => this.keys.lock(r));
     const value = this.nextValue();
     // A caller that waits takes a place in the queues. The ticket is the same on every node, so
@@ -269,9 +269,7 @@ export class Redlock implements LockOwner {
       args: [value, String(Math.ceil(opts.ttl)), ticket, String(Math.ceil(opts.wait) + this.turnMs)],
     };
     const deadline = performance.now() + opts.wait;
-    // A waiter listens for its turn from before its first attempt (which queues it).
-    const subscription: WakeSubscription | undefined =
-      request.ticket === '' ? undefined : this.wakes.register(request.value);
+    let subscription: WakeSubscription | undefined;
     let attempts = 0;
     let collisions = 0;
     let granted = false;
@@ -293,11 +291,15 @@ export class Redlock implements LockOwner {
             ? new LockNotAcquiredError(names, attempt.retryAfterMs, attempts, attempt.why)
             : new QuorumUnavailableError(names, this.quorum, this.nodes.length, attempt.failures);
         }
-        if (subscription && !listening) {
-          // Our turn may have come before the engine's channel was subscribed, and that wake-up
-          // went to nobody: once subscribed, try again at once.
-          await this.wakes.ready();
-          continue;
+        if (!subscription && request.ticket !== '') {
+          // The attempt queued us: listen for our turn. A wake-up that arrived before this is
+          // kept for us by the channel, unless the channel was not subscribed yet when we were
+          // queued: then it went to nobody, so once subscribed, try again at once.
+          subscription = this.wakes.register(request.value);
+          if (!listening) {
+            await this.wakes.ready();
+            continue;
+          }
         }
         const pause = this.pauseBeforeRetry(
           attempt,
@@ -361,9 +363,9 @@ export class Redlock implements LockOwner {
       const now = performance.now();
       const validity = ttl - (now - started) - this.drift(ttl);
       if (tokens && validity > 0) {
-        const fencingTokens = Object.freeze(
-          Object.fromEntries(request.sorted.map((r, i) => [r, tokens[i]!])),
-        );
+        const fencingTokens: Record<string, number> = {};
+        for (let i = 0; i < tokens.length; i++) fencingTokens[request.sorted[i]!] = tokens[i]!;
+        Object.freeze(fencingTokens);
         const lock = new HeldLock(
           this,
           request.value,

@@ -1,6 +1,9 @@
 import type { Redis } from 'ioredis';
 import type { LockNode } from './lock-node.js';
 
+/** Wake-ups kept for waiters that have not registered yet (oldest dropped first). */
+const MAX_UNCLAIMED = 1000;
+
 /** Why a wait ended. */
 export type WakeReason = 'woken' | 'timeout' | 'aborted';
 
@@ -15,7 +18,17 @@ export type WakeReason = 'woken' | 'timeout' | 'aborted';
 export class WakeChannel {
   private readonly subscribers: Array<Redis | undefined>;
   private readonly waiters = new Map<string, WakeSubscription>();
+  /**
+   * Wake-ups for waiters not registered (yet): a waiter registers after the attempt that queued
+   * it, and its turn may come in between. Bounded: entries of waiters that already left are junk.
+   */
+  private readonly unclaimed = new Map<string, string>();
   private subscribed: Promise<unknown> | undefined;
+  /**
+   * True once the nodes acknowledged the subscription (or did not within the timeout). A wake-up
+   * published before that is lost, so an attempt started earlier must be followed by another.
+   */
+  listening = false;
   private closed = false;
 
   constructor(
@@ -29,13 +42,18 @@ export class WakeChannel {
   }
 
   /**
-   * Registers the waiter with lock value `value` (before its first attempt, so that a wake-up
-   * arriving before it sleeps is kept), and starts subscribing the engine's channel if that has
-   * not happened yet.
+   * Registers the waiter with lock value `value` (a wake-up that arrived for it since it was
+   * queued is handed over at once), and starts subscribing the engine's channel if that has not
+   * happened yet.
    */
   register(value: string): WakeSubscription {
     const subscription = new WakeSubscription(() => this.waiters.delete(value));
     this.waiters.set(value, subscription);
+    const cause = this.unclaimed.get(value);
+    if (cause !== undefined) {
+      this.unclaimed.delete(value);
+      subscription.wake(cause);
+    }
     if (!this.subscribed && !this.closed) {
       const acks = this.nodes.map((_, i) =>
         this.subscriber(i)
@@ -48,12 +66,6 @@ export class WakeChannel {
     }
     return subscription;
   }
-
-  /**
-   * True once the nodes acknowledged the subscription (or did not within the timeout). A wake-up
-   * published before that is lost, so an attempt started earlier must be followed by another.
-   */
-  listening = false;
 
   /** Resolves when {@link listening} becomes true. */
   async ready(): Promise<void> {
@@ -83,7 +95,14 @@ export class WakeChannel {
   private deliver(message: string): void {
     const space = message.indexOf(' ');
     const value = space < 0 ? message : message.slice(0, space);
-    this.waiters.get(value)?.wake(space < 0 ? '' : message.slice(space + 1));
+    const cause = space < 0 ? '' : message.slice(space + 1);
+    const waiter = this.waiters.get(value);
+    if (waiter) {
+      waiter.wake(cause);
+      return;
+    }
+    this.unclaimed.set(value, cause);
+    if (this.unclaimed.size > MAX_UNCLAIMED) this.unclaimed.delete(this.unclaimed.keys().next().value!);
   }
 
   private subscriber(index: number): Redis {
