@@ -69,7 +69,8 @@ function ours(id: 'ours' | 'ours-autopipe', label: string, nodeOptions: RedisOpt
     label,
     packageName: 'nest-quorum-lock',
     pkg: `nest-quorum-lock@${packageVersion('nest-quorum-lock')} (this repo, dist/)${nodeOptions ? ' with enableAutoPipelining' : ''}`,
-    describeWaiting: (s) => `wait ${s.wait} ms, pub/sub wake-up + holder's PTTL, default retryDelay/jitter`,
+    describeWaiting: (s) =>
+      `wait ${s.wait} ms: FIFO queue on every node, a release hands the lock to the first waiter and wakes only it (pub/sub); otherwise the holder's PTTL, re-checked every 1 s`,
     async open(urls, s) {
       const nodes: RedlockNode[] = urls.map((url) =>
         nodeOptions ? { ...redisOptionsFromUrl(url), ...nodeOptions } : url,

@@ -170,9 +170,11 @@ return out
  * KEYS: lock keys. ARGV: value, then '' when a holder releases, or, when an acquire attempt that
  * failed frees its partial grant, its ticket ('-' for none).
  * A holder's release hands each lock to the first waiter in its queue, and takes the holder out
- * of queues an earlier attempt left it in on nodes that did not grant it. A failed attempt that
- * waits keeps what it got as its own turn, so that its next attempt can claim it and nobody takes
- * the lock from under the queue meanwhile; one that does not wait hands it on like a holder.
+ * of queues (and turns) an earlier attempt left it in on nodes that did not grant it. A failed attempt that
+ * waits frees what it got and takes its place back in the queue (it retries after a short
+ * back-off). It must not keep what it got: acquirers that split the nodes between them would each
+ * keep their share and wait for the others forever. One that does not wait hands it on like a
+ * holder.
  * Returns the number of keys freed.
  */
 function releaseLua({ turnMs }: ScriptSettings): string {
@@ -182,10 +184,16 @@ local after = ARGV[2]
 local freed = 0
 for i = 1, #KEYS do
   local key = KEYS[i]
-  if redis.call('GET', key) == value then
+  local current = redis.call('GET', key)
+  -- A holder may also find its own turn here: this node handed it the lock after it had got a
+  -- majority elsewhere. Left alone, the turn would keep the node from voting until it lapsed.
+  if current == value or (after == '' and current == '${TURN_MARK}' .. value) then
     freed = freed + 1
     if after ~= '' and after ~= '-' then
-      redis.call('SET', key, '${TURN_MARK}' .. value, 'PX', ${turnMs})
+      redis.call('DEL', key)
+      if redis.call('EXISTS', key .. '${QUEUE_SUFFIX}') == 1 then
+        redis.call('ZADD', key .. '${QUEUE_SUFFIX}', 'NX', after, value)
+      end
     elseif not promote(key, value) then
       redis.call('DEL', key)
     end

@@ -22,7 +22,7 @@ export class WakeChannel {
    * Wake-ups for waiters not registered (yet): a waiter registers after the attempt that queued
    * it, and its turn may come in between. Bounded: entries of waiters that already left are junk.
    */
-  private readonly unclaimed = new Map<string, string>();
+  private readonly unclaimed = new Map<string, string[]>();
   private subscribed: Promise<unknown> | undefined;
   /**
    * True once the nodes acknowledged the subscription (or did not within the timeout). A wake-up
@@ -47,12 +47,14 @@ export class WakeChannel {
    * happened yet.
    */
   register(value: string): WakeSubscription {
-    const subscription = new WakeSubscription(() => this.waiters.delete(value));
+    const subscription = new WakeSubscription(Math.floor(this.nodes.length / 2) + 1, () =>
+      this.waiters.delete(value),
+    );
     this.waiters.set(value, subscription);
-    const cause = this.unclaimed.get(value);
-    if (cause !== undefined) {
+    const causes = this.unclaimed.get(value);
+    if (causes !== undefined) {
       this.unclaimed.delete(value);
-      subscription.wake(cause);
+      for (const cause of causes) subscription.wake(cause);
     }
     if (!this.subscribed && !this.closed) {
       const acks = this.nodes.map((_, i) =>
@@ -101,7 +103,9 @@ export class WakeChannel {
       waiter.wake(cause);
       return;
     }
-    this.unclaimed.set(value, cause);
+    const causes = this.unclaimed.get(value);
+    if (causes) causes.push(cause);
+    else this.unclaimed.set(value, [cause]);
     if (this.unclaimed.size > MAX_UNCLAIMED) this.unclaimed.delete(this.unclaimed.keys().next().value!);
   }
 
@@ -123,20 +127,31 @@ export class WakeChannel {
   }
 }
 
-/** One waiter's registration: wait for its turn or a timeout, as many times as needed. */
+/**
+ * One waiter's registration: wait for its turn or a timeout, as many times as needed.
+ *
+ * Every node announces the same hand-over, each when the release reaches it. The waiter wakes
+ * when a majority has (the `quorum`-th announcement of one cause): woken by the first, it would
+ * try while the others still hold the lock for the releaser, fail, and then sleep through its
+ * turn.
+ */
 export class WakeSubscription {
   private resolveWait: ((reason: WakeReason) => void) | undefined;
   private pending = false;
-  /** Causes already acted on: every node announces the same hand-over. */
-  private readonly seen = new Set<string>();
+  /** Announcements counted per cause. */
+  private readonly heard = new Map<string, number>();
 
-  constructor(private readonly onClose: () => void) {}
+  constructor(
+    private readonly quorum: number,
+    private readonly onClose: () => void,
+  ) {}
 
-  /** A node started our turn; `cause` names the release (or departure) that did, '' if unknown. */
+  /** A node gave us the turn; `cause` names the release (or departure) that did, '' if unknown. */
   wake(cause: string): void {
     if (cause !== '') {
-      if (this.seen.has(cause)) return;
-      this.seen.add(cause);
+      const count = (this.heard.get(cause) ?? 0) + 1;
+      this.heard.set(cause, count);
+      if (count !== this.quorum) return;
     }
     if (this.resolveWait) this.resolveWait('woken');
     else this.pending = true; // woken while an attempt is in flight: try again at once

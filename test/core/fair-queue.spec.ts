@@ -1,7 +1,10 @@
 import { LockNotAcquiredError, type Lock, type Redlock } from '../../lib/index.js';
 import { TestCluster, sleep } from '../support/cluster.js';
 
-const queueKey = (r: string) => `redlock:{${r}}:queue`;
+const lockKey = (r: string) => `redlock:{${r}}`;
+const queueKey = (r: string) => `${lockKey(r)}:queue`;
+/** The engine's value in the lock key (what a turn names). */
+const lockValue = (lock: Lock) => (lock as unknown as { value: string }).value;
 
 /** Calls of the engine's scripts (EVALSHA) a node has served since the last CONFIG RESETSTAT. */
 async function scriptCalls(cluster: TestCluster, node: number): Promise<number> {
@@ -64,6 +67,49 @@ describe('waiting in line: first come, first served, one waiter woken per releas
     expect(await scriptCalls(cluster, 0)).toBeLessThanOrEqual(2);
     await next.release();
     for (const w of waiters.slice(1)) await (await w.lock).release();
+  });
+
+  test('a waiter for several resources keeps its place in each queue', async () => {
+    const first = await holder.acquire(['multi-a', 'multi-b'], { ttl: 10_000 });
+    const both = await cluster.engine();
+    const both$ = both.acquire(['multi-a', 'multi-b'], { wait: 5000 });
+    await sleep(40);
+    const onlyA = await cluster.engine();
+    const onlyA$ = onlyA.acquire('multi-a', { wait: 5000 });
+    await sleep(40);
+    const order: string[] = [];
+    const done = [
+      both$.then(async (lock) => {
+        order.push('both');
+        await sleep(20);
+        await lock.release();
+      }),
+      onlyA$.then(async (lock) => {
+        order.push('a');
+        await lock.release();
+      }),
+    ];
+    await first.release();
+    await Promise.all(done);
+    expect(order).toEqual(['both', 'a']);
+  });
+
+  test("a turn a node hands to a waiter that already got a majority elsewhere ends with that waiter's release", async () => {
+    // A lock held on nodes 3 and 4 only (an engine of its own over them), free on 0-2.
+    const minority = await cluster.engine({}, [3, 4]);
+    const old = await minority.acquire('late-turn', { ttl: 10_000 });
+    const waiter = await cluster.engine();
+    const lock = await waiter.acquire('late-turn', { wait: 3000 }); // 0-2 grant; 3 and 4 queue it
+    await sleep(20); // the replies of 3 and 4 were not waited for
+    await old.release(); // nodes 3 and 4 hand the lock to the first in line: the waiter, now a holder
+    const turns = await Promise.all([3, 4].map((i) => cluster.redis.client(i).get(lockKey('late-turn'))));
+    expect(turns).toEqual([`~${lockValue(lock)}`, `~${lockValue(lock)}`]);
+    await lock.release();
+    await sleep(20);
+    const after = await Promise.all(
+      [0, 1, 2, 3, 4].map((i) => cluster.redis.client(i).get(lockKey('late-turn'))),
+    );
+    expect(after).toEqual([null, null, null, null, null]);
   });
 
   test('a fail-fast caller does not jump the queue when the lock is handed over', async () => {
