@@ -1,18 +1,13 @@
 import type { NodeFailure } from './errors.js';
 import type { LockNode } from './lock-node.js';
 
-/** When a round's time-out starts, and whether it waits for stragglers. */
+/** When a round's time-out starts. */
 export interface RoundTiming {
   /**
    * Start the time-out when this settles instead of now: for requests that are queued and sent
    * together later in the tick (batched extensions), so a long tick does not eat the budget.
    */
   readonly armAfter?: Promise<unknown>;
-  /**
-   * After a majority said yes, keep listening a little for the others (release: a key is gone
-   * everywhere when it returns, unless a node is slow or hung).
-   */
-  readonly settleAll?: boolean;
 }
 
 /** How one node's reply counts toward the decision. */
@@ -62,15 +57,7 @@ export function quorumRound<R>(
       const failed = no.length + unavailable.length;
       const answered = yes.length + failed;
       const certain = yes.length >= quorum || failed > total - quorum || answered === total;
-      if (!certain) return;
-      if (timing.settleAll && answered < total && yes.length >= quorum && !graceArmed) {
-        // Give stragglers as long again as the majority took, so a healthy node's answer is
-        // waited for but a hung one costs microseconds, not the whole timeout.
-        graceArmed = true;
-        setTimeout(finish, Math.max(1, performance.now() - started)).unref();
-        return;
-      }
-      if (answered === total || !timing.settleAll || yes.length < quorum) finish();
+      if (certain) finish();
     };
     const finish = () => {
       if (decided) return;
@@ -78,8 +65,6 @@ export function quorumRound<R>(
       clearTimeout(timer);
       resolve({ ok: yes.length >= quorum, yes, no, unavailable, votes });
     };
-    let graceArmed = false;
-    const started = performance.now();
     const record = (index: number, outcome: () => void) => {
       if (votes[index] !== undefined || decided) return;
       outcome();

@@ -539,8 +539,8 @@ export class Redlock implements LockOwner {
    * acquire from this engine reaches it after the release, on the same connection.
    *
    * A holder's release (no `failedAttemptTicket`) hands each lock to the first waiter in its
-   * queue. An attempt that failed frees its partial grants without waking anyone and, with its
-   * ticket, keeps its place in the queues ('-': it did not queue).
+   * queue. An attempt that failed frees its partial grants; with its ticket it wakes nobody and
+   * keeps its place in the queues, with '-' (it did not queue) it hands them on like a holder.
    */
   private releaseKeys(
     lockKeys: readonly string[],

@@ -51,9 +51,9 @@ const TURN_MARK = '~';
  * Lua shared by the scripts that hand a lock over. `promote(key, cause)` gives the turn to the
  * first waiter in the lock's queue (taking it out of the queue) and wakes it on its engine's
  * channel (WAKE_CHANNEL_PREFIX + the engine part of its value, the text before the first ':')
- * with the message "<waiter value> <cause>". An engine ignores a cause it has seen, so a
- * hand-over announced by every node wakes it once. `cause` is the value of the one handing over
- * (releasing, giving up): it never gets the turn. Returns whether someone got the turn.
+ * with the message "<waiter value> <cause>". Every node announces the same hand-over (cause) when
+ * the release reaches it; the waiter tries once a majority has. `cause` is the value of the one
+ * handing over (releasing, giving up): it never gets the turn. Returns whether someone got it.
  */
 function queueLua(turnMs: number): string {
   return `

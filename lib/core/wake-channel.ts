@@ -9,9 +9,9 @@ export type WakeReason = 'woken' | 'timeout' | 'aborted';
 
 /**
  * Wakes this engine's waiters when their turn comes, instead of polling. When a lock is released
- * (or the waiter ahead gives up or lets its turn pass), the node's script starts the turn of the
- * first waiter in the resource's queue and publishes "<waiter value> <cause>" on that waiter's
- * engine channel. So a release wakes one waiter, not every waiter of the resource, and each
+ * while others wait (or a waiter whose turn it was gives up), the node's script gives the turn to
+ * the first waiter in the resource's queue and publishes "<waiter value> <cause>" on that
+ * waiter's engine channel. So a release wakes one waiter, not every waiter of the resource, and each
  * engine listens on a single channel, with one subscriber connection per node (opened on first
  * need, re-subscribed by ioredis after a reconnect).
  */
