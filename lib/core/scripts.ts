@@ -53,15 +53,12 @@ const TURN_MARK = '~';
  * channel (WAKE_CHANNEL_PREFIX + the engine part of its value, the text before the first ':')
  * with the message "<waiter value> <cause>". Every node announces the same hand-over (cause) when
  * the release reaches it; the waiter tries once a majority has. `cause` is the value of the one
- * handing over (releasing, giving up): it never gets the turn. Returns whether someone got it.
+ * handing over (releasing, giving up), out of the queue already. Returns whether someone got it.
  */
 function queueLua(turnMs: number): string {
   return `
 local function promote(key, cause)
-  local queue = key .. '${QUEUE_SUFFIX}'
-  local head = redis.call('ZPOPMIN', queue)[1]
-  -- The one handing over may still be queued here (an attempt queued it, a later one got the lock).
-  if head == cause then head = redis.call('ZPOPMIN', queue)[1] end
+  local head = redis.call('ZPOPMIN', key .. '${QUEUE_SUFFIX}')[1]
   if not head then return false end
   redis.call('SET', key, '${TURN_MARK}' .. head, 'PX', ${turnMs})
   redis.call('PUBLISH', '${WAKE_CHANNEL_PREFIX}' .. string.match(head, '^[^:]*'), head .. ' ' .. cause)
@@ -169,12 +166,11 @@ return out
  * Release: free each lock key that still holds our value (never another holder's).
  * KEYS: lock keys. ARGV: value, then '' when a holder releases, or, when an acquire attempt that
  * failed frees its partial grant, its ticket ('-' for none).
- * A holder's release hands each lock to the first waiter in its queue, and takes the holder out
- * of queues (and turns) an earlier attempt left it in on nodes that did not grant it. A failed attempt that
- * waits frees what it got and takes its place back in the queue (it retries after a short
- * back-off). It must not keep what it got: acquirers that split the nodes between them would each
- * keep their share and wait for the others forever. One that does not wait hands it on like a
- * holder.
+ * A holder's release hands each lock to the first waiter in its queue, and first takes the holder
+ * out of the queues (and turns) where an earlier attempt left it. A failed attempt that waits
+ * frees what it got and takes its place back in the queue (it retries after a short back-off). It
+ * must not keep what it got: acquirers that split the nodes between them would each keep their
+ * share and wait for the others forever. One that does not wait hands it on like a holder.
  * Returns the number of keys freed.
  */
 function releaseLua({ turnMs }: ScriptSettings): string {
@@ -185,6 +181,7 @@ local freed = 0
 for i = 1, #KEYS do
   local key = KEYS[i]
   local current = redis.call('GET', key)
+  if after == '' then redis.call('ZREM', key .. '${QUEUE_SUFFIX}', value) end
   -- A holder may also find its own turn here: this node handed it the lock after it had got a
   -- majority elsewhere. Left alone, the turn would keep the node from voting until it lapsed.
   if current == value or (after == '' and current == '${TURN_MARK}' .. value) then
@@ -197,8 +194,6 @@ for i = 1, #KEYS do
     elseif not promote(key, value) then
       redis.call('DEL', key)
     end
-  elseif after == '' then
-    redis.call('ZREM', key .. '${QUEUE_SUFFIX}', value)
   end
 end
 return freed

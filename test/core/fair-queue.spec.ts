@@ -112,6 +112,27 @@ describe('waiting in line: first come, first served, one waiter woken per releas
     expect(after).toEqual([null, null, null, null, null]);
   });
 
+  test('a waiter that got the lock without its turn leaves the queue when it releases', async () => {
+    await holder.acquire('ghost', { ttl: 10_000 });
+    const [ahead, behind] = await queueUp('ghost', 2, { wait: 3000 });
+    // The first in line goes silent, and the lease ends without a release (as if the holder
+    // crashed): no turn is handed out, and the second waiter takes the free lock when it
+    // re-checks, while still queued behind the first.
+    const gone = ahead!.lock.catch((e: unknown) => e);
+    for (const node of ahead!.engine.nodes) node.client.disconnect();
+    await Promise.all([0, 1, 2, 3, 4].map((i) => cluster.redis.client(i).del(lockKey('ghost'))));
+    const lock = await behind!.lock;
+    expect(await cluster.redis.client(0).zrange(queueKey('ghost'), 0, -1)).toContain(lockValue(lock));
+    await lock.release();
+    await sleep(20); // release resolves at a majority: let the last nodes catch up
+    const queues = await Promise.all(
+      [0, 1, 2, 3, 4].map((i) => cluster.redis.client(i).zrange(queueKey('ghost'), 0, -1)),
+    );
+    // Left there, it would get a turn later and hold the lock up until the turn lapsed.
+    expect(queues.flat()).not.toContain(lockValue(lock));
+    await gone;
+  });
+
   test('a fail-fast caller does not jump the queue when the lock is handed over', async () => {
     const first = await holder.acquire('no-barging', { ttl: 10_000 });
     const [waiter] = await queueUp('no-barging', 1, { wait: 5000 });
