@@ -52,8 +52,7 @@ const QUEUE_RECHECK_MS = 1000;
 interface AcquireRequest {
   readonly names: string[];
   readonly sorted: string[];
-  /** Guard marker, then the lock keys: what the acquire script takes. */
-  readonly keys: string[];
+  /** Lock keys, in sorted resource order. */
   readonly lockKeys: string[];
   readonly value: string;
   /** Place in the resources' queues ('' when the caller does not wait, and so does not queue). */
@@ -113,10 +112,13 @@ export class Redlock implements LockOwner {
     // Long enough for a woken waiter to answer on a busy machine, short enough that a dead one
     // holds the lock up for less than a retry delay would.
     this.turnMs = Math.max(4 * this.options.nodeTimeout, 200);
+    this.keys = new KeySpace(this.options.keyPrefix);
     this.scripts = engineScripts({
       guardMs: this.options.restartGuard === false ? 0 : this.options.restartGuard,
+      guardKey: this.keys.guardMarker,
       fenceIdleMs: this.options.fenceIdleTtl,
       turnMs: this.turnMs,
+      queueIdleMs: 10 * QUEUE_RECHECK_MS + this.turnMs,
     });
     this.nodes = options.nodes.map((n) =>
       LockNode.from(n, this.options.connectTimeout, this.logger, this.scripts.all),
@@ -129,7 +131,6 @@ export class Redlock implements LockOwner {
           `${this.nodes.length - 1} nodes would (quorum ${this.quorum}). Use an odd number such as 3 or 5.`,
       );
     }
-    this.keys = new KeySpace(this.options.keyPrefix);
     this.wakes = new WakeChannel(
       this.nodes,
       WAKE_CHANNEL_PREFIX + this.valuePrefix,
@@ -261,12 +262,10 @@ export class Redlock implements LockOwner {
     const request: AcquireRequest = {
       names,
       sorted,
-      keys: [this.keys.guardMarker, ...lockKeys],
       lockKeys,
       value,
       ticket,
-      // The queue outlives every waiter in it: their wait, plus a turn.
-      args: [value, String(Math.ceil(opts.ttl)), ticket, String(Math.ceil(opts.wait) + this.turnMs)],
+      args: [value, String(Math.ceil(opts.ttl)), ticket],
     };
     const deadline = performance.now() + opts.wait;
     let subscription: WakeSubscription | undefined;
@@ -348,7 +347,7 @@ export class Redlock implements LockOwner {
       this.nodes,
       this.quorum,
       this.options.nodeTimeout,
-      (node) => node.run(this.scripts.acquire, request.keys, request.args) as Promise<AcquireReply>,
+      (node) => node.run(this.scripts.acquire, request.lockKeys, request.args) as Promise<AcquireReply>,
       (reply, node) => {
         if (reply[0] === 1) return 'yes';
         if (reply[0] === 0) return 'no';

@@ -16,10 +16,17 @@ function script(name: string, source: string): LuaScript {
 export interface ScriptSettings {
   /** Restart guard in ms, 0 when off. */
   readonly guardMs: number;
+  /** The restart-guard marker key. */
+  readonly guardKey: string;
   /** Idle expiry of the fence counters, ms. */
   readonly fenceIdleMs: number;
   /** How long a waiter whose turn came has to claim the lock, ms. */
   readonly turnMs: number;
+  /**
+   * Idle expiry of a queue, ms: every attempt of a waiter renews it, and waiters try at least
+   * this often (they re-check every second), so it only ends queues whose waiters are all gone.
+   */
+  readonly queueIdleMs: number;
 }
 
 /** The scripts of one engine. */
@@ -68,15 +75,16 @@ end
 }
 
 /**
- * The restart guard, when on. The marker key (KEYS[1]) has no expiry: it is missing only on a
+ * The restart guard, when on. The marker key has no expiry: it is missing only on a
  * node that lost its data (or is new), and such a node must not vote until every lease it may
  * have granted and forgotten has run out. '0' means the guard has passed on this node: the usual
  * path reads no clock.
  */
-function guardLua(guardMs: number): string {
+function guardLua(guardMs: number, guardKey: string): string {
   if (guardMs <= 0) return '';
+  const marker = luaString(guardKey);
   return `
-local ready = redis.call('GET', KEYS[1])
+local ready = redis.call('GET', ${marker})
 if ready ~= '0' then
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -84,18 +92,17 @@ if ready ~= '0' then
     ready = tonumber(ready)
   else
     ready = now + ${guardMs}
-    redis.call('SET', KEYS[1], string.format('%.0f', ready))
+    redis.call('SET', ${marker}, string.format('%.0f', ready))
   end
   if now < ready then return {-1, ready - now} end
-  redis.call('SET', KEYS[1], '0')
+  redis.call('SET', ${marker}, '0')
 end
 `;
 }
 
 /**
  * Acquire on one node, all-or-none over its resources.
- * KEYS: guard marker, lock keys. ARGV: value, ttl ms, ticket ('' = do not queue: the caller will
- * not wait), queue idle ttl ms.
+ * KEYS: lock keys. ARGV: value, ttl ms, ticket ('' = do not queue: the caller will not wait).
  * Returns {1, token1..tokenN} when granted; {0, ms, who} when busy: how long until it may be free
  * (the longest remaining lease or turn; -1 if a key has no expiry) and who has it (the value of
  * the first busy key: a holder's value, or a turn); {-1, ms} when the node abstains under the
@@ -110,16 +117,16 @@ end
  * token issued before it was lost. Its idle expiry is set when seeded and renewed every 64 grants:
  * a counter that expires anyway is seeded again, above every earlier token.
  */
-function acquireLua({ guardMs, fenceIdleMs }: ScriptSettings): string {
-  return `${guardLua(guardMs)}
-local n = #KEYS - 1
+function acquireLua({ guardMs, guardKey, fenceIdleMs, queueIdleMs }: ScriptSettings): string {
+  return `${guardLua(guardMs, guardKey)}
+local n = #KEYS
 local value = ARGV[1]
-local granted = n == 1 and redis.call('SET', KEYS[2], value, 'NX', 'PX', ARGV[2])
+local granted = n == 1 and redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2])
 if not granted then
   local turn = '${TURN_MARK}' .. value
   local busy = -2
   local holder = false
-  for i = 2, n + 1 do
+  for i = 1, n do
     local current = redis.call('GET', KEYS[i])
     if current and current ~= turn then
       local pttl = redis.call('PTTL', KEYS[i])
@@ -129,22 +136,22 @@ if not granted then
   end
   if busy ~= -2 then
     if ARGV[3] ~= '' then
-      for i = 2, n + 1 do
+      for i = 1, n do
         local queue = KEYS[i] .. '${QUEUE_SUFFIX}'
         redis.call('ZADD', queue, 'NX', ARGV[3], value)
-        if redis.call('PTTL', queue) < tonumber(ARGV[4]) then redis.call('PEXPIRE', queue, ARGV[4]) end
+        if redis.call('PTTL', queue) < ${queueIdleMs} then redis.call('PEXPIRE', queue, ${queueIdleMs}) end
       end
     end
     return {0, busy, holder}
   end
   -- Every key is free or our turn.
-  for i = 2, n + 1 do
+  for i = 1, n do
     redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
     if ARGV[3] ~= '' then redis.call('ZREM', KEYS[i] .. '${QUEUE_SUFFIX}', value) end
   end
 end
 local out = {1}
-for i = 2, n + 1 do
+for i = 1, n do
   local fence = KEYS[i] .. '${FENCE_SUFFIX}'
   local token = redis.call('INCR', fence)
   if token == 1 then
@@ -156,7 +163,7 @@ for i = 2, n + 1 do
   elseif token % 64 == 0 then
     redis.call('PEXPIRE', fence, ${fenceIdleMs})
   end
-  out[i] = token
+  out[i + 1] = token
 end
 return out
 `;
@@ -180,18 +187,18 @@ local after = ARGV[2]
 local freed = 0
 for i = 1, #KEYS do
   local key = KEYS[i]
+  local queue = key .. '${QUEUE_SUFFIX}'
   local current = redis.call('GET', key)
-  if after == '' then redis.call('ZREM', key .. '${QUEUE_SUFFIX}', value) end
+  local queued = redis.call('EXISTS', queue) == 1
+  if queued and after == '' then redis.call('ZREM', queue, value) end
   -- A holder may also find its own turn here: this node handed it the lock after it had got a
   -- majority elsewhere. Left alone, the turn would keep the node from voting until it lapsed.
   if current == value or (after == '' and current == '${TURN_MARK}' .. value) then
     freed = freed + 1
     if after ~= '' and after ~= '-' then
       redis.call('DEL', key)
-      if redis.call('EXISTS', key .. '${QUEUE_SUFFIX}') == 1 then
-        redis.call('ZADD', key .. '${QUEUE_SUFFIX}', 'NX', after, value)
-      end
-    elseif not promote(key, value) then
+      if queued then redis.call('ZADD', queue, 'NX', after, value) end
+    elseif not (queued and promote(key, value)) then
       redis.call('DEL', key)
     end
   end
@@ -293,13 +300,25 @@ return out
 `,
 );
 
+/** A Lua string literal for any text: bytes other than plain ASCII letters and digits escaped. */
+function luaString(text: string): string {
+  let literal = '';
+  for (const byte of Buffer.from(text, 'utf8')) {
+    const plain = (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122);
+    literal += plain ? String.fromCharCode(byte) : `\\${String(byte).padStart(3, '0')}`;
+  }
+  return `"${literal}"`;
+}
+
 /** Builds an engine's scripts, with its settings compiled in. */
 export function engineScripts(settings: ScriptSettings): EngineScripts {
   const exact = (ms: number) => Math.max(0, Math.ceil(ms));
   const compiled = {
     guardMs: exact(settings.guardMs),
+    guardKey: settings.guardKey,
     fenceIdleMs: exact(settings.fenceIdleMs),
     turnMs: exact(settings.turnMs),
+    queueIdleMs: exact(settings.queueIdleMs),
   };
   const acquire = script('acquire', acquireLua(compiled));
   const release = script('release', releaseLua(compiled));
