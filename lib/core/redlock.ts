@@ -290,10 +290,11 @@ export class Redlock implements LockOwner {
             ? new LockNotAcquiredError(names, attempt.retryAfterMs, attempts, attempt.why)
             : new QuorumUnavailableError(names, this.quorum, this.nodes.length, attempt.failures);
         }
-        if (!subscription && request.ticket !== '') {
-          // The attempt queued us: listen for our turn. A wake-up that arrived before this is
-          // kept for us by the channel, unless the channel was not subscribed yet when we were
-          // queued: then it went to nobody, so once subscribed, try again at once.
+        if (!subscription) {
+          // Only a caller that waits gets here, and the attempt queued it: listen for our turn. A
+          // wake-up that arrived before this is kept for us by the channel, unless the channel was
+          // not subscribed yet when we were queued: then it went to nobody, so once subscribed,
+          // try again at once.
           subscription = this.wakes.register(request.value);
           if (!listening) {
             await this.wakes.ready();
@@ -305,9 +306,7 @@ export class Redlock implements LockOwner {
           opts,
           attempt.busy && attempt.contended ? ++collisions : (collisions = 0),
         );
-        const wake = subscription
-          ? await subscription.wait(Math.min(pause, remaining, QUEUE_RECHECK_MS), opts.signal)
-          : await sleep(Math.min(pause, remaining), opts.signal);
+        const wake = await subscription.wait(Math.min(pause, remaining, QUEUE_RECHECK_MS), opts.signal);
         if (wake === 'aborted') opts.signal?.throwIfAborted();
       }
     } finally {
@@ -614,19 +613,4 @@ export class Redlock implements LockOwner {
     node.abstainingUntil = until;
     return `abstaining under the restart guard for ${remainingMs} more ms`;
   }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<'timeout' | 'aborted'> {
-  if (signal?.aborted) return Promise.resolve('aborted');
-  return new Promise((resolve) => {
-    const onAbort = () => {
-      clearTimeout(timer);
-      resolve('aborted');
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve('timeout');
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
