@@ -1,6 +1,7 @@
 import type { Subscription } from 'rxjs';
 import { LockLostError } from './errors.js';
 import type { Lock } from './lock.js';
+import { startTimeoutOrEarlier, type CancelTimeout } from './timeouts.js';
 
 /** The abort reason of a released lock's signal (one shared instance: release is the hot path). */
 const RELEASED = new DOMException('The lock was released', 'AbortError');
@@ -21,7 +22,7 @@ export class HeldLock implements Lock {
   private controller: AbortController | undefined;
   private endReason: unknown;
   private state: 'held' | 'released' | 'lost' = 'held';
-  private expiry: NodeJS.Timeout | undefined;
+  private cancelExpiry: CancelTimeout | undefined;
   private deadline = 0;
   private wallDeadline = 0;
   private watchdog: Subscription | undefined;
@@ -91,17 +92,14 @@ export class HeldLock implements Lock {
   setValidity(validityMs: number, now: number): void {
     this.deadline = now + validityMs;
     this.wallDeadline = Date.now() + validityMs;
-    clearTimeout(this.expiry);
-    this.expiry = setTimeout(
-      () =>
-        this.markLost(
-          this.maxHoldReached
-            ? 'it was held for longer than maxHold, so the watchdog stopped extending it'
-            : 'its validity ran out before it was extended',
-        ),
-      Math.max(0, validityMs),
+    this.cancelExpiry?.();
+    this.cancelExpiry = startTimeoutOrEarlier(validityMs, () =>
+      this.markLost(
+        this.maxHoldReached
+          ? 'it was held for longer than maxHold, so the watchdog stopped extending it'
+          : 'its validity ran out before it was extended',
+      ),
     );
-    this.expiry.unref();
   }
 
   /** Attaches the watchdog subscription that extends this lock; it ends with the lock. */
@@ -141,7 +139,8 @@ export class HeldLock implements Lock {
   }
 
   private stop(): void {
-    clearTimeout(this.expiry);
+    this.cancelExpiry?.();
+    this.cancelExpiry = undefined;
     this.watchdog?.unsubscribe();
     this.watchdog = undefined;
   }

@@ -1,5 +1,6 @@
 import type { NodeFailure } from './errors.js';
 import type { LockNode } from './lock-node.js';
+import { startTimeout, type CancelTimeout } from './timeouts.js';
 
 /** When a round's time-out starts. */
 export interface RoundTiming {
@@ -33,7 +34,7 @@ export interface RoundOutcome<R> {
 /**
  * Sends one request to every node at once and decides as soon as a majority said yes or a
  * majority can no longer be reached, without waiting for stragglers. Nodes that have not answered
- * within `timeoutMs` count as unavailable (one timer per round, not one per node).
+ * within `timeoutMs` count as unavailable (one time-out per round, not one per node).
  * `classify` may return a failure reason instead of a vote (e.g. an abstaining node).
  */
 export function quorumRound<R>(
@@ -62,7 +63,7 @@ export function quorumRound<R>(
     const finish = () => {
       if (decided) return;
       decided = true;
-      clearTimeout(timer);
+      cancel?.();
       resolve({ ok: yes.length >= quorum, yes, no, unavailable, votes });
     };
     const record = (index: number, outcome: () => void) => {
@@ -82,9 +83,9 @@ export function quorumRound<R>(
     // When the timer fires, replies may already wait in the sockets (timers run before I/O is
     // read, e.g. after a busy tick): look at them first, then expire what is still missing.
     const onTimeout = () => setImmediate(expire);
-    let timer: NodeJS.Timeout | undefined;
+    let cancel: CancelTimeout | undefined;
     const arm = () => {
-      if (!decided) timer = setTimeout(onTimeout, timeoutMs);
+      if (!decided) cancel = startTimeout(timeoutMs, onTimeout);
     };
     // Writes to a node leave together at the end of the tick (LockNode corks the socket): start
     // the clock then, so synchronous work after the call (a long handler, a GC pause) is not

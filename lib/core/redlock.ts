@@ -75,8 +75,19 @@ type Attempt =
     }
   | { readonly lock?: undefined; readonly busy: false; readonly failures: readonly NodeFailure[] };
 
-/** The acquire script's reply: [1, token...] granted, [0, pttl, holder] busy, [-1, ms] abstaining. */
-type AcquireReply = readonly number[];
+/**
+ * The acquire script's reply: the token (one resource) or [1, token...] granted, [0, pttl, holder]
+ * busy, [-1, ms] abstaining.
+ */
+type AcquireReply = number | readonly number[];
+
+/** A busy or abstaining reply. */
+type RefusalReply = readonly number[];
+
+/** The token a grant reply carries for the resource at `index` (in sorted order). */
+function grantedToken(reply: AcquireReply, index: number): number {
+  return typeof reply === 'number' ? reply : reply[index + 1]!;
+}
 
 /**
  * The Redlock engine: a mutex over N independent Redis masters with quorum fencing tokens.
@@ -348,7 +359,7 @@ export class Redlock implements LockOwner {
       this.options.nodeTimeout,
       (node) => node.run(this.scripts.acquire, request.lockKeys, request.args) as Promise<AcquireReply>,
       (reply, node) => {
-        if (reply[0] === 1) return 'yes';
+        if (typeof reply === 'number' || reply[0] === 1) return 'yes';
         if (reply[0] === 0) return 'no';
         return { unavailable: this.noteAbstention(node, reply[1]!) };
       },
@@ -386,12 +397,14 @@ export class Redlock implements LockOwner {
     const mayHold = this.nodes.filter((_, i) => round.votes[i] !== 'no' && round.votes[i] !== 'declined');
     if (mayHold.length > 0)
       void this.releaseKeys(request.lockKeys, request.value, mayHold, request.ticket || '-');
-    if (round.ok || (round.no.length > 0 && this.nodes.length - round.unavailable.length >= this.quorum)) {
+    // Only a grant is an integer: every 'no' is a busy reply.
+    const busy = round.no as readonly RefusalReply[];
+    if (round.ok || (busy.length > 0 && this.nodes.length - round.unavailable.length >= this.quorum)) {
       return {
         busy: true,
-        retryAfterMs: round.ok ? 0 : this.retryAfter(round.no),
+        retryAfterMs: round.ok ? 0 : this.retryAfter(busy),
         ...(round.ok ? { why: this.whyGrantFailed(tokensSettled, performance.now() - started, ttl) } : {}),
-        contended: round.ok || (round.yes.length > 0 && !this.heldByOneOwner(round.no)),
+        contended: round.ok || (round.yes.length > 0 && !this.heldByOneOwner(busy)),
       };
     }
     return { busy: false, failures: round.unavailable };
@@ -410,9 +423,12 @@ export class Redlock implements LockOwner {
     const count = request.lockKeys.length;
     const tokens = new Array<number>(count).fill(0);
     for (const { reply } of grants) {
-      for (let i = 0; i < count; i++) if (reply[i + 1]! > tokens[i]!) tokens[i] = reply[i + 1]!;
+      for (let i = 0; i < count; i++) {
+        const token = grantedToken(reply, i);
+        if (token > tokens[i]!) tokens[i] = token;
+      }
     }
-    const behind = grants.filter(({ reply }) => tokens.some((t, i) => reply[i + 1] !== t));
+    const behind = grants.filter(({ reply }) => tokens.some((t, i) => grantedToken(reply, i) !== t));
     if (behind.length === 0) return tokens;
 
     const args = [request.value, Math.ceil(this.options.fenceIdleTtl), ...tokens.map(String)];
@@ -574,7 +590,7 @@ export class Redlock implements LockOwner {
   }
 
   /** Whether the busy replies show one owner on a majority (a real holder, not colliding acquirers). */
-  private heldByOneOwner(busy: readonly AcquireReply[]): boolean {
+  private heldByOneOwner(busy: readonly RefusalReply[]): boolean {
     const counts = new Map<unknown, number>();
     for (const reply of busy) {
       const count = (counts.get(reply[2]) ?? 0) + 1;
@@ -589,7 +605,7 @@ export class Redlock implements LockOwner {
    * majority when the (quorum - free)-th shortest remaining lease among busy nodes runs out.
    * -1 when unknown (a key without expiry).
    */
-  private retryAfter(busy: readonly AcquireReply[]): number {
+  private retryAfter(busy: readonly RefusalReply[]): number {
     const leases = busy.map((r) => r[1]!).sort((a, b) => a - b);
     if (leases[0] === -1) return -1;
     const free = this.nodes.length - busy.length;

@@ -75,38 +75,48 @@ end
 }
 
 /**
- * The restart guard, when on. The marker key has no expiry: it is missing only on a
- * node that lost its data (or is new), and such a node must not vote until every lease it may
- * have granted and forgotten has run out. '0' means the guard has passed on this node: the usual
- * path reads no clock.
+ * The restart guard, when on, run when a fence counter was missing (`fence`: its key; the caller
+ * has just created it with INCR). The marker key has no expiry: it is missing only on a node that
+ * lost its data (or is new), and such a node must not vote until every lease it may have granted
+ * and forgotten has run out. A node that lost its data has lost every fence counter too, so its
+ * first grant of any resource comes here: the usual grant reads neither the marker nor the clock.
+ * '0' means the guard has passed on this node. While it abstains, the node undoes this grant (the
+ * lock keys it just took, and the counter, so that the next attempt comes here again) and replies
+ * {-1, ms until it votes}. Leaves `now` (node clock, ms) in `t`, which seeding reuses.
  */
 function guardLua(guardMs: number, guardKey: string): string {
   if (guardMs <= 0) return '';
   const marker = luaString(guardKey);
   return `
-local ready = redis.call('GET', ${marker})
-if ready ~= '0' then
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  if ready then
-    ready = tonumber(ready)
-  else
-    ready = now + ${guardMs}
-    redis.call('SET', ${marker}, string.format('%.0f', ready))
-  end
-  if now < ready then return {-1, ready - now} end
-  redis.call('SET', ${marker}, '0')
-end
-`;
+    local ready = redis.call('GET', ${marker})
+    if ready ~= '0' then
+      t = redis.call('TIME')
+      local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+      if ready then
+        ready = tonumber(ready)
+      else
+        ready = now + ${guardMs}
+        redis.call('SET', ${marker}, string.format('%.0f', ready))
+      end
+      if now < ready then
+        for j = 1, n do
+          if redis.call('GET', KEYS[j]) == value then redis.call('DEL', KEYS[j]) end
+        end
+        redis.call('DEL', fence)
+        return {-1, ready - now}
+      end
+      redis.call('SET', ${marker}, '0')
+    end`;
 }
 
 /**
  * Acquire on one node, all-or-none over its resources.
  * KEYS: lock keys. ARGV: value, ttl ms, ticket ('' = do not queue: the caller will not wait).
- * Returns {1, token1..tokenN} when granted; {0, ms, who} when busy: how long until it may be free
- * (the longest remaining lease or turn; -1 if a key has no expiry) and who has it (the value of
- * the first busy key: a holder's value, or a turn); {-1, ms} when the node abstains under the
- * restart guard.
+ * Returns the token when one resource is granted (an integer: the usual grant builds no table),
+ * {1, token1..tokenN} when several are; {0, ms, who} when busy: how long until it may be free (the
+ * longest remaining lease or turn; -1 if a key has no expiry) and who has it (the value of the
+ * first busy key: a holder's value, or a turn); {-1, ms} when the node abstains under the restart
+ * guard.
  *
  * A caller that will wait joins the queue of each busy resource, by its ticket (the same on every
  * node, so the nodes agree on the order). A lock released while someone waits goes to the first
@@ -118,7 +128,7 @@ end
  * a counter that expires anyway is seeded again, above every earlier token.
  */
 function acquireLua({ guardMs, guardKey, fenceIdleMs, queueIdleMs }: ScriptSettings): string {
-  return `${guardLua(guardMs, guardKey)}
+  return `
 local n = #KEYS
 local value = ARGV[1]
 local granted = n == 1 and redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2])
@@ -150,19 +160,21 @@ if not granted then
     if ARGV[3] ~= '' then redis.call('ZREM', KEYS[i] .. '${QUEUE_SUFFIX}', value) end
   end
 end
-local out = {1}
+local out = n > 1 and {1}
 for i = 1, n do
   local fence = KEYS[i] .. '${FENCE_SUFFIX}'
   local token = redis.call('INCR', fence)
   if token == 1 then
-    -- The counter was missing (new resource, idle expiry, or lost in a restart): seed it from
-    -- the clock in microseconds, above every token this node can have issued before.
-    local t = redis.call('TIME')
+    -- The counter was missing: a new resource, its idle expiry, or a node that lost its data.
+    local t${guardLua(guardMs, guardKey)}
+    -- Seed it from the clock in microseconds, above every token this node can have issued before.
+    t = t or redis.call('TIME')
     token = tonumber(t[1]) * 1000000 + tonumber(t[2])
     redis.call('SET', fence, string.format('%.0f', token), 'PX', ${fenceIdleMs})
   elseif token % 64 == 0 then
     redis.call('PEXPIRE', fence, ${fenceIdleMs})
   end
+  if not out then return token end
   out[i + 1] = token
 end
 return out
@@ -264,8 +276,6 @@ end
 return 1
 `,
 );
-
-/**
 
 /**
  * EXTEND for many locks in one call (the watchdogs' batch for one node and one tick).

@@ -88,6 +88,8 @@ describe('restart guard (S5)', () => {
     // B's partial grants on 3 and 4 were released; node 2 set nothing.
     await sleep(50);
     expect((await values(resource)).slice(2)).toEqual([null, null, null]);
+    // Node 2 also dropped the fence counter it created, so its next grant checks the guard again.
+    expect(await cluster.redis.client(2).exists(`${lockKey(resource)}:fence`)).toBe(0);
     // The script wrote node 2's new marker: it votes again at first contact + guard.
     const ready = Number(await cluster.redis.client(2).get(MARKER));
     expect(ready).toBeGreaterThanOrEqual(firstContact + GUARD - 50);
