@@ -1,5 +1,13 @@
+import { QuorumPublish } from './floor.js';
 import type { Library, LockClient } from './libraries.js';
-import type { BenchContext, BenchResult, Benchmark, Cell, TargetCheck } from './report.js';
+import {
+  FLOOR,
+  type BenchContext,
+  type BenchResult,
+  type Benchmark,
+  type Cell,
+  type TargetCheck,
+} from './report.js';
 import { cpuMeter, now, rounded, sleep, summarise, type CpuTime, type Summary } from './stats.js';
 
 interface Contention {
@@ -81,6 +89,41 @@ async function contend(lib: Library, ctx: BenchContext, clients: readonly LockCl
   };
 }
 
+/** What the floor measures: one holder's work and a bare publish chain as the hand-over. */
+interface HandOverFloor {
+  readonly utilisation: number;
+  readonly handoff: Summary;
+  readonly rounds: number;
+}
+
+/**
+ * The best a lock could do in this rhythm on this machine: a single holder works `workMs` (the
+ * same timer), then "hands over" with one QuorumPublish round, and works again at once. Nobody
+ * else asks, nothing is locked: the utilisation it reaches is a ceiling for every library.
+ */
+async function handOverFloor(ctx: BenchContext, seconds: number): Promise<HandOverFloor> {
+  const { workMs } = ctx.config.b3;
+  const floor = await QuorumPublish.connect(ctx.urls);
+  try {
+    for (let i = 0; i < 50; i++) await floor.round(); // warm-up
+    const handoffs: number[] = [];
+    let busy = 0;
+    const start = now();
+    const end = start + seconds * 1000;
+    while (now() < end) {
+      const granted = now();
+      await sleep(workMs);
+      const done = now();
+      busy += done - granted;
+      await floor.round();
+      handoffs.push(now() - done);
+    }
+    return { utilisation: busy / (now() - start), handoff: summarise(handoffs), rounds: handoffs.length };
+  } finally {
+    floor.close();
+  }
+}
+
 export const b3: Benchmark = {
   id: 'B3',
   title: 'contention: clients on one key, 1 ms of work, 5 ms pause',
@@ -88,6 +131,10 @@ export const b3: Benchmark = {
     const { clients: count, seconds, workMs, pauseMs } = ctx.config.b3;
     const settings = { ttl: ctx.config.ttl, wait: ctx.config.wait, nodeTimeout: ctx.config.nodeTimeout };
     const measured: Record<string, Contention> = {};
+    ctx.log(
+      `B3 floor: one holder, ${ctx.config.b3.workMs} ms of work, a bare publish chain as the hand-over`,
+    );
+    const floor = await handOverFloor(ctx, Math.max(2, seconds / 2));
     for (const lib of ctx.libraries) {
       ctx.log(`B3 ${lib.label}: ${count} clients on one key for ${seconds} s`);
       const clients: LockClient[] = [];
@@ -99,9 +146,10 @@ export const b3: Benchmark = {
       }
     }
 
-    const cells = (pick: (c: Contention) => number) => {
+    const cells = (pick: (c: Contention) => number, atFloor?: number) => {
       const out: Record<string, Cell> = {};
       for (const [id, c] of Object.entries(measured)) out[id] = pick(c);
+      if (atFloor !== undefined) out[FLOOR] = atFloor;
       return out;
     };
     const targets: TargetCheck[] = [];
@@ -111,7 +159,9 @@ export const b3: Benchmark = {
       targets.push({
         text: 'our utilisation >= 80%',
         met: ours.utilisation >= 0.8,
-        detail: `ours ${(ours.utilisation * 100).toFixed(1)}%`,
+        detail:
+          `ours ${(ours.utilisation * 100).toFixed(1)}%; the floor reaches ${(floor.utilisation * 100).toFixed(1)}% ` +
+          `with a bare publish chain as the hand-over (p50 ${floor.handoff.p50.toFixed(2)} ms)`,
       });
     }
     if (ours && peer) {
@@ -122,6 +172,9 @@ export const b3: Benchmark = {
       });
     }
     const notes = [
+      `floor column: one holder alone, ${workMs} ms timer of work, then one script that PUBLISHes on every node ` +
+        `and a subscriber per node that waits for the ${Math.floor(ctx.urls.length / 2) + 1}th message, as the ` +
+        `hand-over (${floor.rounds} rounds): a ceiling for any library that wakes its waiters through Redis`,
       `utilisation = critical-section time (grant -> release called, ${workMs} ms timer) / wall time; ` +
         `wait = request -> grant; hand-over = release called -> next grant. Wait budget ${ctx.config.wait} ms for all: ` +
         ctx.libraries.map((l) => `${l.id}: ${l.describeWaiting(settings)}`).join('; '),
@@ -140,7 +193,7 @@ export const b3: Benchmark = {
           unit: '%',
           better: 'higher',
           digits: 1,
-          cells: cells((c) => c.utilisation * 100),
+          cells: cells((c) => c.utilisation * 100, floor.utilisation * 100),
         },
         { metric: 'wait p50', unit: 'ms', better: 'lower', digits: 2, cells: cells((c) => c.wait.p50) },
         { metric: 'wait p99', unit: 'ms', better: 'lower', digits: 2, cells: cells((c) => c.wait.p99) },
@@ -149,7 +202,7 @@ export const b3: Benchmark = {
           unit: 'ms',
           better: 'lower',
           digits: 2,
-          cells: cells((c) => c.handoff.p50),
+          cells: cells((c) => c.handoff.p50, floor.handoff.p50),
         },
         {
           metric: 'Node CPU per grant',
@@ -185,6 +238,11 @@ export const b3: Benchmark = {
       details: {
         clients: count,
         seconds,
+        floor: {
+          ...floor,
+          utilisation: Math.round(floor.utilisation * 10_000) / 10_000,
+          handoff: rounded(floor.handoff),
+        },
         workMs,
         pauseMs,
         libraries: Object.fromEntries(

@@ -43,3 +43,52 @@ export class QuorumPing {
     for (const c of this.clients) c.disconnect();
   }
 }
+
+/**
+ * The floor of a hand-over: one client runs a script that PUBLISHes on every node, and another
+ * connection per node (the next holder's subscriber) waits for the majority-th message. No lock,
+ * no queue: what remains is the round trip from a release to the next holder, which any library
+ * that wakes waiters through Redis pays at least.
+ */
+export class QuorumPublish {
+  readonly quorum: number;
+  private static readonly CHANNEL = 'bench:floor:hand-over';
+  private static readonly SCRIPT = "return redis.call('PUBLISH', KEYS[1], ARGV[1])";
+  private heard = 0;
+  private onQuorum: (() => void) | undefined;
+
+  private constructor(
+    private readonly clients: readonly Redis[],
+    private readonly subscribers: readonly Redis[],
+    private readonly sha: string,
+  ) {
+    this.quorum = Math.floor(clients.length / 2) + 1;
+    for (const sub of subscribers) {
+      sub.on('message', () => {
+        if (++this.heard === this.quorum) this.onQuorum?.();
+      });
+    }
+  }
+
+  static async connect(urls: readonly string[]): Promise<QuorumPublish> {
+    const clients = urls.map((url) => new Redis(url));
+    const subscribers = urls.map((url) => new Redis(url));
+    for (const c of [...clients, ...subscribers]) c.on('error', () => undefined);
+    await Promise.all(subscribers.map((s) => s.subscribe(QuorumPublish.CHANNEL)));
+    const shas = await Promise.all(clients.map((c) => c.script('LOAD', QuorumPublish.SCRIPT)));
+    return new QuorumPublish(clients, subscribers, shas[0] as string);
+  }
+
+  /** One hand-over: resolves when the majority-th subscriber got the message. */
+  round(): Promise<void> {
+    this.heard = 0;
+    return new Promise((resolve) => {
+      this.onQuorum = resolve;
+      for (const c of this.clients) void c.evalsha(this.sha, 1, QuorumPublish.CHANNEL, 'x').catch(() => 0);
+    });
+  }
+
+  close(): void {
+    for (const c of [...this.clients, ...this.subscribers]) c.disconnect();
+  }
+}

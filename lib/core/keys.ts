@@ -2,6 +2,12 @@
 export const FENCE_SUFFIX = ':fence';
 export const QUEUE_SUFFIX = ':queue';
 
+/**
+ * Last character of the lock values of acquires over several resources. A release hands a lock to
+ * a waiter for one resource directly, and gives a waiter with this mark a turn to claim instead.
+ */
+export const MULTI_RESOURCE_MARK = '*';
+
 /** Channel prefix that wakes an engine's waiters (+ the engine's random value prefix). */
 export const WAKE_CHANNEL_PREFIX = '__redlock_wake__:';
 

@@ -2,13 +2,18 @@ import type { NodeFailure } from './errors.js';
 import type { LockNode } from './lock-node.js';
 import { startTimeout, type CancelTimeout } from './timeouts.js';
 
-/** When a round's time-out starts. */
-export interface RoundTiming {
+/** Options of a round. */
+export interface RoundOptions<R> {
   /**
    * Start the time-out when this settles instead of now: for requests that are queued and sent
    * together later in the tick (batched extensions), so a long tick does not eat the budget.
    */
   readonly armAfter?: Promise<unknown>;
+  /**
+   * Sees every node's outcome, also those that come after the decision: its reply, or undefined
+   * when the command failed (not when the round stopped waiting for it).
+   */
+  readonly observe?: (index: number, reply: R | undefined) => void;
 }
 
 /** How one node's reply counts toward the decision. */
@@ -43,7 +48,7 @@ export function quorumRound<R>(
   timeoutMs: number,
   send: (node: LockNode) => Promise<R>,
   classify: (reply: R, node: LockNode) => Vote | { unavailable: string },
-  timing: RoundTiming = {},
+  options: RoundOptions<R> = {},
 ): Promise<RoundOutcome<R>> {
   return new Promise((resolve) => {
     const total = nodes.length;
@@ -90,12 +95,14 @@ export function quorumRound<R>(
     // Writes to a node leave together at the end of the tick (LockNode corks the socket): start
     // the clock then, so synchronous work after the call (a long handler, a GC pause) is not
     // counted against the nodes.
-    if (timing.armAfter) void timing.armAfter.then(arm);
+    if (options.armAfter) void options.armAfter.then(arm);
     else process.nextTick(arm);
 
+    const { observe } = options;
     nodes.forEach((node, index) => {
       send(node).then(
-        (reply) =>
+        (reply) => {
+          observe?.(index, reply);
           record(index, () => {
             const vote = classify(reply, node);
             if (vote === 'yes') {
@@ -111,12 +118,15 @@ export function quorumRound<R>(
                 reason: vote === 'unavailable' ? 'unavailable' : vote.unavailable,
               });
             }
-          }),
-        (err: unknown) =>
+          });
+        },
+        (err: unknown) => {
+          observe?.(index, undefined);
           record(index, () => {
             votes[index] = 'failed';
             unavailable.push({ node: node.label, reason: node.failureReason(err) });
-          }),
+          });
+        },
       );
     });
   });

@@ -8,7 +8,7 @@ import {
   type NodeFailure,
 } from './errors.js';
 import { HeldLock, type LockOwner } from './held-lock.js';
-import { KeySpace, WAKE_CHANNEL_PREFIX } from './keys.js';
+import { KeySpace, MULTI_RESOURCE_MARK, WAKE_CHANNEL_PREFIX } from './keys.js';
 import type { Lock } from './lock.js';
 import { LockContext } from './lock-context.js';
 import { LockNode } from './lock-node.js';
@@ -25,7 +25,8 @@ import {
 import { quorumRound, type RoundOutcome } from './quorum-round.js';
 import { engineScripts, RAISE_FENCE, type EngineScripts } from './scripts.js';
 import { ExtendBatcher } from './extend-batcher.js';
-import { WakeChannel, type WakeSubscription } from './wake-channel.js';
+import { startTimeout } from './timeouts.js';
+import { WakeChannel, type HandOff, type WakeSubscription } from './wake-channel.js';
 import { startWatchdog, WatchdogClock } from './watchdog.js';
 
 /** Reachability of one node, as reported by {@link Redlock.connect} and {@link Redlock.status}. */
@@ -48,17 +49,29 @@ const MAX_COLLISION_BACKOFF_MS = 32;
  */
 const QUEUE_RECHECK_MS = 1000;
 
+/** A node's clock read in a reply to a request sent at `sentAt` (performance.now) or later. */
+interface ClockReading {
+  readonly sentAt: number;
+  readonly clockUs: number;
+}
+
 /** What an acquire call sends, built once per call. */
 interface AcquireRequest {
   readonly names: string[];
   readonly sorted: string[];
   /** Lock keys, in sorted resource order. */
   readonly lockKeys: string[];
-  readonly value: string;
+  /** Identifies this caller in the lock keys and queues; a new one after a failed attempt (see attempt). */
+  value: string;
   /** Place in the resources' queues ('' when the caller does not wait, and so does not queue). */
   readonly ticket: string;
-  /** The acquire script's arguments: the same for every node and every attempt. */
-  readonly args: string[];
+  /** The acquire script's arguments: the same for every node. */
+  args: string[];
+  /**
+   * Per node index, the latest clock reading from this caller's busy replies: what a lock handed
+   * to it later is timed against (see grantFromHandOffs).
+   */
+  readonly clocks: Array<ClockReading | undefined>;
 }
 
 /** The result of one acquire round. */
@@ -72,8 +85,15 @@ type Attempt =
       readonly contended: boolean;
       /** Set when a majority granted but the grant could not be used (nobody else holds it). */
       readonly why?: string;
+      /** The caller's value was retired: it waits on with a new one. */
+      readonly renewed: boolean;
     }
-  | { readonly lock?: undefined; readonly busy: false; readonly failures: readonly NodeFailure[] };
+  | {
+      readonly lock?: undefined;
+      readonly busy: false;
+      readonly failures: readonly NodeFailure[];
+      readonly renewed: boolean;
+    };
 
 /**
  * The acquire script's reply: the token (one resource) or [1, token...] granted, [0, pttl, holder]
@@ -146,6 +166,7 @@ export class Redlock implements LockOwner {
       this.nodes,
       WAKE_CHANNEL_PREFIX + this.valuePrefix,
       this.options.nodeTimeout,
+      this.turnMs,
     );
     const { driftFactor } = this.options;
     this.drift = (ttl) => Math.floor(ttl * driftFactor) + 2;
@@ -266,7 +287,7 @@ export class Redlock implements LockOwner {
 
     const sorted = names.length === 1 ? names : [...names].sort();
     const lockKeys = sorted.map((r) => this.keys.lock(r));
-    const value = this.nextValue();
+    const value = this.nextValue(names.length > 1);
     // A caller that waits takes a place in the queues. The ticket is the same on every node, so
     // the nodes agree on the order; the clock makes it first come, first served across clients.
     const ticket = opts.wait > 0 ? String(Date.now()) : '';
@@ -277,6 +298,7 @@ export class Redlock implements LockOwner {
       value,
       ticket,
       args: [value, String(Math.ceil(opts.ttl)), ticket],
+      clocks: [],
     };
     const deadline = performance.now() + opts.wait;
     let subscription: WakeSubscription | undefined;
@@ -294,6 +316,11 @@ export class Redlock implements LockOwner {
           if (opts.watchdog)
             attempt.lock.attachWatchdog(startWatchdog(attempt.lock, opts.maxHold, this.clock));
           return attempt.lock;
+        }
+        if (attempt.renewed) {
+          // Hand-overs to the retired value are not ours to count any more.
+          subscription?.close();
+          subscription = undefined;
         }
         const remaining = deadline - performance.now();
         if (remaining <= 0) {
@@ -319,6 +346,15 @@ export class Redlock implements LockOwner {
         );
         const wake = await subscription.wait(Math.min(pause, remaining, QUEUE_RECHECK_MS), opts.signal);
         if (wake === 'aborted') opts.signal?.throwIfAborted();
+        if (wake === 'handed') {
+          const lock = await this.grantFromHandOffs(request, opts, subscription.handedOver());
+          if (lock) {
+            granted = true;
+            if (opts.watchdog) lock.attachWatchdog(startWatchdog(lock, opts.maxHold, this.clock));
+            return lock;
+          }
+          // Not countable (e.g. the node's clock unknown): the attempt below takes what was handed.
+        }
       }
     } finally {
       subscription?.close();
@@ -353,6 +389,7 @@ export class Redlock implements LockOwner {
   private async attempt(request: AcquireRequest, opts: ResolvedLockOptions): Promise<Attempt> {
     const { ttl } = opts;
     const started = performance.now();
+    const outcomes = new NodeOutcomes(this.nodes.length);
     const round = await quorumRound<AcquireReply>(
       this.nodes,
       this.quorum,
@@ -363,6 +400,16 @@ export class Redlock implements LockOwner {
         if (reply[0] === 0) return 'no';
         return { unavailable: this.noteAbstention(node, reply[1]!) };
       },
+      {
+        observe: (index, reply) => {
+          const busy = reply !== undefined && typeof reply !== 'number' && reply[0] === 0;
+          if (busy) request.clocks[index] = { sentAt: started, clockUs: reply[3]! };
+          outcomes.record(
+            index,
+            busy || (reply !== undefined && typeof reply !== 'number' && reply[0] === -1),
+          );
+        },
+      },
     );
 
     let tokensSettled = true;
@@ -371,32 +418,11 @@ export class Redlock implements LockOwner {
       tokensSettled = tokens !== undefined;
       const now = performance.now();
       const validity = ttl - (now - started) - this.drift(ttl);
-      if (tokens && validity > 0) {
-        const fencingTokens: Record<string, number> = {};
-        for (let i = 0; i < tokens.length; i++) fencingTokens[request.sorted[i]!] = tokens[i]!;
-        Object.freeze(fencingTokens);
-        const lock = new HeldLock(
-          this,
-          request.value,
-          request.names,
-          request.lockKeys,
-          fencingTokens,
-          ttl,
-          validity,
-          now,
-        );
-        this.held.add(lock);
-        // Earlier attempts may have queued us on nodes that did not grant this time: our release
-        // takes us out of those queues (it goes to every node anyway).
-        return { lock };
-      }
+      // Earlier attempts may have queued us on nodes that did not grant this time: our release
+      // takes us out of those queues (it goes to every node anyway).
+      if (tokens && validity > 0) return { lock: this.grant(request, ttl, tokens, validity, now) };
     }
-    // Failed (or validity spent): free whatever we got, on every node that may hold our key:
-    // those that granted, failed or timed out (a late SET is queued before this release on the
-    // same connection). Nodes that answered busy or abstained set nothing.
-    const mayHold = this.nodes.filter((_, i) => round.votes[i] !== 'no' && round.votes[i] !== 'declined');
-    if (mayHold.length > 0)
-      void this.releaseKeys(request.lockKeys, request.value, mayHold, request.ticket || '-');
+    const renewed = await this.freePartialGrant(request, round.votes, outcomes, started);
     // Only a grant is an integer: every 'no' is a busy reply.
     const busy = round.no as readonly RefusalReply[];
     if (round.ok || (busy.length > 0 && this.nodes.length - round.unavailable.length >= this.quorum)) {
@@ -405,9 +431,115 @@ export class Redlock implements LockOwner {
         retryAfterMs: round.ok ? 0 : this.retryAfter(busy),
         ...(round.ok ? { why: this.whyGrantFailed(tokensSettled, performance.now() - started, ttl) } : {}),
         contended: round.ok || (round.yes.length > 0 && !this.heldByOneOwner(busy)),
+        renewed,
       };
     }
-    return { busy: false, failures: round.unavailable };
+    return { busy: false, failures: round.unavailable, renewed };
+  }
+
+  /**
+   * After a failed attempt: frees whatever it got, on every node that may hold our key (those that
+   * granted, failed or timed out: a late SET is queued before this release on the same
+   * connection; nodes that answered busy or abstained set nothing). Returns true when the
+   * caller's value was retired.
+   *
+   * A caller that waits for one resource may also have been handed the lock by some nodes
+   * meanwhile, and counts such hand-overs towards a majority. Once it frees its keys it could no
+   * longer tell a hand-over made before that release (undone by it) from one made after. So it
+   * waits on under a new value: the same release renames its place in every queue, and only
+   * hand-overs to the new value count.
+   */
+  private async freePartialGrant(
+    request: AcquireRequest,
+    votes: RoundOutcome<AcquireReply>['votes'],
+    outcomes: NodeOutcomes,
+    started: number,
+  ): Promise<boolean> {
+    if (request.ticket === '' || request.names.length > 1) {
+      const mayHold = this.nodes.filter((_, i) => votes[i] !== 'no' && votes[i] !== 'declined');
+      if (mayHold.length > 0)
+        void this.releaseKeys(request.lockKeys, request.value, mayHold, request.ticket || '-');
+      return false;
+    }
+    // The nodes the round did not wait for decide whether there is anything to free: wait for
+    // their answers (they usually follow at once), at most until the round's time-out.
+    await outcomes.settled(started + this.options.nodeTimeout - performance.now());
+    if (outcomes.allRefused()) return false;
+    const renamed = this.nextValue(false);
+    void this.releaseKeys(request.lockKeys, request.value, this.nodes, request.ticket, renamed);
+    request.value = renamed;
+    request.args = [renamed, request.args[1]!, request.ticket];
+    return true;
+  }
+
+  /** Records and returns a new held lock. */
+  private grant(
+    request: AcquireRequest,
+    ttl: number,
+    tokens: readonly number[],
+    validity: number,
+    now: number,
+  ): HeldLock {
+    const fencingTokens: Record<string, number> = {};
+    for (let i = 0; i < tokens.length; i++) fencingTokens[request.sorted[i]!] = tokens[i]!;
+    Object.freeze(fencingTokens);
+    const lock = new HeldLock(
+      this,
+      request.value,
+      request.names,
+      request.lockKeys,
+      fencingTokens,
+      ttl,
+      validity,
+      now,
+    );
+    this.held.add(lock);
+    return lock;
+  }
+
+  /**
+   * The lock from the nodes that handed it to us (see promote in scripts.ts), or undefined when
+   * they are not a usable majority; the caller then makes an attempt, which takes what was handed.
+   *
+   * A node hands the lock over for the turn's length, by its own clock, and says when that was.
+   * Our busy reply from the same node, to a request sent at `sentAt` (our clock), read that clock
+   * earlier: so the hand-over happened at least (its clock - that reading) after `sentAt`, less
+   * clock drift, and the key outlives it by the turn. Each node's lease is bounded that way, and
+   * the lock is valid while a majority's are. The tokens are settled like an attempt's. The lock
+   * then starts with the short lease of a turn, and is extended to its own lease halfway through
+   * unless it was released first: a lock handed over costs no round at all when it is held
+   * briefly, and a waiter that died after its engine got the lock holds it up no longer than a
+   * turn.
+   */
+  private async grantFromHandOffs(
+    request: AcquireRequest,
+    opts: ResolvedLockOptions,
+    handOffs: readonly HandOff[],
+  ): Promise<HeldLock | undefined> {
+    const leases: Array<{ handOff: HandOff; until: number }> = [];
+    for (const handOff of handOffs) {
+      const reading = request.clocks[handOff.node];
+      if (!reading || handOff.value !== request.value) continue;
+      const nodeMs = (handOff.clockUs - reading.clockUs) / 1000 + this.turnMs;
+      leases.push({ handOff, until: reading.sentAt + nodeMs - this.drift(nodeMs) });
+    }
+    if (leases.length < this.quorum) return undefined;
+    leases.sort((a, b) => b.until - a.until);
+    const counted = leases.slice(0, this.quorum);
+    const until = counted[this.quorum - 1]!.until;
+    const tokens = await this.settleTokens(
+      request,
+      counted.map(({ handOff }) => ({ index: handOff.node, reply: handOff.token })),
+    );
+    const now = performance.now();
+    // Never longer than the caller's own lease, which may be shorter than a turn.
+    const validity = Math.min(until - now, opts.ttl - this.drift(opts.ttl));
+    if (!tokens || validity <= 0) return undefined;
+    const lock = this.grant(request, opts.ttl, tokens, validity, now);
+    startTimeout(validity / 2, () => {
+      if (lock.active) lock.extend().catch(() => undefined); // a failure marks it lost
+    });
+    return lock;
   }
 
   /**
@@ -554,15 +686,17 @@ export class Redlock implements LockOwner {
    *
    * A holder's release (no `failedAttemptTicket`) hands each lock to the first waiter in its
    * queue. An attempt that failed frees its partial grants; with its ticket it wakes nobody and
-   * keeps its place in the queues, with '-' (it did not queue) it hands them on like a holder.
+   * keeps its place in the queues (under `renamed`, when given), with '-' (it did not queue) it
+   * hands them on like a holder.
    */
   private releaseKeys(
     lockKeys: readonly string[],
     value: string,
     nodes = this.nodes,
     failedAttemptTicket = '',
+    renamed?: string,
   ): Promise<void> {
-    const args = [value, failedAttemptTicket];
+    const args = renamed === undefined ? [value, failedAttemptTicket] : [value, failedAttemptTicket, renamed];
     return quorumRound(
       nodes,
       Math.min(this.quorum, nodes.length),
@@ -612,8 +746,10 @@ export class Redlock implements LockOwner {
     return leases[Math.min(leases.length - 1, Math.max(0, this.quorum - free - 1))] ?? 0;
   }
 
-  private nextValue(): string {
-    return `${this.valuePrefix}:${(this.valueCounter++).toString(36)}`;
+  /** A new lock value; one for several resources is marked (it is given turns, see scripts.ts). */
+  private nextValue(multiResource: boolean): string {
+    const value = `${this.valuePrefix}:${(this.valueCounter++).toString(36)}`;
+    return multiResource ? value + MULTI_RESOURCE_MARK : value;
   }
 
   /** Records and logs (once per period) that a node abstains under the restart guard. */
@@ -628,5 +764,41 @@ export class Redlock implements LockOwner {
     }
     node.abstainingUntil = until;
     return `abstaining under the restart guard for ${remainingMs} more ms`;
+  }
+}
+
+/**
+ * Which nodes of an attempt are known to have set nothing (they answered busy or abstained), as
+ * their answers come in, also after the round's decision.
+ */
+class NodeOutcomes {
+  private readonly refused: boolean[];
+  private known = 0;
+  private onAllKnown: (() => void) | undefined;
+
+  constructor(private readonly count: number) {
+    this.refused = new Array<boolean>(count).fill(false);
+  }
+
+  record(index: number, refused: boolean): void {
+    this.refused[index] = refused;
+    if (++this.known === this.count) this.onAllKnown?.();
+  }
+
+  /** Resolves once every node answered, or after `timeoutMs`. */
+  settled(timeoutMs: number): Promise<void> {
+    if (this.known === this.count || timeoutMs <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const cancel = startTimeout(timeoutMs, resolve);
+      this.onAllKnown = () => {
+        cancel();
+        resolve();
+      };
+    });
+  }
+
+  /** Every node answered, and none set anything. */
+  allRefused(): boolean {
+    return this.known === this.count && this.refused.every(Boolean);
   }
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { FENCE_SUFFIX, QUEUE_SUFFIX, WAKE_CHANNEL_PREFIX } from './keys.js';
+import { FENCE_SUFFIX, MULTI_RESOURCE_MARK, QUEUE_SUFFIX, WAKE_CHANNEL_PREFIX } from './keys.js';
 
 /** A Lua script with its SHA1, called with EVALSHA and re-sent with EVAL after NOSCRIPT. */
 export interface LuaScript {
@@ -46,30 +46,71 @@ export interface EngineScripts {
  * parsing on each node, on the latency path.
  *
  * Handing a lock over: when a holder releases and someone waits, the lock key does not become free.
- * It holds a turn instead, TURN_MARK + the first waiter's value, for TURN ms: only that waiter can
- * take it (an acquire that finds its own turn claims it), every other caller finds it busy. A
- * waiter that does not claim its turn in time (it died, or stalls) loses it when the key expires.
+ * It goes to the first waiter in the queue, for TURN ms (a short lease: a waiter that died or
+ * stalls holds the lock up no longer than that), and the node tells the waiter's engine so:
+ * - A waiter for one resource is handed the lock itself: the key holds its value, and the message
+ *   carries the fencing token and the node's clock. Once a majority of nodes has handed it over,
+ *   the waiter holds the lock without another round (see Redlock.grantFromHandOffs), and extends
+ *   it to its own lease unless it released it first.
+ * - A waiter for several resources (its value ends with MULTI_RESOURCE_MARK) is given a turn: the
+ *   key holds TURN_MARK + its value, which only that waiter can take (an acquire that finds its
+ *   own turn claims it), once it has its turn on every resource.
+ * Every other caller finds the key busy.
  */
 
 /** Prefix of a lock key's value while it waits for the waiter named after it ('~' is no value's). */
 const TURN_MARK = '~';
 
 /**
- * Lua shared by the scripts that hand a lock over. `promote(key, cause)` gives the turn to the
- * first waiter in the lock's queue (taking it out of the queue) and wakes it on its engine's
- * channel (WAKE_CHANNEL_PREFIX + the engine part of its value, the text before the first ':')
- * with the message "<waiter value> <cause>". Every node announces the same hand-over (cause) when
- * the release reaches it; the waiter tries once a majority has. `cause` is the value of the one
- * handing over (releasing, giving up), out of the queue already. Returns whether someone got it.
+ * Lua that gives the next fence token of the counter `fence` in `token`. A missing counter is
+ * seeded from the node's clock in microseconds, so it starts above any token issued before it was
+ * lost. Its idle expiry is set when seeded and renewed every 64 grants: a counter that expires
+ * anyway is seeded again, above every earlier token. `onMissing` runs first when it was missing.
  */
-function queueLua(turnMs: number): string {
+function nextTokenLua(fenceIdleMs: number, onMissing = ''): string {
+  return `
+  local token = redis.call('INCR', fence)
+  if token == 1 then
+    local t${onMissing}
+    t = t or redis.call('TIME')
+    token = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    redis.call('SET', fence, string.format('%.0f', token), 'PX', ${fenceIdleMs})
+  elseif token % 64 == 0 then
+    redis.call('PEXPIRE', fence, ${fenceIdleMs})
+  end`;
+}
+
+/**
+ * Lua shared by the scripts that hand a lock over. `promote(key, cause)` hands the lock to the
+ * first waiter in its queue (taking it out of the queue) and tells it on its engine's channel
+ * (WAKE_CHANNEL_PREFIX + the engine part of its value, the text before the first ':'):
+ * "<value> <cause> <token> <node clock, us> <key>" when handed the lock, "<value> <cause>" when
+ * given a turn. `cause` is the value of the one handing over (releasing, giving up), out of the
+ * queue already. A waiter whose engine does not listen on this node (its process is gone) is
+ * skipped. Returns whether someone got it.
+ */
+function queueLua(turnMs: number, fenceIdleMs: number): string {
   return `
 local function promote(key, cause)
-  local head = redis.call('ZPOPMIN', key .. '${QUEUE_SUFFIX}')[1]
-  if not head then return false end
-  redis.call('SET', key, '${TURN_MARK}' .. head, 'PX', ${turnMs})
-  redis.call('PUBLISH', '${WAKE_CHANNEL_PREFIX}' .. string.match(head, '^[^:]*'), head .. ' ' .. cause)
-  return true
+  local queue = key .. '${QUEUE_SUFFIX}'
+  while true do
+    local head = redis.call('ZPOPMIN', queue)[1]
+    if not head then return false end
+    local channel = '${WAKE_CHANNEL_PREFIX}' .. string.match(head, '^[^:]*')
+    if string.sub(head, -1) == '${MULTI_RESOURCE_MARK}' then
+      redis.call('SET', key, '${TURN_MARK}' .. head, 'PX', ${turnMs})
+      redis.call('PUBLISH', channel, head .. ' ' .. cause)
+      return true
+    end
+    -- The clock is read before the lease starts, so that the waiter never overestimates it.
+    local now = redis.call('TIME')
+    redis.call('SET', key, head, 'PX', ${turnMs})
+    local fence = key .. '${FENCE_SUFFIX}'${nextTokenLua(fenceIdleMs)}
+    local message = head .. ' ' .. cause .. ' ' .. string.format('%.0f', token) .. ' ' ..
+      now[1] .. string.format('%06d', tonumber(now[2])) .. ' ' .. key
+    if redis.call('PUBLISH', channel, message) > 0 then return true end
+    redis.call('DEL', key)
+  end
 end
 `;
 }
@@ -113,19 +154,16 @@ function guardLua(guardMs: number, guardKey: string): string {
  * Acquire on one node, all-or-none over its resources.
  * KEYS: lock keys. ARGV: value, ttl ms, ticket ('' = do not queue: the caller will not wait).
  * Returns the token when one resource is granted (an integer: the usual grant builds no table),
- * {1, token1..tokenN} when several are; {0, ms, who} when busy: how long until it may be free (the
- * longest remaining lease or turn; -1 if a key has no expiry) and who has it (the value of the
- * first busy key: a holder's value, or a turn); {-1, ms} when the node abstains under the restart
- * guard.
+ * {1, token1..tokenN} when several are; {0, ms, who, clock} when busy: how long until it may be
+ * free (the longest remaining lease or turn; -1 if a key has no expiry), who has it (the value of
+ * the first busy key: a holder's value, or a turn) and the node's clock in microseconds (what a
+ * lock handed over later is timed against); {-1, ms} when the node abstains under the restart
+ * guard. A key already handed to the caller (it holds the caller's value) counts as free.
  *
  * A caller that will wait joins the queue of each busy resource, by its ticket (the same on every
  * node, so the nodes agree on the order). A lock released while someone waits goes to the first
  * waiter in line (see promote), so a release wakes one waiter instead of all of them, and they do
  * not split the vote.
- *
- * A missing fence counter is seeded from the node's clock in microseconds, so it starts above any
- * token issued before it was lost. Its idle expiry is set when seeded and renewed every 64 grants:
- * a counter that expires anyway is seeded again, above every earlier token.
  */
 function acquireLua({ guardMs, guardKey, fenceIdleMs, queueIdleMs }: ScriptSettings): string {
   return `
@@ -138,7 +176,7 @@ if not granted then
   local holder = false
   for i = 1, n do
     local current = redis.call('GET', KEYS[i])
-    if current and current ~= turn then
+    if current and current ~= turn and current ~= value then
       local pttl = redis.call('PTTL', KEYS[i])
       if not holder then holder = current end
       if pttl == -1 or busy == -1 then busy = -1 elseif pttl > busy then busy = pttl end
@@ -152,9 +190,10 @@ if not granted then
         if redis.call('PTTL', queue) < ${queueIdleMs} then redis.call('PEXPIRE', queue, ${queueIdleMs}) end
       end
     end
-    return {0, busy, holder}
+    local now = redis.call('TIME')
+    return {0, busy, holder, tonumber(now[1]) * 1000000 + tonumber(now[2])}
   end
-  -- Every key is free or our turn.
+  -- Every key is free, our turn, or already handed to us.
   for i = 1, n do
     redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
     if ARGV[3] ~= '' then redis.call('ZREM', KEYS[i] .. '${QUEUE_SUFFIX}', value) end
@@ -162,18 +201,8 @@ if not granted then
 end
 local out = n > 1 and {1}
 for i = 1, n do
-  local fence = KEYS[i] .. '${FENCE_SUFFIX}'
-  local token = redis.call('INCR', fence)
-  if token == 1 then
-    -- The counter was missing: a new resource, its idle expiry, or a node that lost its data.
-    local t${guardLua(guardMs, guardKey)}
-    -- Seed it from the clock in microseconds, above every token this node can have issued before.
-    t = t or redis.call('TIME')
-    token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    redis.call('SET', fence, string.format('%.0f', token), 'PX', ${fenceIdleMs})
-  elseif token % 64 == 0 then
-    redis.call('PEXPIRE', fence, ${fenceIdleMs})
-  end
+  -- A missing counter: a new resource, its idle expiry, or a node that lost its data.
+  local fence = KEYS[i] .. '${FENCE_SUFFIX}'${nextTokenLua(fenceIdleMs, guardLua(guardMs, guardKey))}
   if not out then return token end
   out[i + 1] = token
 end
@@ -183,36 +212,38 @@ return out
 
 /**
  * Release: free each lock key that still holds our value (never another holder's).
- * KEYS: lock keys. ARGV: value, then '' when a holder releases, or, when an acquire attempt that
- * failed frees its partial grant, its ticket ('-' for none).
+ * KEYS: lock keys. ARGV: value; then '' when a holder releases, or, when an acquire attempt that
+ * failed frees its partial grant, its ticket ('-' for none); then, optionally, the value under
+ * which that caller waits on (default: the same).
  * A holder's release hands each lock to the first waiter in its queue, and first takes the holder
  * out of the queues (and turns) where an earlier attempt left it. A failed attempt that waits
- * frees what it got and takes its place back in the queue (it retries after a short back-off). It
+ * frees what it got and keeps its place in the queue (it retries after a short back-off). It
  * must not keep what it got: acquirers that split the nodes between them would each keep their
  * share and wait for the others forever. One that does not wait hands it on like a holder.
  * Returns the number of keys freed.
  */
-function releaseLua({ turnMs }: ScriptSettings): string {
-  return `${queueLua(turnMs)}
+function releaseLua({ turnMs, fenceIdleMs }: ScriptSettings): string {
+  return `${queueLua(turnMs, fenceIdleMs)}
 local value = ARGV[1]
 local after = ARGV[2]
+local renamed = ARGV[3] or value
 local freed = 0
 for i = 1, #KEYS do
   local key = KEYS[i]
   local queue = key .. '${QUEUE_SUFFIX}'
   local current = redis.call('GET', key)
   local queued = redis.call('EXISTS', queue) == 1
-  if queued and after == '' then redis.call('ZREM', queue, value) end
   -- A holder may also find its own turn here: this node handed it the lock after it had got a
   -- majority elsewhere. Left alone, the turn would keep the node from voting until it lapsed.
-  if current == value or (after == '' and current == '${TURN_MARK}' .. value) then
-    freed = freed + 1
-    if after ~= '' and after ~= '-' then
-      redis.call('DEL', key)
-      if queued then redis.call('ZADD', queue, 'NX', after, value) end
-    elseif not (queued and promote(key, value)) then
-      redis.call('DEL', key)
-    end
+  local mine = current == value or (after == '' and current == '${TURN_MARK}' .. value)
+  if mine then freed = freed + 1 end
+  if after ~= '' and after ~= '-' then
+    local had = queued and redis.call('ZREM', queue, value) == 1
+    if mine then redis.call('DEL', key) end
+    if had or (mine and queued) then redis.call('ZADD', queue, 'NX', after, renamed) end
+  else
+    if queued and after == '' then redis.call('ZREM', queue, value) end
+    if mine and not (queued and promote(key, value)) then redis.call('DEL', key) end
   end
 end
 return freed
@@ -220,16 +251,17 @@ return freed
 }
 
 /**
- * Leave the queues: a waiter that gives up (its wait ran out, it was aborted). If its turn had
- * come, the next waiter gets it. KEYS: lock keys. ARGV: value. Returns the number of queues left.
+ * Leave the queues: a waiter that gives up (its wait ran out, it was aborted). If the lock (or its
+ * turn) had been handed to it, the next waiter gets it. KEYS: lock keys. ARGV: value. Returns the number of queues left.
  */
-function leaveQueueLua({ turnMs }: ScriptSettings): string {
-  return `${queueLua(turnMs)}
+function leaveQueueLua({ turnMs, fenceIdleMs }: ScriptSettings): string {
+  return `${queueLua(turnMs, fenceIdleMs)}
 local left = 0
 for i = 1, #KEYS do
   local key = KEYS[i]
   left = left + redis.call('ZREM', key .. '${QUEUE_SUFFIX}', ARGV[1])
-  if redis.call('GET', key) == '${TURN_MARK}' .. ARGV[1] and not promote(key, ARGV[1]) then
+  local current = redis.call('GET', key)
+  if (current == ARGV[1] or current == '${TURN_MARK}' .. ARGV[1]) and not promote(key, ARGV[1]) then
     redis.call('DEL', key)
   end
 end

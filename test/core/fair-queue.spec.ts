@@ -63,8 +63,9 @@ describe('waiting in line: first come, first served, one waiter woken per releas
     await first.release();
     const next = await waiters[0]!.lock;
     await sleep(100); // time for any other woken waiter to try
-    // Node 0 saw the release and the first waiter's acquire. Waking all four would add three.
-    expect(await scriptCalls(cluster, 0)).toBeLessThanOrEqual(2);
+    // Node 0 saw the release only: it handed the lock to the first waiter, who took it without
+    // asking again. Waking all four would add four attempts.
+    expect(await scriptCalls(cluster, 0)).toBe(1);
     await next.release();
     for (const w of waiters.slice(1)) await (await w.lock).release();
   });
@@ -94,23 +95,40 @@ describe('waiting in line: first come, first served, one waiter woken per releas
     expect(order).toEqual(['both', 'a']);
   });
 
-  test("a turn a node hands to a waiter that already got a majority elsewhere ends with that waiter's release", async () => {
-    // A lock held on nodes 3 and 4 only (an engine of its own over them), free on 0-2.
-    const minority = await cluster.engine({}, [3, 4]);
-    const old = await minority.acquire('late-turn', { ttl: 10_000 });
-    const waiter = await cluster.engine();
-    const lock = await waiter.acquire('late-turn', { wait: 3000 }); // 0-2 grant; 3 and 4 queue it
-    await sleep(20); // the replies of 3 and 4 were not waited for
-    await old.release(); // nodes 3 and 4 hand the lock to the first in line: the waiter, now a holder
-    const turns = await Promise.all([3, 4].map((i) => cluster.redis.client(i).get(lockKey('late-turn'))));
-    expect(turns).toEqual([`~${lockValue(lock)}`, `~${lockValue(lock)}`]);
-    await lock.release();
-    await sleep(20);
-    const after = await Promise.all(
-      [0, 1, 2, 3, 4].map((i) => cluster.redis.client(i).get(lockKey('late-turn'))),
-    );
-    expect(after).toEqual([null, null, null, null, null]);
-  });
+  test.each([
+    { shape: 'one resource: the lock itself', resources: ['late-one'], mark: '' },
+    { shape: 'several resources: a turn', resources: ['late-a', 'late-b'], mark: '~' },
+  ])(
+    "what a node hands to a waiter that already got a majority elsewhere ends with that waiter's release ($shape)",
+    async ({ resources, mark }) => {
+      // A lock held on nodes 3 and 4 only (an engine of its own over them), free on 0-2.
+      const minority = await cluster.engine({}, [3, 4]);
+      const old = await minority.acquire(resources, { ttl: 10_000 });
+      const waiter = await cluster.engine();
+      // The waiter's engine has waited before, so it listens for hand-overs (a node skips a
+      // waiter whose engine does not).
+      const warm = await holder.acquire(`${resources[0]!}-warm`);
+      const warmed = waiter.acquire(`${resources[0]!}-warm`, { wait: 3000 });
+      await sleep(50);
+      await warm.release();
+      await (await warmed).release();
+      const lock = await waiter.acquire(resources, { wait: 3000 }); // 0-2 grant; 3 and 4 queue it
+      await sleep(20); // the replies of 3 and 4 were not waited for
+      await old.release(); // nodes 3 and 4 hand the lock to the first in line: the waiter, now a holder
+      const handed = await Promise.all(
+        [3, 4].map((i) => cluster.redis.client(i).get(lockKey(resources[0]!))),
+      );
+      expect(handed).toEqual([`${mark}${lockValue(lock)}`, `${mark}${lockValue(lock)}`]);
+      await sleep(300); // past the point where a hand-over nobody waits for is passed on
+      expect(await cluster.redis.client(3).get(lockKey(resources[0]!))).toBe(`${mark}${lockValue(lock)}`);
+      await lock.release();
+      await sleep(20);
+      const after = await Promise.all(
+        [0, 1, 2, 3, 4].map((i) => cluster.redis.client(i).get(lockKey(resources[0]!))),
+      );
+      expect(after).toEqual([null, null, null, null, null]);
+    },
+  );
 
   test('a waiter that got the lock without its turn leaves the queue when it releases', async () => {
     await holder.acquire('ghost', { ttl: 10_000 });

@@ -1,4 +1,12 @@
-import { WakeSubscription } from '../../lib/core/wake-channel.js';
+import { WakeSubscription, type HandOff } from '../../lib/core/wake-channel.js';
+
+const handOff = (node: number): HandOff => ({
+  node,
+  value: 'waiter-1',
+  key: 'redlock:{r}',
+  token: 100 + node,
+  clockUs: 1_000_000 * node,
+});
 
 /** The waiter side of a hand-over, without Redis: when does an announcement wake it? */
 describe('WakeSubscription', () => {
@@ -10,7 +18,7 @@ describe('WakeSubscription', () => {
   };
 
   test('wakes when a majority of the nodes announced the same hand-over, not at the first', async () => {
-    const subscription = new WakeSubscription(3, () => undefined);
+    const subscription = new WakeSubscription(3, () => undefined, 1000);
     const woken = subscription.wait(10_000);
     subscription.wake('release-1');
     subscription.wake('release-1');
@@ -20,7 +28,7 @@ describe('WakeSubscription', () => {
   });
 
   test('announcements of different hand-overs are not added up', async () => {
-    const subscription = new WakeSubscription(3, () => undefined);
+    const subscription = new WakeSubscription(3, () => undefined, 1000);
     const woken = subscription.wait(10_000);
     subscription.wake('release-1');
     subscription.wake('release-2');
@@ -32,16 +40,52 @@ describe('WakeSubscription', () => {
   });
 
   test('the nodes after the majority do not wake it again', async () => {
-    const subscription = new WakeSubscription(3, () => undefined);
+    const subscription = new WakeSubscription(3, () => undefined, 1000);
     for (let i = 0; i < 5; i++) subscription.wake('release-1');
     expect(await subscription.wait(10_000)).toBe('woken'); // kept while no wait was running
     expect(await subscription.wait(20)).toBe('timeout'); // the 4th and 5th did not count again
   });
 
   test('an announcement without a cause wakes at once', async () => {
-    const subscription = new WakeSubscription(3, () => undefined);
+    const subscription = new WakeSubscription(3, () => undefined, 1000);
     const woken = subscription.wait(10_000);
     subscription.wake('');
     expect(await woken).toBe('woken');
+  });
+
+  test('a hand-over counts once per node and ends the wait at a majority of nodes', async () => {
+    const subscription = new WakeSubscription(3, () => undefined, 1000);
+    const handed = subscription.wait(10_000);
+    subscription.handOff(handOff(0));
+    subscription.handOff(handOff(0)); // the same node twice is still one node
+    subscription.handOff(handOff(1));
+    expect(await settled(handed)).toBe(false);
+    subscription.handOff(handOff(4));
+    expect(await handed).toBe('handed');
+    expect(
+      subscription
+        .handedOver()
+        .map((h) => h.node)
+        .sort(),
+    ).toEqual([0, 1, 4]);
+  });
+
+  test('hand-overs that stop short of a majority wake it after the grace period, to try', async () => {
+    const subscription = new WakeSubscription(3, () => undefined, 30);
+    const started = performance.now();
+    const woken = subscription.wait(10_000);
+    subscription.handOff(handOff(2));
+    subscription.handOff(handOff(3));
+    expect(await woken).toBe('woken');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(29);
+    subscription.close();
+  });
+
+  test('a hand-over during an attempt is kept for the next wait, ahead of a wake-up', async () => {
+    const subscription = new WakeSubscription(3, () => undefined, 1000);
+    for (const node of [0, 1, 2]) subscription.handOff(handOff(node));
+    subscription.wake('');
+    expect(await subscription.wait(10_000)).toBe('handed');
+    expect(await subscription.wait(20)).toBe('timeout');
   });
 });
