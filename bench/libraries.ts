@@ -70,7 +70,7 @@ function ours(id: 'ours' | 'ours-autopipe', label: string, nodeOptions: RedisOpt
     packageName: 'nest-quorum-lock',
     pkg: `nest-quorum-lock@${packageVersion('nest-quorum-lock')} (this repo, dist/)${nodeOptions ? ' with enableAutoPipelining' : ''}`,
     describeWaiting: (s) =>
-      `wait ${s.wait} ms: FIFO queue on every node, a release hands the lock to the first waiter and wakes only it (pub/sub); otherwise the holder's PTTL, re-checked every 1 s`,
+      `wait ${s.wait} ms: FIFO queue on every node; a release hands the lock itself to the first waiter (pub/sub to it alone), who holds it once a majority has, without a round of its own; otherwise the holder's PTTL, re-checked every 1 s`,
     async open(urls, s) {
       const nodes: RedlockNode[] = urls.map((url) =>
         nodeOptions ? { ...redisOptionsFromUrl(url), ...nodeOptions } : url,

@@ -84,7 +84,7 @@ function nextTokenLua(fenceIdleMs: number, onMissing = ''): string {
  * Lua shared by the scripts that hand a lock over. `promote(key, cause)` hands the lock to the
  * first waiter in its queue (taking it out of the queue) and tells it on its engine's channel
  * (WAKE_CHANNEL_PREFIX + the engine part of its value, the text before the first ':'):
- * "<value> <cause> <token> <node clock, us> <key>" when handed the lock, "<value> <cause>" when
+ * "<value> <cause> <token> <node clock, us>" when handed the lock, "<value> <cause>" when
  * given a turn. `cause` is the value of the one handing over (releasing, giving up), out of the
  * queue already. A waiter whose engine does not listen on this node (its process is gone) is
  * skipped. Returns whether someone got it.
@@ -107,7 +107,7 @@ local function promote(key, cause)
     redis.call('SET', key, head, 'PX', ${turnMs})
     local fence = key .. '${FENCE_SUFFIX}'${nextTokenLua(fenceIdleMs)}
     local message = head .. ' ' .. cause .. ' ' .. string.format('%.0f', token) .. ' ' ..
-      now[1] .. string.format('%06d', tonumber(now[2])) .. ' ' .. key
+      now[1] .. string.format('%06d', tonumber(now[2]))
     if redis.call('PUBLISH', channel, message) > 0 then return true end
     redis.call('DEL', key)
   end

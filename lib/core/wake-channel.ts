@@ -17,7 +17,6 @@ export interface HandOff {
   readonly node: number;
   /** The waiter's lock value. */
   readonly value: string;
-  readonly key: string;
   /** The fencing token the node issued with it. */
   readonly token: number;
   /** The node's clock when it handed the lock over, microseconds. */
@@ -28,7 +27,7 @@ export interface HandOff {
  * Tells this engine's waiters when a lock is handed to them, instead of polling. When a lock is
  * released while others wait (or a waiter it was handed to gives up), the node's script hands it
  * to the first waiter in the resource's queue and publishes that on the waiter's engine channel:
- * "<value> <cause> <token> <clock> <key>" (the lock itself) or "<value> <cause>" (a turn, for a
+ * "<value> <cause> <token> <clock>" (the lock itself) or "<value> <cause>" (a turn, for a
  * waiter of several resources). So a release wakes one waiter, not every waiter of the resource,
  * and each engine listens on a single channel, with one subscriber connection per node (opened on
  * first need, re-subscribed by ioredis after a reconnect).
@@ -128,15 +127,11 @@ export class WakeChannel {
   }
 
   private deliver(message: string, node: number): void {
-    const fields = message.split(' ', 4);
+    const fields = message.split(' ');
     const value = fields[0]!;
     const cause = fields[1] ?? '';
-    let entry: string | HandOff = cause;
-    if (fields.length === 4) {
-      // The key comes last: it is the rest of the message, spaces and all.
-      const key = message.slice(fields.join(' ').length + 1);
-      entry = { node, value, key, token: Number(fields[2]), clockUs: Number(fields[3]) };
-    }
+    const entry: string | HandOff =
+      fields.length === 4 ? { node, value, token: Number(fields[2]), clockUs: Number(fields[3]) } : cause;
     const waiter = this.waiters.get(value);
     if (waiter) {
       if (typeof entry === 'string') waiter.wake(entry);

@@ -3,7 +3,6 @@ import { WakeSubscription, type HandOff } from '../../lib/core/wake-channel.js';
 const handOff = (node: number): HandOff => ({
   node,
   value: 'waiter-1',
-  key: 'redlock:{r}',
   token: 100 + node,
   clockUs: 1_000_000 * node,
 });
