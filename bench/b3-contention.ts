@@ -8,7 +8,7 @@ import {
   type Cell,
   type TargetCheck,
 } from './report.js';
-import { cpuMeter, now, rounded, sleep, summarise, type CpuTime, type Summary } from './stats.js';
+import { cpuMeter, now, rounded, settle, sleep, summarise, type CpuTime, type Summary } from './stats.js';
 
 interface Contention {
   /** Critical-section time (grant -> release called) inside the window / window length. */
@@ -140,6 +140,7 @@ export const b3: Benchmark = {
       const clients: LockClient[] = [];
       try {
         for (let i = 0; i < count; i++) clients.push(await lib.open(ctx.urls, settings));
+        await settle();
         measured[lib.id] = await contend(lib, ctx, clients);
       } finally {
         await Promise.all(clients.map((c) => c.close()));

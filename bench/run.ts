@@ -17,6 +17,7 @@ import { readConfig } from './config.js';
 import { packageEngines, selectLibraries, smokeTest, type Library } from './libraries.js';
 import { startNodes } from './nodes.js';
 import { FLOOR, renderTable, type BenchContext, type BenchResult, type Benchmark } from './report.js';
+import { settle } from './stats.js';
 
 /**
  * Every benchmark, in run order. B4 (HTTP through the NestJS layer with autocannon) joins this
@@ -105,6 +106,7 @@ async function main(): Promise<number> {
     for (const bench of benchmarks) {
       log(`== ${bench.id}: ${bench.title}`);
       try {
+        await settle();
         results.push(await bench.run(ctx));
       } catch (err) {
         failed = true;

@@ -7,6 +7,19 @@ export const now = (): number => performance.now();
 /** Resolves after `ms` (a timer: at least 1 ms, usually a little more). */
 export const sleep = (ms: number): Promise<void> => delay(ms);
 
+/**
+ * Lets what ran before settle, so that a measurement does not pay for it: a full garbage
+ * collection (the bench runs with --expose-gc) and a short pause in which timers left by the
+ * previous library or benchmark run out. Called before each benchmark and before each library's
+ * turn in B3, alike for every library.
+ */
+export async function settle(): Promise<void> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  gc?.();
+  await sleep(250);
+  gc?.();
+}
+
 /** Latency summary in ms. */
 export interface Summary {
   readonly n: number;

@@ -506,8 +506,8 @@ export class Redlock implements LockOwner {
    * earlier: so the hand-over happened at least (its clock - that reading) after `sentAt`, less
    * clock drift, and the key outlives it by the turn. Each node's lease is bounded that way, and
    * the lock is valid while a majority's are. The tokens are settled like an attempt's. The lock
-   * then starts with the short lease of a turn, and is extended to its own lease halfway through
-   * unless it was released first: a lock handed over costs no round at all when it is held
+   * then starts with the short lease of a turn, and halfway through, unless it was released first,
+   * is extended to end when a grant of its own `ttl` would have: a lock handed over costs no round at all when it is held
    * briefly, and a waiter that died after its engine got the lock holds it up no longer than a
    * turn.
    */
@@ -537,7 +537,9 @@ export class Redlock implements LockOwner {
     if (!tokens || validity <= 0) return undefined;
     const lock = this.grant(request, opts.ttl, tokens, validity, now);
     startTimeout(validity / 2, () => {
-      if (lock.active) lock.extend().catch(() => undefined); // a failure marks it lost
+      // The lease a grant by an attempt would have left now: the lock ends as such a grant would.
+      const lease = opts.ttl - (performance.now() - now);
+      if (lock.active && lease > validity / 2) lock.extend(lease).catch(() => undefined); // a failure marks it lost
     });
     return lock;
   }

@@ -123,7 +123,7 @@ end
  * first grant of any resource comes here: the usual grant reads neither the marker nor the clock.
  * '0' means the guard has passed on this node. While it abstains, the node undoes this grant (the
  * lock keys it just took, and the counter, so that the next attempt comes here again) and replies
- * {-1, ms until it votes}. Leaves `now` (node clock, ms) in `t`, which seeding reuses.
+ * {-1, ms until it votes}. Leaves the TIME reply it read in `t`, which seeding reuses.
  */
 function guardLua(guardMs: number, guardKey: string): string {
   if (guardMs <= 0) return '';

@@ -39,9 +39,10 @@ describe('a lock handed over in line', () => {
     return next;
   }
 
-  test('starts with the short lease of a turn, never beyond what a majority of nodes holds, then is extended to its ttl', async () => {
+  test('starts with the short lease of a turn, never beyond what a majority of nodes holds, then is extended to end as a grant of its ttl would', async () => {
     const waiter = await cluster.engine();
     const lock = await handOver('short-lease', waiter);
+    const grantedAt = Date.now();
     const askedAt = Date.now();
     const [held, leases] = await Promise.all([values('short-lease'), pttls('short-lease')]);
     const ours = leases.filter((_, i) => held[i] === lockValue(lock)).sort((a, b) => b - a);
@@ -55,6 +56,9 @@ describe('a lock handed over in line', () => {
     expect(lock.signal.aborted).toBe(false);
     expect(lock.expiresAt - Date.now()).toBeGreaterThan(9000);
     expect(Math.min(...(await pttls('short-lease')))).toBeGreaterThan(9000);
+    // It ends no later than a grant of its ttl (10 s) by an attempt would have: maxHold and the
+    // caller's ttl mean the same for a lock handed over.
+    expect(lock.expiresAt).toBeLessThanOrEqual(grantedAt + 10_000);
     await lock.release();
   });
 
