@@ -402,12 +402,9 @@ export class Redlock implements LockOwner {
       },
       {
         observe: (index, reply) => {
-          const busy = reply !== undefined && typeof reply !== 'number' && reply[0] === 0;
-          if (busy) request.clocks[index] = { sentAt: started, clockUs: reply[3]! };
-          outcomes.record(
-            index,
-            busy || (reply !== undefined && typeof reply !== 'number' && reply[0] === -1),
-          );
+          if (reply !== undefined && typeof reply !== 'number' && reply[0] === 0)
+            request.clocks[index] = { sentAt: started, clockUs: reply[3]! };
+          outcomes.record(reply !== undefined && (typeof reply === 'number' || reply[0] === 1));
         },
       },
     );
@@ -445,9 +442,11 @@ export class Redlock implements LockOwner {
    *
    * A caller that waits for one resource may also have been handed the lock by some nodes
    * meanwhile, and counts such hand-overs towards a majority. Once it frees its keys it could no
-   * longer tell a hand-over made before that release (undone by it) from one made after. So it
-   * waits on under a new value: the same release renames its place in every queue, and only
-   * hand-overs to the new value count.
+   * longer tell a hand-over made before that release (undone by it) from one made after. So when
+   * a node granted, it waits on under a new value: the same release, sent to every node, renames
+   * its place in every queue and hands what it had to the first in line (itself, renamed, when
+   * it is first), and only hand-overs to the new value count. Nodes that did not answer are left
+   * alone (see below), so that a node that is down costs no release and no renaming per attempt.
    */
   private async freePartialGrant(
     request: AcquireRequest,
@@ -462,9 +461,11 @@ export class Redlock implements LockOwner {
       return false;
     }
     // The nodes the round did not wait for decide whether there is anything to free: wait for
-    // their answers (they usually follow at once), at most until the round's time-out.
+    // their answers (they usually follow at once), at most until the round's time-out. A node
+    // that did not answer (down, paused, slow) is left alone: what it may yet grant is ours until
+    // a later attempt sees it, or our release, or our leaving the queues, frees it.
     await outcomes.settled(started + this.options.nodeTimeout - performance.now());
-    if (outcomes.allRefused()) return false;
+    if (!outcomes.anyGranted()) return false;
     const renamed = this.nextValue(false);
     void this.releaseKeys(request.lockKeys, request.value, this.nodes, request.ticket, renamed);
     request.value = renamed;
@@ -769,21 +770,16 @@ export class Redlock implements LockOwner {
   }
 }
 
-/**
- * Which nodes of an attempt are known to have set nothing (they answered busy or abstained), as
- * their answers come in, also after the round's decision.
- */
+/** Whether any node of an attempt granted, as their answers come in, also after the round's decision. */
 class NodeOutcomes {
-  private readonly refused: boolean[];
+  private granted = false;
   private known = 0;
   private onAllKnown: (() => void) | undefined;
 
-  constructor(private readonly count: number) {
-    this.refused = new Array<boolean>(count).fill(false);
-  }
+  constructor(private readonly count: number) {}
 
-  record(index: number, refused: boolean): void {
-    this.refused[index] = refused;
+  record(granted: boolean): void {
+    if (granted) this.granted = true;
     if (++this.known === this.count) this.onAllKnown?.();
   }
 
@@ -799,8 +795,8 @@ class NodeOutcomes {
     });
   }
 
-  /** Every node answered, and none set anything. */
-  allRefused(): boolean {
-    return this.known === this.count && this.refused.every(Boolean);
+  /** Some node answered that it granted. */
+  anyGranted(): boolean {
+    return this.granted;
   }
 }

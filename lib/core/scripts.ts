@@ -219,7 +219,8 @@ return out
  * out of the queues (and turns) where an earlier attempt left it. A failed attempt that waits
  * frees what it got and keeps its place in the queue (it retries after a short back-off). It
  * must not keep what it got: acquirers that split the nodes between them would each keep their
- * share and wait for the others forever. One that does not wait hands it on like a holder.
+ * share and wait for the others forever. One that waits on under a new value (a waiter for one
+ * resource) hands what it got on to the first in line; one that does not wait, like a holder.
  * Returns the number of keys freed.
  */
 function releaseLua({ turnMs, fenceIdleMs }: ScriptSettings): string {
@@ -239,8 +240,10 @@ for i = 1, #KEYS do
   if mine then freed = freed + 1 end
   if after ~= '' and after ~= '-' then
     local had = queued and redis.call('ZREM', queue, value) == 1
-    if mine then redis.call('DEL', key) end
     if had or (mine and queued) then redis.call('ZADD', queue, 'NX', after, renamed) end
+    -- One that waits on under a new value hands what it got to the first in line, which may be
+    -- itself under that value: what a node handed it before is not lost.
+    if mine and not (renamed ~= value and queued and promote(key, value)) then redis.call('DEL', key) end
   else
     if queued and after == '' then redis.call('ZREM', queue, value) end
     if mine and not (queued and promote(key, value)) then redis.call('DEL', key) end
