@@ -49,6 +49,13 @@ const MAX_COLLISION_BACKOFF_MS = 32;
  */
 const QUEUE_RECHECK_MS = 1000;
 
+/**
+ * How long a failed attempt of a waiter waits for the answers the round did not wait for, to know
+ * whether they granted. Answers of healthy nodes follow within a fraction of this; a node that is
+ * down must not hold every attempt up for the whole node time-out.
+ */
+const LATE_ANSWER_WAIT_MS = 5;
+
 /** A node's clock read in a reply to a request sent at `sentAt` (performance.now) or later. */
 interface ClockReading {
   readonly sentAt: number;
@@ -389,7 +396,7 @@ export class Redlock implements LockOwner {
   private async attempt(request: AcquireRequest, opts: ResolvedLockOptions): Promise<Attempt> {
     const { ttl } = opts;
     const started = performance.now();
-    const outcomes = new NodeOutcomes(this.nodes.length);
+    const answers = new LateAnswers(this.nodes.length);
     const round = await quorumRound<AcquireReply>(
       this.nodes,
       this.quorum,
@@ -404,7 +411,7 @@ export class Redlock implements LockOwner {
         observe: (index, reply) => {
           if (reply !== undefined && typeof reply !== 'number' && reply[0] === 0)
             request.clocks[index] = { sentAt: started, clockUs: reply[3]! };
-          outcomes.record(reply !== undefined && (typeof reply === 'number' || reply[0] === 1));
+          answers.record(reply !== undefined && (typeof reply === 'number' || reply[0] === 1));
         },
       },
     );
@@ -419,7 +426,7 @@ export class Redlock implements LockOwner {
       // takes us out of those queues (it goes to every node anyway).
       if (tokens && validity > 0) return { lock: this.grant(request, ttl, tokens, validity, now) };
     }
-    const renewed = await this.freePartialGrant(request, round.votes, outcomes, started);
+    const renewed = await this.freePartialGrant(request, round, answers);
     // Only a grant is an integer: every 'no' is a busy reply.
     const busy = round.no as readonly RefusalReply[];
     if (round.ok || (busy.length > 0 && this.nodes.length - round.unavailable.length >= this.quorum)) {
@@ -450,22 +457,23 @@ export class Redlock implements LockOwner {
    */
   private async freePartialGrant(
     request: AcquireRequest,
-    votes: RoundOutcome<AcquireReply>['votes'],
-    outcomes: NodeOutcomes,
-    started: number,
+    round: RoundOutcome<AcquireReply>,
+    answers: LateAnswers,
   ): Promise<boolean> {
+    const { votes } = round;
     if (request.ticket === '' || request.names.length > 1) {
       const mayHold = this.nodes.filter((_, i) => votes[i] !== 'no' && votes[i] !== 'declined');
       if (mayHold.length > 0)
         void this.releaseKeys(request.lockKeys, request.value, mayHold, request.ticket || '-');
       return false;
     }
-    // The nodes the round did not wait for decide whether there is anything to free: wait for
-    // their answers (they usually follow at once), at most until the round's time-out. A node
-    // that did not answer (down, paused, slow) is left alone: what it may yet grant is ours until
-    // a later attempt sees it, or our release, or our leaving the queues, frees it.
-    await outcomes.settled(started + this.options.nodeTimeout - performance.now());
-    if (!outcomes.anyGranted()) return false;
+    // Only what a node said it granted is given back. The answers the round did not wait for
+    // usually follow at once; a node that has not answered by then (slow, paused, down) is left
+    // alone: what it may yet grant stays ours until a later attempt sees it (and gives it back if
+    // that attempt fails too), or our release, or our leaving the queues, frees it. So a node
+    // that is down costs no release and no renaming per attempt.
+    await answers.settled(LATE_ANSWER_WAIT_MS);
+    if (!answers.anyGranted()) return false;
     const renamed = this.nextValue(false);
     void this.releaseKeys(request.lockKeys, request.value, this.nodes, request.ticket, renamed);
     request.value = renamed;
@@ -770,8 +778,8 @@ export class Redlock implements LockOwner {
   }
 }
 
-/** Whether any node of an attempt granted, as their answers come in, also after the round's decision. */
-class NodeOutcomes {
+/** Whether any node granted an attempt, as the answers come in, also after the round's decision. */
+class LateAnswers {
   private granted = false;
   private known = 0;
   private onAllKnown: (() => void) | undefined;
@@ -785,7 +793,7 @@ class NodeOutcomes {
 
   /** Resolves once every node answered, or after `timeoutMs`. */
   settled(timeoutMs: number): Promise<void> {
-    if (this.known === this.count || timeoutMs <= 0) return Promise.resolve();
+    if (this.known === this.count) return Promise.resolve();
     return new Promise((resolve) => {
       const cancel = startTimeout(timeoutMs, resolve);
       this.onAllKnown = () => {
@@ -795,7 +803,6 @@ class NodeOutcomes {
     });
   }
 
-  /** Some node answered that it granted. */
   anyGranted(): boolean {
     return this.granted;
   }
