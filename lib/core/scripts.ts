@@ -50,8 +50,9 @@ export interface EngineScripts {
  * stalls holds the lock up no longer than that), and the node tells the waiter's engine so:
  * - A waiter for one resource is handed the lock itself: the key holds its value, and the message
  *   carries the fencing token and the node's clock. Once a majority of nodes has handed it over,
- *   the waiter holds the lock without another round (see Redlock.grantFromHandOffs), and extends
- *   it to its own lease unless it released it first.
+ *   the waiter holds the lock without another round (see Redlock.grantFromHandOffs), and, unless
+ *   it released it first, extends it halfway through the turn, to end as a grant of its own ttl
+ *   would have.
  * - A waiter for several resources (its value ends with MULTI_RESOURCE_MARK) is given a turn: the
  *   key holds TURN_MARK + its value, which only that waiter can take (an acquire that finds its
  *   own turn claims it), once it has its turn on every resource.

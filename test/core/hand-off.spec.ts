@@ -22,6 +22,8 @@ describe('a lock handed over in line', () => {
   beforeAll(async () => {
     cluster = await TestCluster.start(5);
     holder = await cluster.engine();
+    // Connect the admin clients now: a lease read right after a grant must not wait for a handshake.
+    await Promise.all(cluster.redis.urls.map((_, i) => cluster.redis.client(i).ping()));
   });
   afterAll(() => cluster.close());
 
