@@ -55,6 +55,8 @@ export class QuorumPublish {
   private static readonly CHANNEL = 'bench:floor:hand-over';
   private static readonly SCRIPT = "return redis.call('PUBLISH', KEYS[1], ARGV[1])";
   private heard = 0;
+  /** Each round publishes its own number: a late message of the round before does not count. */
+  private rounds = 0;
   private onQuorum: (() => void) | undefined;
 
   private constructor(
@@ -64,8 +66,8 @@ export class QuorumPublish {
   ) {
     this.quorum = Math.floor(clients.length / 2) + 1;
     for (const sub of subscribers) {
-      sub.on('message', () => {
-        if (++this.heard === this.quorum) this.onQuorum?.();
+      sub.on('message', (_channel: string, message: string) => {
+        if (message === String(this.rounds) && ++this.heard === this.quorum) this.onQuorum?.();
       });
     }
   }
@@ -82,9 +84,11 @@ export class QuorumPublish {
   /** One hand-over: resolves when the majority-th subscriber got the message. */
   round(): Promise<void> {
     this.heard = 0;
+    const message = String(++this.rounds);
     return new Promise((resolve) => {
       this.onQuorum = resolve;
-      for (const c of this.clients) void c.evalsha(this.sha, 1, QuorumPublish.CHANNEL, 'x').catch(() => 0);
+      for (const c of this.clients)
+        void c.evalsha(this.sha, 1, QuorumPublish.CHANNEL, message).catch(() => 0);
     });
   }
 
