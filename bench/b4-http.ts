@@ -3,7 +3,7 @@ import { Controller, Get, Module, type INestApplication } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import autocannon from 'autocannon';
 import { DistributedLock, FencingToken, LockService, RedlockModule } from 'nest-quorum-lock';
-import type { BenchContext, BenchResult, Benchmark, TargetCheck } from './report.js';
+import type { BenchContext, BenchResult, Benchmark, Row, TargetCheck } from './report.js';
 
 /** Every request locks its own key: B4 measures the decorator's cost, not contention. */
 let sequence = 0;
@@ -71,6 +71,16 @@ async function anchanStatus(): Promise<string> {
   }
 }
 
+/** A row of requests per second (only our library runs here). */
+function rps(metric: string, load: Load): Row {
+  return { metric, unit: 'req/s', better: 'higher', digits: 0, cells: { ours: load.rps } };
+}
+
+/** A row of p99 latency. */
+function p99(metric: string, load: Load): Row {
+  return { metric, unit: 'ms', better: 'lower', digits: 1, cells: { ours: load.p99 } };
+}
+
 export const b4: Benchmark = {
   id: 'B4',
   title: 'HTTP: the same route without a lock, with @DistributedLock, and with LockService.using by hand',
@@ -111,35 +121,11 @@ export const b4: Benchmark = {
       id: 'B4',
       title: this.title,
       rows: [
-        {
-          metric: 'route with @DistributedLock',
-          unit: 'req/s',
-          better: 'higher',
-          digits: 0,
-          cells: { ours: decorated.rps },
-        },
-        {
-          metric: 'same, LockService.using by hand',
-          unit: 'req/s',
-          better: 'higher',
-          digits: 0,
-          cells: { ours: manual.rps },
-        },
-        {
-          metric: 'same route, no lock',
-          unit: 'req/s',
-          better: 'higher',
-          digits: 0,
-          cells: { ours: plain.rps },
-        },
-        {
-          metric: 'route with @DistributedLock, p99',
-          unit: 'ms',
-          better: 'lower',
-          digits: 1,
-          cells: { ours: decorated.p99 },
-        },
-        { metric: 'no lock, p99', unit: 'ms', better: 'lower', digits: 1, cells: { ours: plain.p99 } },
+        rps('route with @DistributedLock', decorated),
+        rps('same, LockService.using by hand', manual),
+        rps('same route, no lock', plain),
+        p99('route with @DistributedLock, p99', decorated),
+        p99('no lock, p99', plain),
       ],
       targets,
       notes: [

@@ -19,10 +19,7 @@ import { startNodes } from './nodes.js';
 import { FLOOR, renderTable, type BenchContext, type BenchResult, type Benchmark } from './report.js';
 import { settle } from './stats.js';
 
-/**
- * Every benchmark, in run order. B4 (HTTP through the NestJS layer with autocannon) joins this
- * list once lib/nest is ready; nothing else needs to change.
- */
+/** Every benchmark, in run order. */
 const BENCHMARKS: readonly Benchmark[] = [b1, b2, b3, b4, b5, b6];
 
 const NODE_COUNT = 5;

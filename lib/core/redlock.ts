@@ -68,7 +68,7 @@ interface AcquireRequest {
   readonly sorted: string[];
   /** Lock keys, in sorted resource order. */
   readonly lockKeys: string[];
-  /** Identifies this caller in the lock keys and queues; a new one after a failed attempt (see attempt). */
+  /** Identifies this caller in the lock keys and queues; renamed after some failed attempts (see freePartialGrant). */
   value: string;
   /** Place in the resources' queues ('' when the caller does not wait, and so does not queue). */
   readonly ticket: string;
@@ -129,7 +129,10 @@ export class Redlock implements LockOwner {
   private readonly keys: KeySpace;
   private readonly logger: RedlockLogger;
   private readonly wakes: WakeChannel;
-  /** How long a waiter whose turn came has to claim the lock before the turn lapses, ms. */
+  /**
+   * How long a node hands the lock to the first waiter for (a lock handed over, or a turn to
+   * claim), ms: a waiter that died or stalls holds the lock up no longer than this.
+   */
   private readonly turnMs: number;
   private readonly scripts: EngineScripts;
   private readonly context = new LockContext();
@@ -396,7 +399,9 @@ export class Redlock implements LockOwner {
   private async attempt(request: AcquireRequest, opts: ResolvedLockOptions): Promise<Attempt> {
     const { ttl } = opts;
     const started = performance.now();
-    const answers = new LateAnswers(this.nodes.length);
+    // Only a waiter for one resource counts hand-overs: it needs the nodes' clocks, and to know
+    // whether the answers the round did not wait for granted (see freePartialGrant).
+    const answers = countsHandOffs(request) ? new LateAnswers(this.nodes.length) : undefined;
     const round = await quorumRound<AcquireReply>(
       this.nodes,
       this.quorum,
@@ -407,7 +412,7 @@ export class Redlock implements LockOwner {
         if (reply[0] === 0) return 'no';
         return { unavailable: this.noteAbstention(node, reply[1]!) };
       },
-      {
+      answers && {
         observe: (index, reply) => {
           if (reply !== undefined && typeof reply !== 'number' && reply[0] === 0)
             request.clocks[index] = { sentAt: started, clockUs: reply[3]! };
@@ -442,10 +447,10 @@ export class Redlock implements LockOwner {
   }
 
   /**
-   * After a failed attempt: frees whatever it got, on every node that may hold our key (those that
-   * granted, failed or timed out: a late SET is queued before this release on the same
-   * connection; nodes that answered busy or abstained set nothing). Returns true when the
-   * caller's value was retired.
+   * After a failed attempt: frees whatever it got. A caller that does not wait, or waits for
+   * several resources, frees it on every node that may hold its key (those that granted, failed
+   * or timed out: a late SET is queued before this release on the same connection; nodes that
+   * answered busy or abstained set nothing). Returns true when the caller's value was retired.
    *
    * A caller that waits for one resource may also have been handed the lock by some nodes
    * meanwhile, and counts such hand-overs towards a majority. Once it frees its keys it could no
@@ -458,10 +463,10 @@ export class Redlock implements LockOwner {
   private async freePartialGrant(
     request: AcquireRequest,
     round: RoundOutcome<AcquireReply>,
-    answers: LateAnswers,
+    answers: LateAnswers | undefined,
   ): Promise<boolean> {
     const { votes } = round;
-    if (request.ticket === '' || request.names.length > 1) {
+    if (!answers) {
       const mayHold = this.nodes.filter((_, i) => votes[i] !== 'no' && votes[i] !== 'declined');
       if (mayHold.length > 0)
         void this.releaseKeys(request.lockKeys, request.value, mayHold, request.ticket || '-');
@@ -516,9 +521,9 @@ export class Redlock implements LockOwner {
    * clock drift, and the key outlives it by the turn. Each node's lease is bounded that way, and
    * the lock is valid while a majority's are. The tokens are settled like an attempt's. The lock
    * then starts with the short lease of a turn, and halfway through, unless it was released first,
-   * is extended to end when a grant of its own `ttl` would have: a lock handed over costs no round at all when it is held
-   * briefly, and a waiter that died after its engine got the lock holds it up no longer than a
-   * turn.
+   * is extended to end when a grant of its own `ttl` would have: a lock handed over costs no round
+   * at all when it is held briefly, and a waiter that died after its engine got the lock holds it
+   * up no longer than a turn.
    */
   private async grantFromHandOffs(
     request: AcquireRequest,
@@ -776,6 +781,11 @@ export class Redlock implements LockOwner {
     node.abstainingUntil = until;
     return `abstaining under the restart guard for ${remainingMs} more ms`;
   }
+}
+
+/** Whether the caller waits for one resource: nodes hand it the lock itself (see scripts.ts). */
+function countsHandOffs(request: AcquireRequest): boolean {
+  return request.ticket !== '' && request.names.length === 1;
 }
 
 /** Whether any node granted an attempt, as the answers come in, also after the round's decision. */

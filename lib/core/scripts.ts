@@ -256,7 +256,8 @@ return freed
 
 /**
  * Leave the queues: a waiter that gives up (its wait ran out, it was aborted). If the lock (or its
- * turn) had been handed to it, the next waiter gets it. KEYS: lock keys. ARGV: value. Returns the number of queues left.
+ * turn) had been handed to it, the next waiter gets it. KEYS: lock keys. ARGV: value. Returns the
+ * number of queues left.
  */
 function leaveQueueLua({ turnMs, fenceIdleMs }: ScriptSettings): string {
   return `${queueLua(turnMs, fenceIdleMs)}

@@ -117,4 +117,32 @@ describe('a lock handed over in line', () => {
     expect(lock.fencingToken).toBeGreaterThan(old.fencingToken);
     await lock.release();
   });
+
+  test('what nodes handed a waiter before it gave back a partial grant passes to its new value, not to nobody', async () => {
+    // Held on nodes 0-1 by one engine and on 2-4 by another; the waiter queues on all five, and
+    // a second waiter queues behind it.
+    const onTwo = await cluster.engine({}, [0, 1]);
+    const onThree = await cluster.engine({}, [2, 3, 4]);
+    const two = await onTwo.acquire('passed-on', { ttl: 10_000 });
+    const three = await onThree.acquire('passed-on', { ttl: 10_000 });
+    const waiter = await cluster.engine();
+    const lock$ = waiter.acquire('passed-on', { wait: 5000 });
+    await sleep(60);
+    const behind = await cluster.engine();
+    const behind$ = behind.acquire('passed-on', { wait: 5000 });
+    await sleep(60);
+    // Nodes 0 and 1 hand the lock to the waiter: not a majority. Half a turn later it tries, gets
+    // 0 and 1, finds 2-4 busy, gives 0 and 1 back and renames its place: the release hands them on
+    // to the first in line, which is the waiter under its new value (not the one behind it).
+    await two.release();
+    await sleep(TURN_MS / 2 + 100);
+    const renamed = await cluster.redis.client(2).zrange(queueKey('passed-on'), 0, 0);
+    expect((await values('passed-on')).slice(0, 2)).toEqual([renamed[0], renamed[0]]);
+    await three.release(); // nodes 2-4 hand it over too: the waiter holds all five
+    const lock = await lock$;
+    expect(lockValue(lock)).toBe(renamed[0]);
+    expect(await values('passed-on')).toEqual(new Array(5).fill(lockValue(lock)));
+    await lock.release();
+    await (await behind$).release();
+  });
 });
