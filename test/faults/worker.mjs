@@ -347,6 +347,13 @@ async function waitUntil(t) {
   }
 }
 
+// A rejection nobody handled means a worker step went unchecked: exit non-zero at once (whatever
+// --unhandled-rejections mode NODE_OPTIONS asks for), so the harness fails the run with our stderr.
+process.on('unhandledRejection', (reason) => {
+  process.stderr.write(`unhandled rejection in fault worker ${process.pid}: ${reason?.stack ?? reason}\n`);
+  process.exit(70);
+});
+
 if (process.argv[2]) {
   // Standalone, for debugging: `node test/faults/worker.mjs '<WorkerConfig JSON with durationMs>'`
   // runs one job at once for durationMs (no harness, no IPC).
