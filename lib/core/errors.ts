@@ -27,6 +27,9 @@ export class RedlockOptionsError extends RedlockError {
  * holder's remaining lease), a good value for an HTTP `Retry-After`.
  */
 export class LockNotAcquiredError extends RedlockError {
+  /** Stable, machine-readable code: what RPC, WebSocket and GraphQL clients receive as `code`. */
+  readonly code = 'LOCK_NOT_ACQUIRED' as const;
+
   constructor(
     readonly resources: readonly string[],
     readonly retryAfterMs: number,
@@ -56,11 +59,19 @@ export interface NodeFailure {
 
 /** Too few nodes answered (down, timed out, or abstaining under the restart guard) to reach a majority. */
 export class QuorumUnavailableError extends RedlockError {
+  /** Stable, machine-readable code: what RPC, WebSocket and GraphQL clients receive as `code`. */
+  readonly code = 'QUORUM_UNAVAILABLE' as const;
+
   constructor(
     readonly resources: readonly string[],
     readonly quorum: number,
     readonly nodeCount: number,
     readonly failures: readonly NodeFailure[],
+    /**
+     * Time until a quorum votes again, when the engine knows it (nodes abstaining under the
+     * restart guard); undefined when nodes are simply down, since nobody can tell when they return.
+     */
+    readonly retryAfterMs?: number,
   ) {
     super(
       `Cannot lock ${formatResources(resources)}: a majority of ${quorum} of ${nodeCount} Redis nodes is not available. ` +
