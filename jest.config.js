@@ -11,6 +11,7 @@ export default {
   moduleNameMapper: {
     '^nest-quorum-lock$': '<rootDir>/lib/index.ts',
     '^nest-quorum-lock/testing$': '<rootDir>/lib/testing/index.ts',
+    '^nest-quorum-lock/postgres$': '<rootDir>/lib/fencing/postgres/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {
