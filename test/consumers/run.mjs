@@ -13,7 +13,8 @@
  *  3. Compiles the app with its own TypeScript and a tsconfig like the one `nest new` writes; a
  *     CommonJS app is also type-checked under the other resolution mode (node10 <-> nodenext).
  *  4. Compiles the library's own sources (lib/) against that app's NestJS/ioredis typings.
- *  5. `require()` and `import()` of both entry points from plain node, with any warning reported.
+ *  5. `require()` and `import()` of every entry point in `exports` from plain node (and their
+ *     typings under each tsconfig), with any warning reported.
  *  6. Boots the app (test/consumers/app/main.ts) against 3 real redis-server nodes that it starts
  *     through the tarball's `nest-quorum-lock/testing`: 200 with strictly increasing fencing tokens,
  *     409 on a busy lock, a waiting request served on the holder's release; the process must then
@@ -47,7 +48,15 @@ const EXIT_GRACE_MS = 10_000;
  * newer app on 6 (which deprecates node10 resolution, so that check sets ignoreDeprecations).
  */
 const COMBOS = [
-  { id: 'cjs-nest11-ioredis6', esm: false, nest: '^11', ioredis: '^6', ts: '^5.8', emit: 'node10' },
+  {
+    id: 'cjs-nest11-ioredis6',
+    esm: false,
+    nest: '^11',
+    ioredis: '^6',
+    ts: '^5.8',
+    emit: 'node10',
+    jest: true,
+  },
   { id: 'cjs-nest12-ioredis5', esm: false, nest: '^12', ioredis: '^5.4', ts: '^6', emit: 'nodenext' },
   { id: 'esm-nest12-ioredis6', esm: true, nest: '^12', ioredis: '^6', ts: '^6', emit: 'nodenext' },
   { id: 'esm-nest11-ioredis5', esm: true, nest: '^11', ioredis: '^5.4', ts: '^5.8', emit: 'nodenext' },
@@ -221,7 +230,18 @@ function writeApp(dir, combo, versions) {
       'reflect-metadata': versions.reflectMetadata,
       rxjs: versions.rxjs,
     },
-    devDependencies: { typescript: versions.ts, '@types/node': versions.typesNode },
+    devDependencies: {
+      typescript: versions.ts,
+      '@types/node': versions.typesNode,
+      ...(combo.jest
+        ? {
+            jest: versions.jest,
+            'ts-jest': versions.tsJest,
+            '@types/jest': versions.typesJest,
+            '@nestjs/testing': versions.nestTesting,
+          }
+        : {}),
+    },
   };
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
   const tsMajor = Number(versions.ts.split('.')[0]);
@@ -235,7 +255,26 @@ function writeApp(dir, combo, versions) {
     );
   }
   copyFileSync(join(here, 'app/main.ts'), join(dir, 'src/main.ts'));
+  if (combo.jest) {
+    mkdirSync(join(dir, 'test'));
+    copyFileSync(join(here, 'app/lock.jest.ts'), join(dir, 'test/lock.spec.ts'));
+    writeFileSync(join(dir, 'jest.config.js'), JEST_CONFIG);
+  }
 }
+
+/**
+ * The Jest config of a CommonJS app (as the README gives it): ts-jest also compiles this package's
+ * ES modules to CommonJS, since Jest's own require() cannot load ES modules before Node 24.9.
+ */
+const JEST_CONFIG = `module.exports = {
+  testEnvironment: 'node',
+  testRegex: '.*\\\\.spec\\\\.ts$',
+  transform: {
+    '^.+\\\\.(t|j)s$': ['ts-jest', { tsconfig: { module: 'commonjs', allowJs: true, experimentalDecorators: true, emitDecoratorMetadata: true, isolatedModules: true } }],
+  },
+  transformIgnorePatterns: ['/node_modules/(?!nest-quorum-lock/)'],
+};
+`;
 
 /**
  * Copies lib/ into the app and compiles it with the repository's own TypeScript against the app's
@@ -263,20 +302,53 @@ async function checkLibSources(dir) {
   });
 }
 
-/** require() and import() of both entry points from plain node, in the app's directory. */
-async function loadFromPlainNode(dir) {
-  const probe = (load) =>
-    `const a = ${load('nest-quorum-lock')}; const t = ${load('nest-quorum-lock/testing')};` +
-    `if (typeof a.LockService !== 'function' || typeof a.RedlockModule !== 'function' || typeof t.RedisNodes !== 'function') { console.error('missing exports'); process.exit(1); }`;
-  const cjs = await run(process.execPath, ['--input-type=commonjs', '-e', probe((m) => `require('${m}')`)], {
-    cwd: dir,
-  });
-  const esm = await run(
-    process.execPath,
-    ['--input-type=module', '-e', probe((m) => `await import('${m}')`)],
-    { cwd: dir },
+/** The package's entry points as installed: every `exports` key but ./package.json. */
+function entryPoints(dir) {
+  const pkg = JSON.parse(readFileSync(join(dir, 'node_modules/nest-quorum-lock/package.json'), 'utf8'));
+  const subpaths = Object.keys(pkg.exports).filter((k) => k !== './package.json');
+  const optionalPeers = Object.keys(pkg.peerDependenciesMeta ?? {}).filter(
+    (k) => pkg.peerDependenciesMeta[k].optional,
   );
-  return { cjs, esm };
+  return { specifiers: subpaths.map((k) => `nest-quorum-lock${k.slice(1)}`), optionalPeers };
+}
+
+/**
+ * A source file importing every entry point, compiled with the app: every subpath's typings must
+ * resolve under the app's tsconfig (node10 needs `typesVersions`, nodenext reads `exports`).
+ */
+function writeEntryPointImports(dir, specifiers) {
+  const lines = specifiers.map((s, i) => `import * as entry${i} from '${s}';`);
+  lines.push(`export const entryPoints = [${specifiers.map((_, i) => `entry${i}`).join(', ')}];`);
+  writeFileSync(join(dir, 'src/entry-points.ts'), `${lines.join('\n')}\n`);
+}
+
+/**
+ * require() and import() of every entry point from plain node, in the app's directory: each must
+ * load and export something, and the root and ./testing what an app uses. An entry point that fails
+ * only because an optional peer is not installed is reported, not failed.
+ */
+async function loadFromPlainNode(dir, { specifiers, optionalPeers }) {
+  const results = [];
+  for (const [kind, load] of [
+    ['require()', (m) => `require('${m}')`],
+    ['import()', (m) => `await import('${m}')`],
+  ]) {
+    for (const specifier of specifiers) {
+      const code =
+        `const m = ${load(specifier)};` +
+        `const want = { 'nest-quorum-lock': ['LockService', 'RedlockModule', 'DistributedLock'], 'nest-quorum-lock/testing': ['RedisNodes'] }['${specifier}'] ?? [];` +
+        `const missing = want.filter((k) => typeof m[k] !== 'function');` +
+        `if (Object.keys(m).length === 0 || missing.length) { console.error('exports missing: ' + (missing.join(', ') || 'all')); process.exit(1); }`;
+      const r = await run(
+        process.execPath,
+        [`--input-type=${kind === 'import()' ? 'module' : 'commonjs'}`, '-e', code],
+        { cwd: dir },
+      );
+      const peer = optionalPeers.find((p) => r.stderr.includes(`'${p}'`));
+      results.push({ kind, specifier, r, optionalPeer: r.code !== 0 ? peer : undefined });
+    }
+  }
+  return results;
 }
 
 /** Boots the compiled app; it must print RESULT and then exit by itself. */
@@ -350,6 +422,8 @@ async function runCombo(base, combo, tarball, versions) {
       `nest ${installed(dir, '@nestjs/core')}, ioredis ${installed(dir, 'ioredis')}, ` +
       `ts ${installed(dir, 'typescript')}`;
 
+    const entries = entryPoints(dir);
+    writeEntryPointImports(dir, entries.specifiers);
     const tsc = join(dir, 'node_modules/typescript/bin/tsc');
     const build = must(
       await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: dir }),
@@ -376,14 +450,27 @@ async function runCombo(base, combo, tarball, versions) {
     for (const l of optional) row.notes.push(`lib/ check, optional peer absent: ${l.trim()}`);
     if (lib.code !== 0 && errors.length !== optional.length) must(lib, 'lib/ sources against these typings');
 
-    const { cjs, esm } = await loadFromPlainNode(dir);
-    must(cjs, 'require() from plain node');
-    must(esm, 'import() from plain node');
-    for (const w of warnings(cjs.stderr)) row.notes.push(`require(): ${w}`);
-    for (const w of warnings(esm.stderr)) row.notes.push(`import(): ${w}`);
+    for (const load of await loadFromPlainNode(dir, entries)) {
+      const what = `${load.kind} of ${load.specifier} from plain node`;
+      if (load.optionalPeer) row.notes.push(`${what}: needs the optional peer ${load.optionalPeer}`);
+      else must(load.r, what);
+      for (const w of warnings(load.r.stderr)) row.notes.push(`${what}: ${w}`);
+    }
+    row.notes.push(`loaded with require() and import(): ${entries.specifiers.join(', ')}`);
 
+    if (combo.jest) {
+      const jest = await run(process.execPath, [join(dir, 'node_modules/jest/bin/jest.js'), '--ci'], {
+        cwd: dir,
+        timeoutMs: 90_000,
+      });
+      row.boot += jest.seconds;
+      must(jest, 'jest (a unit test with Test.createTestingModule)');
+      row.notes.push(
+        `ok   jest ${installed(dir, 'jest')} + ts-jest: a locked provider under Test.createTestingModule, exited by itself`,
+      );
+    }
     const result = await boot(dir);
-    row.boot = result.seconds;
+    row.boot += result.seconds;
     for (const c of result.checks) row.notes.push(`${c.ok ? 'ok  ' : 'FAIL'} ${c.name}: ${c.detail}`);
     if (result.protocol) row.notes.push(`protocol: ${result.protocol}`);
     for (const w of result.stderr) row.notes.push(`app stderr: ${w}`);
@@ -413,19 +500,37 @@ async function main() {
   const started = performance.now();
   const base = mkdtempSync(join(tmpdir(), 'nql-consumers-'));
   try {
-    const [tarball, nest11, nest12, ioredis5, ioredis6, ts5, ts6, typesNode, reflectMetadata, rxjs] =
-      await Promise.all([
-        pack(base),
-        latest('@nestjs/core', '^11'),
-        latest('@nestjs/core', '^12'),
-        latest('ioredis', '^5.4'),
-        latest('ioredis', '^6'),
-        latest('typescript', '^5.8'),
-        latest('typescript', '^6'),
-        latest('@types/node', '^20'),
-        latest('reflect-metadata', '^0.2'),
-        latest('rxjs', '^7.8'),
-      ]);
+    const [
+      tarball,
+      nest11,
+      nest12,
+      ioredis5,
+      ioredis6,
+      ts5,
+      ts6,
+      typesNode,
+      reflectMetadata,
+      rxjs,
+      jest,
+      tsJest,
+      typesJest,
+      nestTesting11,
+    ] = await Promise.all([
+      pack(base),
+      latest('@nestjs/core', '^11'),
+      latest('@nestjs/core', '^12'),
+      latest('ioredis', '^5.4'),
+      latest('ioredis', '^6'),
+      latest('typescript', '^5.8'),
+      latest('typescript', '^6'),
+      latest('@types/node', '^20'),
+      latest('reflect-metadata', '^0.2'),
+      latest('rxjs', '^7.8'),
+      latest('jest', '^30'),
+      latest('ts-jest', '^29'),
+      latest('@types/jest', '^30'),
+      latest('@nestjs/testing', '^11'),
+    ]);
     console.log(
       `packed ${tarball.path.split('/').at(-1)}: ${(tarball.size / 1024).toFixed(1)} kB, ` +
         `${(tarball.unpackedSize / 1024).toFixed(1)} kB unpacked, ${tarball.entries} files`,
@@ -439,6 +544,11 @@ async function main() {
         typesNode,
         reflectMetadata,
         rxjs,
+        jest,
+        tsJest,
+        typesJest,
+        // Only the CommonJS NestJS 11 app runs Jest (an ESM app's Jest setup is the repository's own).
+        nestTesting: nestTesting11,
       }),
     );
 
