@@ -23,7 +23,6 @@ async function main(): Promise<void> {
   // (REDLOCK_RESTART_GUARD=off says the same for nodes a script started for this app).
   const freshNodes = embedded.freshLockNodes || process.env.REDLOCK_RESTART_GUARD === 'off';
   const app = await NestFactory.create(AppModule.forRoot(config, freshNodes ? { restartGuard: false } : {}));
-  app.enableShutdownHooks();
   await app.listen(config.port);
   const url = `http://localhost:${config.port}`;
   logger.log(`Listening on ${url}  (instance ${config.instance})`);
@@ -44,7 +43,8 @@ async function main(): Promise<void> {
     await embedded.close();
     process.exit(0);
   };
-  // enableShutdownHooks closes the app on these signals too; the embedded nodes must follow it.
+  // Not app.enableShutdownHooks(): after closing the app it re-raises the signal, which would end
+  // the process before the local servers are stopped and their directories removed.
   process.once('SIGINT', () => void stop('SIGINT'));
   process.once('SIGTERM', () => void stop('SIGTERM'));
 }
