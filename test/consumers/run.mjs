@@ -20,6 +20,10 @@
  *     409 on a busy lock, a waiting request served on the holder's release; the process must then
  *     exit by itself (no open handle).
  *
+ * NEW ENTRY POINTS (e.g. `./terminus` -> dist/terminus/index.js): add them to package.json `exports`
+ * (`types` first, then `default`) AND to `typesVersions` (for node10 resolution); this suite then
+ * loads and type-checks them in every app without a change here.
+ *
  * Options: --only <id,...> (combination ids below), --keep (keep the temp dir). Environment:
  * CONSUMERS_NPM_CACHE (default: <tmpdir>/nest-quorum-lock-npm-cache, shared by every app and run).
  * Exit code 0 only when every combination passed.
