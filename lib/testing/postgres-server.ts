@@ -39,7 +39,13 @@ function installExitHook(): void {
         // already gone
       }
     }
-    for (const dir of liveDirs) rmSync(dir, { recursive: true, force: true });
+    for (const dir of liveDirs) {
+      try {
+        rmSync(dir, { recursive: true, force: true });
+      } catch {
+        // the server may still be writing its last files; a temp dir left behind is harmless
+      }
+    }
   });
 }
 
