@@ -9,7 +9,10 @@ export class RedlockError extends Error {
   }
 }
 
-/** Options given to the library are invalid. Thrown at construction / bootstrap, never later. */
+/**
+ * Options given to the library are invalid: engine options at construction (bootstrap), per-call
+ * options (ttl, wait, holdAtLeast...) and resource names when the call is made, before any I/O.
+ */
 export class RedlockOptionsError extends RedlockError {
   /** @param option the option path at fault, e.g. `ttl` or `nodes[2]`. */
   constructor(
@@ -61,6 +64,11 @@ export class QuorumUnavailableError extends RedlockError {
     readonly quorum: number,
     readonly nodeCount: number,
     readonly failures: readonly NodeFailure[],
+    /**
+     * When a quorum should vote again, in ms (nodes abstaining under the restart guard come back
+     * then); undefined when unknown (nodes down).
+     */
+    readonly retryAfterMs?: number,
   ) {
     super(
       `Cannot lock ${formatResources(resources)}: a majority of ${quorum} of ${nodeCount} Redis nodes is not available. ` +

@@ -7,7 +7,7 @@ import {
   type NestInterceptor,
 } from '@nestjs/common';
 import { catchError, throwError, type Observable } from 'rxjs';
-import { LockNotAcquiredError, QuorumUnavailableError } from '../core/errors.js';
+import { LockNotAcquiredError, QuorumUnavailableError } from '../core/index.js';
 
 /** Minimal response surface shared by Express (`setHeader`) and Fastify (`header`). */
 interface HeaderSink {
