@@ -6,9 +6,12 @@ export default {
   // .ts first: a stray compiled .js beside a source must never shadow it.
   moduleFileExtensions: ['ts', 'js', 'mjs', 'json'],
   testMatch: ['**/*.spec.ts'],
+  // A promise rejection nobody handles fails the test it surfaced in (issue 14, item 6).
+  setupFilesAfterEnv: ['<rootDir>/test/support/fail-on-unhandled-rejection.ts'],
   moduleNameMapper: {
     '^nest-quorum-lock$': '<rootDir>/lib/index.ts',
     '^nest-quorum-lock/testing$': '<rootDir>/lib/testing/index.ts',
+    '^nest-quorum-lock/postgres$': '<rootDir>/lib/fencing/postgres/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },
   transform: {

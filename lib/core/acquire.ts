@@ -50,7 +50,12 @@ export type Attempt =
       /** Set when a majority granted but the grant could not be used (nobody else holds it). */
       readonly why?: string;
     }
-  | { readonly outcome: 'unavailable'; readonly failures: readonly NodeFailure[] };
+  | {
+      readonly outcome: 'unavailable';
+      readonly failures: readonly NodeFailure[];
+      /** When a quorum should vote again, ms; undefined when unknown (voters down). */
+      readonly retryAfterMs: number | undefined;
+    };
 
 /**
  * How a waiter for one resource follows its attempts (queue/single-waiter.ts): it sees every
@@ -112,7 +117,11 @@ export class Acquirer {
       const contended = round.yes.length > 0 && !heldByOneOwner(busy, voters.quorum);
       return { outcome: 'busy', retryAfterMs: retryAfter(busy, voters.count, voters.quorum), contended };
     }
-    return { outcome: 'unavailable', failures: round.unavailable };
+    return {
+      outcome: 'unavailable',
+      failures: round.unavailable,
+      retryAfterMs: voters.msUntilQuorumVotes(round.votes),
+    };
   }
 
   /**

@@ -9,10 +9,7 @@ export class RedlockError extends Error {
   }
 }
 
-/**
- * Options given to the library are invalid: engine options at construction (bootstrap), per-call
- * options (ttl, wait, holdAtLeast...) and resource names when the call is made, before any I/O.
- */
+/** Options given to the library are invalid. Thrown at construction / bootstrap, never later. */
 export class RedlockOptionsError extends RedlockError {
   /** @param option the option path at fault, e.g. `ttl` or `nodes[2]`. */
   constructor(
@@ -30,6 +27,9 @@ export class RedlockOptionsError extends RedlockError {
  * holder's remaining lease), a good value for an HTTP `Retry-After`.
  */
 export class LockNotAcquiredError extends RedlockError {
+  /** Stable, machine-readable code: what RPC, WebSocket and GraphQL clients receive as `code`. */
+  readonly code = 'LOCK_NOT_ACQUIRED' as const;
+
   constructor(
     readonly resources: readonly string[],
     readonly retryAfterMs: number,
@@ -59,14 +59,17 @@ export interface NodeFailure {
 
 /** Too few nodes answered (down, timed out, or abstaining under the restart guard) to reach a majority. */
 export class QuorumUnavailableError extends RedlockError {
+  /** Stable, machine-readable code: what RPC, WebSocket and GraphQL clients receive as `code`. */
+  readonly code = 'QUORUM_UNAVAILABLE' as const;
+
   constructor(
     readonly resources: readonly string[],
     readonly quorum: number,
     readonly nodeCount: number,
     readonly failures: readonly NodeFailure[],
     /**
-     * When a quorum should vote again, in ms (nodes abstaining under the restart guard come back
-     * then); undefined when unknown (nodes down).
+     * Time until a quorum votes again, when the engine knows it (nodes abstaining under the
+     * restart guard); undefined when nodes are simply down, since nobody can tell when they return.
      */
     readonly retryAfterMs?: number,
   ) {

@@ -209,7 +209,7 @@ export class Redlock {
       voters.quorum,
       voters.count,
       attempt.failures,
-      voters.msUntilQuorumVotes(),
+      attempt.retryAfterMs,
     );
   }
 }

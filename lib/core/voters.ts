@@ -105,14 +105,19 @@ export class Voters {
   }
 
   /**
-   * When a quorum should vote again, in ms from now: the quorum-th soonest among voters that are
-   * connected (0 when voting, the rest of its abstention otherwise). Undefined when too few are
-   * connected to tell.
+   * When a quorum should vote again after a round that did not reach one, in ms from now: the
+   * quorum-th soonest among the voters (0 for those that voted, the rest of its abstention for one
+   * that abstained). Undefined when that depends on voters that failed or did not answer: nobody
+   * can tell when they come back.
    */
-  msUntilQuorumVotes(): number | undefined {
+  msUntilQuorumVotes(votes: RoundOutcome<unknown>['votes']): number | undefined {
     const now = Date.now();
     const waits = this.list
-      .map((voter, i) => (voter.connected ? Math.max(0, this.abstaining[i]! - now) : Infinity))
+      .map((_, i) => {
+        const vote = votes[i];
+        if (vote === 'yes' || vote === 'no') return 0;
+        return vote === 'declined' ? Math.max(0, this.abstaining[i]! - now) : Infinity;
+      })
       .sort((a, b) => a - b);
     const wait = waits[this.quorum - 1]!;
     return Number.isFinite(wait) ? wait : undefined;

@@ -8,4 +8,5 @@ export type { DistributedLockOptions, DistributedLockMetadata } from './distribu
 export { FencingToken, LockSignal } from './lock-params.decorator.js';
 export type { LockKey } from './lock-key.js';
 export { LockErrorInterceptor } from './lock-error.interceptor.js';
+export { lockErrorPayload, type LockErrorCode, type LockErrorPayload } from './contexts/payload.js';
 export { DISTRIBUTED_LOCK_METADATA } from './redlock.constants.js';

@@ -1,63 +1,54 @@
+import { Injectable, type CallHandler, type ExecutionContext, type NestInterceptor } from '@nestjs/common';
+import { catchError, from, mergeMap, throwError, type Observable } from 'rxjs';
+import { toGraphQLError } from './contexts/graphql.js';
+import { toHttpException } from './contexts/http.js';
 import {
-  ConflictException,
-  Injectable,
-  ServiceUnavailableException,
-  type CallHandler,
-  type ExecutionContext,
-  type NestInterceptor,
-} from '@nestjs/common';
-import { catchError, throwError, type Observable } from 'rxjs';
-import { LockNotAcquiredError, QuorumUnavailableError } from '../core/index.js';
-
-/** Minimal response surface shared by Express (`setHeader`) and Fastify (`header`). */
-interface HeaderSink {
-  setHeader?(name: string, value: string): unknown;
-  header?(name: string, value: string): unknown;
-}
+  isMappedLockError,
+  lockErrorPayload,
+  type LockErrorPayload,
+  type MappedLockError,
+} from './contexts/payload.js';
+import { toRpcException } from './contexts/rpc.js';
+import { toWsException } from './contexts/ws.js';
 
 /**
- * Registered by RedlockModule for the whole application. In HTTP, a busy lock becomes
- * 409 Conflict with a `Retry-After` header (seconds until the holder's lease ends), and a lost
- * quorum becomes 503 Service Unavailable. Other contexts (RPC, WebSockets) get the typed error.
+ * Registered by RedlockModule for the whole application. Maps a `LockNotAcquiredError` or a
+ * `QuorumUnavailableError` to what each execution context's exception handling understands:
+ * - HTTP: 409 Conflict / 503 Service Unavailable with `Retry-After`;
+ * - RPC (`@MessagePattern`, `@EventPattern`): an `RpcException` whose error is
+ *   `{ code, message, retryAfterMs? }` (see {@link LockErrorPayload});
+ * - WebSocket: a `WsException` with the same object;
+ * - GraphQL: a `GraphQLError` with `extensions: { code, retryAfterMs? }`.
+ *
+ * Anything else the method throws, and any other context, passes through untouched. The exception
+ * classes of RPC, WebSocket and GraphQL come from optional peers, imported on first use only.
  */
 @Injectable()
 export class LockErrorInterceptor implements NestInterceptor {
   intercept(context: ExecutionContext, next: CallHandler): Observable<unknown> {
-    if (context.getType() !== 'http') return next.handle();
     return next.handle().pipe(
       catchError((err: unknown) => {
-        if (err instanceof LockNotAcquiredError) {
-          setHeader(context, 'Retry-After', String(err.retryAfterSeconds));
-          return throwError(
-            () =>
-              new ConflictException(
-                { statusCode: 409, error: 'Conflict', message: err.message, retryAfterMs: err.retryAfterMs },
-                { cause: err },
-              ),
-          );
-        }
-        if (err instanceof QuorumUnavailableError) {
-          setHeader(context, 'Retry-After', '1');
-          return throwError(
-            () =>
-              new ServiceUnavailableException(
-                {
-                  statusCode: 503,
-                  error: 'Service Unavailable',
-                  message: 'Distributed lock quorum unavailable; retry shortly.',
-                },
-                { cause: err },
-              ),
-          );
-        }
-        return throwError(() => err);
+        if (!isMappedLockError(err)) return throwError(() => err);
+        // getType() is a plain string: 'graphql' is not in Nest's core ContextType union.
+        const type: string = context.getType();
+        if (type === 'http') return throwError(() => toHttpException(err, context));
+        const build = asyncMappers[type];
+        if (!build) return throwError(() => err);
+        // The optional peer's exception class is imported lazily, hence the async hop; if that
+        // import fails the original lock error is rethrown rather than a module-loading error.
+        return from(build(lockErrorPayload(err), err).catch(() => err)).pipe(
+          mergeMap((mapped) => throwError(() => mapped)),
+        );
       }),
     );
   }
 }
 
-function setHeader(context: ExecutionContext, name: string, value: string): void {
-  const response = context.switchToHttp().getResponse<HeaderSink>();
-  if (typeof response.setHeader === 'function') response.setHeader(name, value);
-  else response.header?.(name, value);
-}
+/** Builds the context's exception class, which lives in an optional peer. */
+type AsyncMapper = (payload: LockErrorPayload, cause: MappedLockError) => Promise<Error>;
+
+const asyncMappers: Partial<Record<string, AsyncMapper>> = {
+  rpc: toRpcException,
+  ws: toWsException,
+  graphql: toGraphQLError,
+};

@@ -2,3 +2,5 @@
 export { RedisNodes, assertRedisServerInstalled } from './redis-nodes.js';
 export type { RedisNodesOptions, RedisNodeInfo, Persistence } from './redis-nodes.js';
 export { freePort } from './free-port.js';
+export { PostgresServer } from './postgres-server.js';
+export type { PostgresServerOptions } from './postgres-server.js';

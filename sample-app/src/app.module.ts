@@ -1,13 +1,16 @@
-import { Module, type DynamicModule } from '@nestjs/common';
+import { Logger, Module, type DynamicModule, type Provider } from '@nestjs/common';
 import { Redis } from 'ioredis';
+import pg from 'pg';
 import { RedlockModule } from 'nest-quorum-lock';
 import { AccountStore } from './accounts/account-store.js';
+import { PostgresAccountStore } from './accounts/postgres-account-store.js';
+import { RedisAccountStore } from './accounts/redis-account-store.js';
 import { AccountsController } from './accounts/accounts.controller.js';
 import { AccountsService } from './accounts/accounts.service.js';
 import type { SampleConfig } from './config.js';
 import { SettlementJob } from './settlement/settlement.job.js';
 import { StatusController } from './status/status.controller.js';
-import { SAMPLE_CONFIG, STORE_REDIS } from './tokens.js';
+import { SAMPLE_CONFIG, STORE_PG, STORE_REDIS } from './tokens.js';
 
 /** Makes the sample configuration injectable (what ConfigModule would do in a larger app). */
 @Module({})
@@ -43,16 +46,36 @@ export class AppModule {
         }),
       ],
       controllers: [AccountsController, StatusController],
-      providers: [
-        {
-          provide: STORE_REDIS,
-          inject: [SAMPLE_CONFIG],
-          useFactory: (c: SampleConfig) => new Redis(c.storeUrl!),
-        },
-        AccountStore,
-        AccountsService,
-        SettlementJob,
-      ],
+      providers: [...storeProviders(config), AccountsService, SettlementJob],
     };
   }
+}
+
+/** The accounts' database: PostgreSQL (default) or Redis, both behind the AccountStore token. */
+function storeProviders(config: SampleConfig): Provider[] {
+  if (config.store === 'postgres')
+    return [
+      {
+        provide: STORE_PG,
+        inject: [SAMPLE_CONFIG],
+        useFactory: (c: SampleConfig) => {
+          const pool = new pg.Pool({ connectionString: c.databaseUrl!, max: 10 });
+          // node-postgres emits errors of idle connections (a restarted server) on the pool:
+          // unhandled, they would end the process. The next query reconnects.
+          pool.on('error', (err) =>
+            new Logger('AccountsDatabase').warn(`Idle connection lost: ${err.message}`),
+          );
+          return pool;
+        },
+      },
+      { provide: AccountStore, useClass: PostgresAccountStore },
+    ];
+  return [
+    {
+      provide: STORE_REDIS,
+      inject: [SAMPLE_CONFIG],
+      useFactory: (c: SampleConfig) => new Redis(c.storeUrl!),
+    },
+    { provide: AccountStore, useClass: RedisAccountStore },
+  ];
 }

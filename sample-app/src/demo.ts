@@ -1,13 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
-import { freePort, RedisNodes } from 'nest-quorum-lock/testing';
+import { freePort, PostgresServer, RedisNodes } from 'nest-quorum-lock/testing';
 
 /**
- * `npm run demo`: three instances of the sample app against the same five lock nodes and store;
+ * `npm run demo`: three instances of the sample app against the same five lock nodes and the
+ * same accounts database (a PostgreSQL started here; `STORE=redis npm run demo` for a Redis one);
  * a few hundred concurrent withdrawals; one instance is paused (SIGSTOP) while it holds an
- * account lock until the lock expires, then resumed. Prints what happened and ends every process
- * it started.
+ * account lock until the lock expires, then resumed: the database refuses its stale write.
+ * Prints what happened and ends every process it started.
  */
 const ACCOUNTS = ['alice', 'bob', 'carol', 'dave'];
 const OPENING_BALANCE = 5_000;
@@ -58,9 +59,56 @@ async function withdraw(instance: Instance, account: string, amount: number): Pr
   return { status: res.status, account, amount, body: (await res.json()) as Outcome['body'] };
 }
 
+async function open(instance: Instance, id: string, balance: number): Promise<void> {
+  const res = await fetch(`http://localhost:${instance.port}/accounts/${id}`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ balance }),
+  });
+  if (!res.ok) throw new Error(`opening ${id} failed: HTTP ${res.status}`);
+}
+
+async function account(instance: Instance, id: string): Promise<{ balance: number }> {
+  return (await (await fetch(`http://localhost:${instance.port}/accounts/${id}`)).json()) as {
+    balance: number;
+  };
+}
+
+/** The accounts' database the instances share. */
+interface Store {
+  readonly kind: 'postgres' | 'redis';
+  readonly name: string;
+  /** How an instance finds it (STORE + DATABASE_URL or STORE_URL). */
+  readonly env: Record<string, string>;
+  close(): Promise<void>;
+}
+
+/** The accounts' database for every instance: a local PostgreSQL (default) or redis-server. */
+async function startStore(kind: 'postgres' | 'redis'): Promise<Store> {
+  if (kind === 'postgres') {
+    const server = await PostgresServer.start();
+    return {
+      kind,
+      name: `PostgreSQL ${server.host}:${server.port} (FencedTable)`,
+      env: { STORE: 'postgres', DATABASE_URL: server.url },
+      close: () => server.close(),
+    };
+  }
+  const nodes = await RedisNodes.start(1);
+  return {
+    kind,
+    name: `redis-server ${nodes.url(0)} (FencedWriter)`,
+    env: { STORE: 'redis', STORE_URL: nodes.url(0) },
+    close: () => nodes.close(),
+  };
+}
+
 async function main(): Promise<void> {
   const locks = await RedisNodes.start(5);
-  const store = await RedisNodes.start(1);
+  const store = await startStore(process.env.STORE === 'redis' ? 'redis' : 'postgres').catch(async (err) => {
+    await locks.close();
+    throw err;
+  });
   const instances: Instance[] = [];
   const stopAll = async () => {
     for (const i of instances) {
@@ -80,17 +128,16 @@ async function main(): Promise<void> {
     // are not "embedded" from the instances' view, so say it through the environment.
     const env = {
       REDLOCK_NODES: locks.urls.join(','),
-      STORE_URL: store.url(0),
+      ...store.env,
       REDLOCK_RESTART_GUARD: 'off',
     };
     instances.push(await startInstance('A', env), await startInstance('B', env));
     // C's payment provider is slow, so it is sure to be caught mid-payment, holding the lock.
     instances.push(await startInstance('C', { ...env, PAYMENT_DELAY_MS: '300' }));
     console.log(
-      `3 instances on ports ${instances.map((i) => i.port).join(', ')}; 5 lock nodes; store ${store.url(0)}`,
+      `3 instances on ports ${instances.map((i) => i.port).join(', ')}; 5 lock nodes; accounts in ${store.name}`,
     );
-    for (const account of ACCOUNTS)
-      await store.client(0).hset(`account:${account}`, { balance: OPENING_BALANCE, fence: 0 });
+    for (const account of ACCOUNTS) await open(instances[0]!, account, OPENING_BALANCE);
 
     // The victim: instance C takes bob's lock for a withdrawal and is frozen mid-payment.
     const victim = instances[2]!;
@@ -114,9 +161,7 @@ async function main(): Promise<void> {
     const ok = outcomes.filter((o) => o.status === 200);
     const refused = outcomes.filter((o) => o.status === 409);
     const insufficient = outcomes.filter((o) => o.status === 422);
-    const balances = await Promise.all(
-      ACCOUNTS.map(async (a) => Number(await store.client(0).hget(`account:${a}`, 'balance'))),
-    );
+    const balances = await Promise.all(ACCOUNTS.map(async (a) => (await account(instances[0]!, a)).balance));
     const withdrawn = ok.reduce((sum, o) => sum + o.amount, 0);
     const expected = ACCOUNTS.length * OPENING_BALANCE - withdrawn;
     const final = balances.reduce((a, b) => a + b, 0);
@@ -151,7 +196,10 @@ async function main(): Promise<void> {
       ['expected balance', String(expected)],
       ['balances match', final === expected && balances.every((b) => b >= 0) ? 'yes' : 'NO'],
       ['tokens strictly increasing per account', serial ? 'yes' : 'NO'],
-      ['stale writes rejected', String(staleRejected)],
+      [
+        `stale writes rejected by ${store.kind === 'postgres' ? 'PostgreSQL' : 'Redis'}`,
+        String(staleRejected),
+      ],
       [`paused instance's withdrawal`, `HTTP ${(await frozen).status}`],
     ];
     const width = Math.max(...rows.map(([k]) => k.length));

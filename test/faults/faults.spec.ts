@@ -31,6 +31,7 @@ import {
   tableRow,
   type ScenarioResult,
 } from './scenarios.js';
+import { s1PgFenced, s1PgUnfenced } from './scenarios-pg.js';
 
 const TIMEOUT = FULL ? 15 * 60_000 : 60_000;
 
@@ -54,6 +55,9 @@ const LEGEND = `
   is what makes a read-modify-write safe; the control run uses plain GET/SET and no lock.
 - S1-writer is S1 with the library's FencedWriter: its fenced read records the reader's token, so
   a paused holder's late write is refused once a newer holder has read the counter.
+- S1-pg is S1 with the counter in a PostgreSQL row behind the library's FencedTable (fenced read, then
+  fenced write: one statement each); S1-pg-control is the same workload with plain SQL and no token
+  check, which loses the updates the paused holders overwrite.
 - S5-noguard is deliberately unsafe (restart guard off, 3 of 5 nodes restarted empty while a lock is
   held): the overlaps it shows prove that the checker sees them. Even there, the fenced store kept
   every stale write out (the newer holder's token is seeded from the node clock, so it is higher).
@@ -194,6 +198,34 @@ describe(`fault injection against real redis-server nodes (${FULL ? 'full' : 're
       expect(r.figures.pauses).toBeGreaterThanOrEqual(1);
       expect(r.report.staleWritesAccepted).toBe(0);
       expect(r.report.lostUpdates).toBe(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S1-pg: against PostgreSQL behind FencedTable, a paused holder gets no stale write in, no update is lost',
+    async () => {
+      const r = await run(s1PgFenced);
+      expectSafe(r);
+      expect(r.figures.pauses).toBeGreaterThanOrEqual(1);
+      expect(r.figures.pausedWritesRejected).toBeGreaterThanOrEqual(1);
+      expect(r.figures.pausedWritesAccepted).toBe(0);
+      expect(r.report.lostUpdates).toBe(0);
+      expect(r.report.finalCounter).toBe(r.report.acknowledgedIncrements);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S1-pg control: the same against PostgreSQL without fencing loses updates, and the checker sees it',
+    async () => {
+      const r = await run(s1PgUnfenced);
+      expect(r.figures.pauses).toBeGreaterThanOrEqual(1);
+      expect(r.figures.pausedWritesAccepted).toBeGreaterThanOrEqual(1);
+      expect(r.report.staleWritesAccepted).toBeGreaterThan(0);
+      expect(r.report.lostUpdates).toBeGreaterThan(0);
       passed(r);
     },
     TIMEOUT,

@@ -72,6 +72,8 @@ export interface WorkerConfig {
    * library's FencedWriter after an unfenced read: write-only fencing).
    */
   fencing?: 'register' | 'writer';
+  /** S1-pg: keep the counter in this PostgreSQL instead, fenced by FencedTable or not (pg-store.mjs). */
+  pg?: { url: string; fenced: boolean };
   ttl: number;
   wait: number;
   nodeTimeout: number;

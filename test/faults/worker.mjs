@@ -114,6 +114,8 @@ async function runJob(cfg) {
   store.defineCommand('fencedRead', { numberOfKeys: 2, lua: READ });
   store.defineCommand('fencedWrite', { numberOfKeys: 3, lua: WRITE });
   const writer = cfg.fencing === 'writer' ? new FencedWriter(store) : undefined;
+  // cfg.pg (S1-pg): the counter lives in PostgreSQL instead (pg-store.mjs), opened in the try below.
+  let pgStore;
   const engine = cfg.lock
     ? new Redlock({
         nodes: cfg.nodes,
@@ -132,7 +134,12 @@ async function runJob(cfg) {
     const [valueKey, seenKey, writtenKey] = storeKeys(resource);
     log('read-req', { i, resource, token });
     let value;
-    if (token === undefined) {
+    if (pgStore) {
+      const read = await pgStore.read(resource, token);
+      value = read.value;
+      log('read-ack', { i, resource, token, ok: read.ok, value });
+      if (!read.ok) return;
+    } else if (token === undefined) {
       value = Number((await store.get(valueKey)) ?? '0');
       log('read-ack', { i, resource, token, ok: true, value });
     } else if (writer) {
@@ -163,7 +170,10 @@ async function runJob(cfg) {
     }
     const next = value + 1;
     log('write-req', { i, resource, token, value: next });
-    if (token === undefined) {
+    if (pgStore) {
+      const ok = await pgStore.write(resource, token, next);
+      log('write-ack', { i, resource, token, ok });
+    } else if (token === undefined) {
       await store.set(valueKey, String(next));
       log('write-ack', { i, resource, token, ok: true });
     } else if (writer) {
@@ -296,6 +306,7 @@ async function runJob(cfg) {
   }
 
   try {
+    if (cfg.pg) pgStore = await (await import('./pg-store.mjs')).openPgStore(cfg.pg);
     if (engine) await engine.connect();
     await store.ping();
     log('start', { id: cfg.id, pid: process.pid, lock: Boolean(cfg.lock), resource: cfg.resource });
@@ -313,6 +324,7 @@ async function runJob(cfg) {
     process.off('message', onMessage);
     if (engine) await engine.close().catch(() => undefined);
     await store.quit().catch(() => store.disconnect());
+    await pgStore?.close();
     closeSync(fd);
   }
 }
@@ -350,6 +362,13 @@ async function waitUntil(t) {
     // spin the last ~2 ms: a barrier start should be as simultaneous as the cores allow
   }
 }
+
+// A rejection nobody handled means a worker step went unchecked: exit non-zero at once (whatever
+// --unhandled-rejections mode NODE_OPTIONS asks for), so the harness fails the run with our stderr.
+process.on('unhandledRejection', (reason) => {
+  process.stderr.write(`unhandled rejection in fault worker ${process.pid}: ${reason?.stack ?? reason}\n`);
+  process.exit(70);
+});
 
 if (process.argv[2]) {
   // Standalone, for debugging: `node test/faults/worker.mjs '<WorkerConfig JSON with durationMs>'`

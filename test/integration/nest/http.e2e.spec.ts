@@ -19,6 +19,7 @@ import {
   FencingToken,
   LockNotAcquiredError,
   LockService,
+  QuorumUnavailableError,
   RedlockModule,
 } from '../../../lib/index.js';
 import { RedisNodes } from '../../../lib/testing/index.js';
@@ -109,6 +110,13 @@ class CounterController {
   @DistributedLock('busy', { wait: 0 })
   async busy(): Promise<string> {
     return 'got it';
+  }
+
+  /** What the engine throws while voters abstain for a known time (restart guard). */
+  @Get('abstaining')
+  @DistributedLock('abstaining')
+  async abstaining(): Promise<never> {
+    throw new QuorumUnavailableError(['abstaining'], 3, 5, [], 7200);
   }
 
   @Get('stream')
@@ -230,13 +238,58 @@ describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
     expect(after.text).toBe('true');
   });
 
-  test('a QuorumUnavailableError becomes 503', async () => {
+  test('a QuorumUnavailableError becomes 503; nodes down: Retry-After 1 and no retryAfterMs', async () => {
     for (const i of [0, 1, 2]) redis.stop(i);
     try {
       const res = await request(app.getHttpServer()).get('/counter/below');
       expect(res.status).toBe(503);
+      expect(res.headers['retry-after']).toBe('1');
+      expect(res.body).toEqual({
+        statusCode: 503,
+        error: 'Service Unavailable',
+        message: 'Distributed lock quorum unavailable; retry shortly.',
+      });
     } finally {
       for (const i of [0, 1, 2]) redis.resume(i);
     }
+  });
+
+  test('a QuorumUnavailableError with retryAfterMs: 503 with Retry-After = ceil(retryAfterMs / 1000)', async () => {
+    const res = await request(app.getHttpServer()).get('/counter/abstaining').expect(503);
+    expect(res.headers['retry-after']).toBe('8');
+    expect(res.body.retryAfterMs).toBe(7200);
+  });
+});
+
+describe('503 while brand-new nodes abstain under the restart guard', () => {
+  const GUARD_MS = 3000;
+  let redis: RedisNodes;
+  let app: INestApplication;
+
+  beforeAll(async () => {
+    redis = await RedisNodes.start(3);
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedlockModule.forRoot({ nodes: redis.urls, restartGuard: GUARD_MS, ttl: 1000 })],
+      controllers: [CounterController],
+      providers: [CounterStore],
+    }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+  });
+  afterAll(async () => {
+    await app?.close();
+    await redis?.close();
+  });
+
+  test('Retry-After is the time until a quorum votes again (the rest of the guard), not 1 s', async () => {
+    const started = Date.now();
+    const res = await request(app.getHttpServer()).get('/counter/below').expect(503);
+    const seconds = Number(res.headers['retry-after']);
+    // The first acquire on brand-new nodes sets their markers: the guard runs from about now.
+    const left = GUARD_MS - (Date.now() - started);
+    expect(res.body.retryAfterMs).toBeGreaterThan(left - 500);
+    expect(res.body.retryAfterMs).toBeLessThanOrEqual(GUARD_MS);
+    expect(seconds).toBe(Math.ceil(res.body.retryAfterMs / 1000));
+    expect(seconds).toBeGreaterThan(1);
   });
 });

@@ -2,23 +2,69 @@ import 'reflect-metadata';
 import type { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
+import pg from 'pg';
 import { FencedWriter } from 'nest-quorum-lock';
-import { RedisNodes } from 'nest-quorum-lock/testing';
+import { FencedTable } from 'nest-quorum-lock/postgres';
+import { PostgresServer, RedisNodes } from 'nest-quorum-lock/testing';
 import { AppModule } from '../../../sample-app/src/app.module.js';
-import { readConfig } from '../../../sample-app/src/config.js';
+import { readConfig, type StoreKind } from '../../../sample-app/src/config.js';
 
-describe('sample app: account withdrawals under a distributed lock (real nodes)', () => {
+/** Fenced access to the app's accounts behind its back, with the store's own helper. */
+interface FencedAccounts {
+  write(id: string, balance: number, token: number): Promise<{ accepted: boolean; lastToken: number }>;
+  read(id: string, token: number): Promise<{ accepted: boolean; balance: number }>;
+  close(): Promise<void>;
+}
+
+/** The accounts' database for one run: a real PostgreSQL or redis-server, started here. */
+async function startStore(kind: StoreKind): Promise<{ env: Record<string, string>; fenced: FencedAccounts }> {
+  if (kind === 'postgres') {
+    const server = await PostgresServer.start();
+    const pool = new pg.Pool({ connectionString: server.url });
+    pool.on('error', () => undefined); // an idle connection ended by the server's shutdown
+    const accounts = new FencedTable<{ balance: string }>({ table: 'accounts' });
+    return {
+      env: { DATABASE_URL: server.url },
+      fenced: {
+        write: (id, balance, token) => accounts.write(pool, id, token, { balance: String(balance) }),
+        read: async (id, token) => {
+          const { accepted, row } = await accounts.read(pool, id, token);
+          return { accepted, balance: Number(row.balance) };
+        },
+        close: async () => {
+          await pool.end();
+          await server.close();
+        },
+      },
+    };
+  }
+  const nodes = await RedisNodes.start(1);
+  const writer = new FencedWriter(nodes.client(0));
+  return {
+    env: { STORE: 'redis', STORE_URL: nodes.url(0) },
+    fenced: {
+      write: (id, balance, token) => writer.hset(`account:${id}`, { balance }, token),
+      read: async (id, token) => {
+        const { accepted, fields } = await writer.hgetall(`account:${id}`, token);
+        return { accepted, balance: Number(fields.balance) };
+      },
+      close: () => nodes.close(),
+    },
+  };
+}
+
+describe.each<StoreKind>(['postgres', 'redis'])('sample app with accounts in %s (real servers)', (kind) => {
   let locks: RedisNodes;
-  let store: RedisNodes;
+  let fenced: FencedAccounts;
   let app: INestApplication;
 
   beforeAll(async () => {
     locks = await RedisNodes.start(5);
-    store = await RedisNodes.start(1);
+    const store = await startStore(kind);
+    fenced = store.fenced;
     const config = {
-      ...readConfig({}),
+      ...readConfig(store.env),
       lockNodes: locks.urls,
-      storeUrl: store.url(0),
       instance: 'test',
       paymentDelayMs: 10,
       settlementIntervalMs: 60_000,
@@ -31,7 +77,7 @@ describe('sample app: account withdrawals under a distributed lock (real nodes)'
   });
   afterAll(async () => {
     await app?.close();
-    await Promise.all([locks?.close(), store?.close()]);
+    await Promise.all([locks?.close(), fenced?.close()]);
   });
 
   test('withdraw, then read the account', async () => {
@@ -41,6 +87,12 @@ describe('sample app: account withdrawals under a distributed lock (real nodes)'
     expect(res.body).toMatchObject({ accountId: 'alice', amount: 300, balance: 700 });
     const account = await request(server).get('/accounts/alice').expect(200);
     expect(account.body).toMatchObject({ balance: 700, fence: res.body.token });
+  });
+
+  test('a withdrawal from an account never opened is a 404, and opens nothing', async () => {
+    const server = app.getHttpServer();
+    await request(server).post('/accounts/nobody/withdraw').send({ amount: 1 }).expect(404);
+    await request(server).get('/accounts/nobody').expect(404);
   });
 
   test('20 concurrent withdrawals of 100 from 1000: exactly 10 succeed, no overdraft', async () => {
@@ -60,16 +112,13 @@ describe('sample app: account withdrawals under a distributed lock (real nodes)'
     const server = app.getHttpServer();
     await request(server).put('/accounts/carol').send({ balance: 1000 }).expect(200);
     // The handler's read-pay-write without the lock: every request reads before anyone writes.
-    const writer = new FencedWriter(storeClient());
     const balance = 1000;
     let token = Date.now() * 1000;
-    const writes = await Promise.all(
-      Array.from({ length: 20 }, async () => {
-        const read = balance; // every request read 1000 before anyone wrote
-        await new Promise((r) => setTimeout(r, 5));
-        return writer.hset('account:carol', { balance: read - 100 }, ++token);
-      }),
-    );
+    const reads = Array.from({ length: 20 }, () => balance); // every request read 1000 first
+    const writes = [];
+    // Then each writes, one after another, with a fresh (higher) token, as unlocked requests would
+    // (one at a time, so that PostgreSQL's pool cannot reorder the tokens).
+    for (const read of reads) writes.push(await fenced.write('carol', read - 100, ++token));
     expect(writes.filter((w) => w.accepted).length).toBe(20); // 20 payments of 100 from 1000
     const account = await request(server).get('/accounts/carol').expect(200);
     expect(account.body.balance).toBe(900); // but the balance says only one happened
@@ -99,20 +148,15 @@ describe('sample app: account withdrawals under a distributed lock (real nodes)'
     const server = app.getHttpServer();
     await request(server).put('/accounts/dave').send({ balance: 500 }).expect(200);
     const res = await request(server).post('/accounts/dave/withdraw').send({ amount: 100 }).expect(200);
-    const writer = new FencedWriter(storeClient());
-    const stale = await writer.hset('account:dave', { balance: 999_999 }, res.body.token - 1);
+    const stale = await fenced.write('dave', 999_999, res.body.token - 1);
     expect(stale).toEqual({ accepted: false, lastToken: res.body.token });
-    const staleRead = await writer.hgetall('account:dave', res.body.token - 1);
+    const staleRead = await fenced.read('dave', res.body.token - 1);
     expect(staleRead.accepted).toBe(false);
     // A newer holder reads first: from then on the previous token cannot write.
-    const newer = await writer.hgetall('account:dave', res.body.token + 10);
-    expect(newer).toMatchObject({ accepted: true, fields: { balance: '400' } });
-    expect((await writer.hset('account:dave', { balance: 1 }, res.body.token)).accepted).toBe(false);
+    const newer = await fenced.read('dave', res.body.token + 10);
+    expect(newer).toEqual({ accepted: true, balance: 400 });
+    expect((await fenced.write('dave', 1, res.body.token)).accepted).toBe(false);
     const account = await request(server).get('/accounts/dave').expect(200);
     expect(account.body.balance).toBe(400);
   });
-
-  function storeClient() {
-    return store.client(0);
-  }
 });

@@ -1,0 +1,172 @@
+/**
+ * The application the consumer suite (test/consumers/run.mjs) copies into every generated app, as
+ * `src/main.ts`, and compiles there with that app's TypeScript, tsconfig and installed packages.
+ * The same source must therefore compile as CommonJS (`module: commonjs` or `nodenext` without
+ * `"type": "module"`) and as ESM: no `import.meta`, no top-level await, `.js`-free imports of
+ * packages only.
+ *
+ * Run as `node dist/main.js`, it starts 3 real redis-server nodes through the package's own
+ * `nest-quorum-lock/testing` (which proves that entry point loads under the app's module system),
+ * boots a NestJS HTTP app with a `@DistributedLock` route against them, checks what a user relies
+ * on, closes everything and prints one `RESULT {json}` line. The runner treats a process that does
+ * not exit by itself shortly after that line as a failure (a handle left open).
+ */
+import 'reflect-metadata';
+import { Controller, Get, Module, Param, Query, type DynamicModule } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { DistributedLock, FencingToken, LockService, RedlockModule } from 'nest-quorum-lock';
+import { RedisNodes } from 'nest-quorum-lock/testing';
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** How long the waiting route may wait; far below the 10 s lease, so only a wake-up can serve it. */
+const WAIT_MS = 5000;
+
+@Controller('jobs')
+class JobsController {
+  /** Fails fast on a busy lock (409); `holdMs` keeps the lock that long. */
+  @Get(':id')
+  @DistributedLock('job:{0}', { wait: 0 })
+  async run(
+    @Param('id') id: string,
+    @Query('holdMs') holdMs: string | undefined,
+    @FencingToken() token: number,
+  ): Promise<{ id: string; token: number }> {
+    if (holdMs) await sleep(Number(holdMs));
+    return { id, token };
+  }
+
+  /** Waits in line for a busy lock. */
+  @Get(':id/waiting')
+  @DistributedLock('job:{0}', { wait: WAIT_MS })
+  async runWaiting(
+    @Param('id') id: string,
+    @FencingToken() token: number,
+  ): Promise<{ id: string; token: number }> {
+    return { id, token };
+  }
+}
+
+@Module({ controllers: [JobsController] })
+class AppModule {
+  static forNodes(urls: string[]): DynamicModule {
+    // Nodes this process just started cannot have granted anything yet: no restart guard needed.
+    return {
+      module: AppModule,
+      imports: [RedlockModule.forRoot({ nodes: urls, restartGuard: false, ttl: 10_000 })],
+    };
+  }
+}
+
+interface Check {
+  name: string;
+  ok: boolean;
+  detail: string;
+}
+
+interface Reply {
+  status: number;
+  token: number | undefined;
+  retryAfter: string | null;
+}
+
+async function get(url: string): Promise<Reply> {
+  const res = await fetch(url);
+  const text = await res.text();
+  let token: number | undefined;
+  try {
+    const body = JSON.parse(text) as { token?: unknown };
+    token = typeof body.token === 'number' ? body.token : undefined;
+  } catch {
+    token = undefined;
+  }
+  return { status: res.status, token, retryAfter: res.headers.get('retry-after') };
+}
+
+const increasing = (tokens: Array<number | undefined>) =>
+  tokens.every((t, i) => typeof t === 'number' && (i === 0 || t > (tokens[i - 1] as number)));
+
+async function main(): Promise<void> {
+  const checks: Check[] = [];
+  const check = (name: string, ok: boolean, detail: string) => checks.push({ name, ok, detail });
+  const nodes = await RedisNodes.start(3);
+  let protocol: string;
+  try {
+    const app = await NestFactory.create(AppModule.forNodes(nodes.urls), { logger: ['error', 'warn'] });
+    try {
+      await app.listen(0, '127.0.0.1');
+      const base = `${await app.getUrl()}/jobs`;
+
+      // 1. Several calls in a row: 2xx, with strictly increasing fencing tokens.
+      const seq: Reply[] = [];
+      for (let i = 0; i < 5; i++) seq.push(await get(`${base}/1`));
+      const tokens = seq.map((r) => r.token);
+      check(
+        'sequential calls: 200 with strictly increasing tokens',
+        seq.every((r) => r.status === 200) && increasing(tokens),
+        `statuses ${seq.map((r) => r.status).join(',')}, tokens ${tokens.join(',')}`,
+      );
+
+      // 2. Held by someone else (the test side, through the app's own LockService): 409 at once.
+      const locks = app.get(LockService);
+      const held = await locks.acquire('job:1');
+      const busy = await get(`${base}/1`);
+      await held.release();
+      const after = await get(`${base}/1`);
+      check(
+        'busy lock: 409 with Retry-After, then 200 after release',
+        busy.status === 409 &&
+          busy.retryAfter !== null &&
+          after.status === 200 &&
+          increasing([tokens[tokens.length - 1], held.fencingToken, after.token]),
+        `busy ${busy.status} (Retry-After ${busy.retryAfter}), after release ${after.status}; ` +
+          `tokens ${tokens[tokens.length - 1]} < held ${held.fencingToken} < ${after.token}`,
+      );
+
+      // 3. A waiting acquire: a second request waits while the first holds, and gets the lock when
+      // the first releases. With a 10 s lease and a 5 s wait only the release's wake-up (pub/sub)
+      // or hand-off can serve it in time; a broken wake-up answers 409.
+      const holdMs = 600;
+      const firstSent = performance.now();
+      const first = get(`${base}/2?holdMs=${holdMs}`).then((r) => ({ ...r, at: performance.now() }));
+      await sleep(200);
+      const second = get(`${base}/2/waiting`).then((r) => ({ ...r, at: performance.now() }));
+      const [r1, r2] = await Promise.all([first, second]);
+      const lag = r2.at - r1.at;
+      check(
+        'waiting acquire: served right after the holder releases',
+        r1.status === 200 &&
+          r2.status === 200 &&
+          increasing([r1.token, r2.token]) &&
+          r2.at - firstSent >= holdMs &&
+          lag < 1000,
+        `holder ${r1.status} token ${r1.token}, waiter ${r2.status} token ${r2.token}, ` +
+          `waiter answered ${lag.toFixed(0)} ms after the holder`,
+      );
+
+      // Which protocol the library's connections speak (ioredis 6 defaults to RESP3).
+      const list = String(await nodes.client(0).call('CLIENT', 'LIST'));
+      const conns = list
+        .split('\n')
+        .filter((line) => line.includes('cmd=') && !line.includes('cmd=client|list'));
+      const resp = (line: string) => /\bresp=(\d)/.exec(line)?.[1] ?? '?';
+      const pubsub = conns.filter((line) => /\bflags=\S*P/.test(line));
+      protocol =
+        `RESP${[...new Set(conns.map(resp))].join('/')} on ${conns.length} connection(s) of node 0, ` +
+        `pub/sub ${pubsub.map((line) => `RESP${resp(line)}`).join(',') || 'none'}`;
+    } finally {
+      await app.close();
+    }
+  } finally {
+    await nodes.close();
+  }
+  const ok = checks.length === 3 && checks.every((c) => c.ok);
+  process.stdout.write(`RESULT ${JSON.stringify({ ok, checks, protocol })}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stdout.write(
+    `RESULT ${JSON.stringify({ ok: false, checks: [], protocol: '', error: String((err as Error)?.stack ?? err) })}\n`,
+  );
+  process.exitCode = 1;
+});

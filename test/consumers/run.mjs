@@ -1,0 +1,476 @@
+#!/usr/bin/env node
+/* global setTimeout, clearTimeout, performance */
+/**
+ * Consumer-app suite: proves that the package a user downloads installs, type-checks, loads and
+ * works in the kinds of apps teams run. `npm run test:consumers` (CI runs it after `npm test`).
+ *
+ *  1. `npm pack` once (prepack builds dist/), and checks what the tarball holds.
+ *  2. For every supported combination (module system x NestJS major x ioredis major) it writes a
+ *     fresh app in a temp dir and runs ONE `npm install <tarball>` there, as a user adding the
+ *     package to an app that already lists its own NestJS/ioredis versions -- without
+ *     --legacy-peer-deps, so a peer range that excludes the combination fails the install.
+ *     Versions are the registry's latest of each major, resolved at run time.
+ *  3. Compiles the app with its own TypeScript and a tsconfig like the one `nest new` writes; a
+ *     CommonJS app is also type-checked under the other resolution mode (node10 <-> nodenext).
+ *  4. Compiles the library's own sources (lib/) against that app's NestJS/ioredis typings.
+ *  5. `require()` and `import()` of both entry points from plain node, with any warning reported.
+ *  6. Boots the app (test/consumers/app/main.ts) against 3 real redis-server nodes that it starts
+ *     through the tarball's `nest-quorum-lock/testing`: 200 with strictly increasing fencing tokens,
+ *     409 on a busy lock, a waiting request served on the holder's release; the process must then
+ *     exit by itself (no open handle).
+ *
+ * Options: --only <id,...> (combination ids below), --keep (keep the temp dir). Environment:
+ * CONSUMERS_NPM_CACHE (default: <tmpdir>/nest-quorum-lock-npm-cache, shared by every app and run).
+ * Exit code 0 only when every combination passed.
+ */
+import { spawn } from 'node:child_process';
+import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const ROOT = resolve(here, '../..');
+const args = process.argv.slice(2);
+const KEEP = args.includes('--keep');
+const onlyArg = args.indexOf('--only');
+const ONLY = onlyArg >= 0 ? new Set(args[onlyArg + 1].split(',')) : undefined;
+const CACHE = process.env.CONSUMERS_NPM_CACHE ?? join(tmpdir(), 'nest-quorum-lock-npm-cache');
+/** Installs at once: the machines have 2 cores, and an install is mostly waiting on the network. */
+const PARALLEL = 2;
+/** After printing its result the app must exit by itself within this time. */
+const EXIT_GRACE_MS = 10_000;
+
+/**
+ * The supported combinations. `ts` is the TypeScript the app installs: a CommonJS app on NestJS 11
+ * is most likely on TypeScript 5 (`nest new` of that era: module commonjs, node10 resolution), a
+ * newer app on 6 (which deprecates node10 resolution, so that check sets ignoreDeprecations).
+ */
+const COMBOS = [
+  { id: 'cjs-nest11-ioredis6', esm: false, nest: '^11', ioredis: '^6', ts: '^5.8', emit: 'node10' },
+  { id: 'cjs-nest12-ioredis5', esm: false, nest: '^12', ioredis: '^5.4', ts: '^6', emit: 'nodenext' },
+  { id: 'esm-nest12-ioredis6', esm: true, nest: '^12', ioredis: '^6', ts: '^6', emit: 'nodenext' },
+  { id: 'esm-nest11-ioredis5', esm: true, nest: '^11', ioredis: '^5.4', ts: '^5.8', emit: 'nodenext' },
+].filter((c) => !ONLY || ONLY.has(c.id));
+
+/** Peers every app installs; a lib/ import of anything else is an optional peer. */
+const REQUIRED_PEERS = ['@nestjs/common', '@nestjs/core', 'ioredis', 'reflect-metadata', 'rxjs'];
+
+/** The environment of every child: none of the npm_* settings `npm run` passes down. */
+const cleanEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([k]) => !/^npm_/i.test(k) && k !== 'INIT_CWD'),
+);
+
+/** Runs a command; resolves with its output and exit code (never rejects on a non-zero exit). */
+function run(cmd, argv, { cwd, timeoutMs = 300_000, env = cleanEnv, onLine } = {}) {
+  return new Promise((resolvePromise) => {
+    const started = performance.now();
+    const child = spawn(cmd, argv, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    child.stdout.on('data', (chunk) => {
+      stdout += chunk;
+      if (onLine) for (const line of String(chunk).split('\n')) if (line) onLine(line, child);
+    });
+    child.stderr.on('data', (chunk) => (stderr += chunk));
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolvePromise({
+        code,
+        signal,
+        stdout,
+        stderr,
+        timedOut,
+        seconds: (performance.now() - started) / 1000,
+      });
+    });
+  });
+}
+
+/** Fails with the command's output. */
+function must(result, what) {
+  if (result.code !== 0) {
+    const out = `${result.stdout}\n${result.stderr}`.trim().split('\n').slice(-40).join('\n');
+    throw new Error(`${what} failed (exit ${result.code}${result.timedOut ? ', timed out' : ''}):\n${out}`);
+  }
+  return result;
+}
+
+/** npm's own warnings about this machine's user config, which no package can avoid. */
+const noise = (line) => /Unknown (user|env) config/.test(line) || line.trim() === '';
+const warnings = (text) =>
+  text
+    .split('\n')
+    .filter((l) => !noise(l))
+    .map((l) => l.trim());
+
+const semverKey = (v) =>
+  v.split(/[.-]/).map((p) => (/^\d+$/.test(p) ? Number(p).toString().padStart(8, '0') : p));
+const semverMax = (versions) =>
+  [...versions].sort((a, b) => (semverKey(a).join('.') < semverKey(b).join('.') ? -1 : 1)).at(-1);
+
+/** The registry's newest version of `name` within `range`. */
+async function latest(name, range) {
+  const r = must(
+    await run('npm', ['view', `${name}@${range}`, 'version', '--json', '--cache', CACHE]),
+    `npm view ${name}@${range}`,
+  );
+  const parsed = JSON.parse(r.stdout);
+  return Array.isArray(parsed) ? semverMax(parsed) : parsed;
+}
+
+/** Packs the repository once and checks the tarball holds what users need and nothing else. */
+async function pack(dir) {
+  const r = must(await run('npm', ['pack', '--json', '--pack-destination', dir], { cwd: ROOT }), 'npm pack');
+  const info = JSON.parse(r.stdout.slice(r.stdout.indexOf('[')))[0];
+  const files = info.files.map((f) => f.path);
+  const problems = [];
+  for (const needed of [
+    'package.json',
+    'README.md',
+    'LICENSE',
+    'CHANGELOG.md',
+    'dist/index.js',
+    'dist/index.d.ts',
+    'dist/testing/index.js',
+  ]) {
+    if (!files.includes(needed)) problems.push(`missing ${needed}`);
+  }
+  for (const f of files) {
+    if (f.endsWith('.map')) problems.push(`source map ${f} (its sources are not shipped)`);
+    else if (!/^(package\.json|README\.md|LICENSE|CHANGELOG\.md|dist\/.+\.(js|d\.ts))$/.test(f))
+      problems.push(`unexpected ${f}`);
+    const source = /^dist\/(.+)\.(js|d\.ts)$/.exec(f);
+    if (source) {
+      try {
+        readFileSync(join(ROOT, 'lib', `${source[1]}.ts`));
+      } catch {
+        problems.push(`${f} has no source in lib/ (a stale build output)`);
+      }
+    }
+  }
+  if (problems.length) throw new Error(`the tarball is wrong:\n  ${problems.join('\n  ')}`);
+  return {
+    path: join(dir, info.filename),
+    size: info.size,
+    unpackedSize: info.unpackedSize,
+    entries: files.length,
+  };
+}
+
+/** The compiler options `nest new` writes (module commonjs, node10 resolution by default). */
+const NEST_NEW_CJS = {
+  module: 'commonjs',
+  declaration: true,
+  removeComments: true,
+  emitDecoratorMetadata: true,
+  experimentalDecorators: true,
+  allowSyntheticDefaultImports: true,
+  target: 'ES2023',
+  sourceMap: true,
+  outDir: './dist',
+  // TypeScript 6 wants rootDir spelled out when outDir is set; nest new's tsconfig predates that.
+  rootDir: './src',
+  incremental: true,
+  skipLibCheck: true,
+  strictNullChecks: true,
+  forceConsistentCasingInFileNames: true,
+  noImplicitAny: false,
+  strictBindCallApply: false,
+  noFallthroughCasesInSwitch: false,
+};
+const NODENEXT = {
+  module: 'nodenext',
+  moduleResolution: 'nodenext',
+  target: 'ES2023',
+  outDir: './dist',
+  rootDir: './src',
+  strict: true,
+  esModuleInterop: true,
+  isolatedModules: true,
+  skipLibCheck: true,
+  emitDecoratorMetadata: true,
+  experimentalDecorators: true,
+};
+
+function tsconfig(mode, tsMajor, extra = {}) {
+  const compilerOptions = mode === 'node10' ? { ...NEST_NEW_CJS } : { ...NODENEXT };
+  // TypeScript 6 deprecates node10 resolution; an app that still uses it silences the error so.
+  if (mode === 'node10' && tsMajor >= 6) compilerOptions.ignoreDeprecations = '6.0';
+  return JSON.stringify({ compilerOptions: { ...compilerOptions, ...extra }, include: ['src'] }, null, 2);
+}
+
+/** Writes the app: package.json with its own NestJS/ioredis versions, tsconfigs, the source. */
+function writeApp(dir, combo, versions) {
+  mkdirSync(join(dir, 'src'), { recursive: true });
+  const pkg = {
+    name: `consumer-${combo.id}`,
+    version: '0.0.0',
+    private: true,
+    ...(combo.esm ? { type: 'module' } : {}),
+    dependencies: {
+      '@nestjs/common': versions.nest,
+      '@nestjs/core': versions.nest,
+      '@nestjs/platform-express': versions.nest,
+      ioredis: versions.ioredis,
+      'reflect-metadata': versions.reflectMetadata,
+      rxjs: versions.rxjs,
+    },
+    devDependencies: { typescript: versions.ts, '@types/node': versions.typesNode },
+  };
+  writeFileSync(join(dir, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
+  const tsMajor = Number(versions.ts.split('.')[0]);
+  writeFileSync(join(dir, 'tsconfig.json'), tsconfig(combo.emit, tsMajor));
+  if (!combo.esm) {
+    // The other CommonJS flavour, type-check only: node10 (nest new) <-> nodenext (require(esm)).
+    const other = combo.emit === 'node10' ? 'nodenext' : 'node10';
+    writeFileSync(
+      join(dir, `tsconfig.${other}.json`),
+      tsconfig(other, tsMajor, { noEmit: true, incremental: false }),
+    );
+  }
+  copyFileSync(join(here, 'app/main.ts'), join(dir, 'src/main.ts'));
+}
+
+/**
+ * Copies lib/ into the app and compiles it with the repository's own TypeScript against the app's
+ * node_modules (module resolution walks up from lib/ to the app), so the library's sources are
+ * checked against that app's NestJS and ioredis typings. Only what the entry points reach.
+ */
+async function checkLibSources(dir) {
+  const check = join(dir, 'libcheck');
+  cpSync(join(ROOT, 'lib'), join(check, 'lib'), {
+    recursive: true,
+    filter: (src) => !src.endsWith('.spec.ts'),
+  });
+  writeFileSync(join(check, 'package.json'), '{ "type": "module" }\n');
+  const repo = JSON.parse(readFileSync(join(ROOT, 'tsconfig.json'), 'utf8')).compilerOptions;
+  const { paths: _paths, rootDir: _rootDir, outDir: _outDir, ...options } = repo;
+  writeFileSync(
+    join(check, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { ...options, types: ['node'], noEmit: true, skipLibCheck: true },
+      files: ['lib/index.ts', 'lib/testing/index.ts'],
+    }),
+  );
+  return run(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], {
+    cwd: check,
+  });
+}
+
+/** require() and import() of both entry points from plain node, in the app's directory. */
+async function loadFromPlainNode(dir) {
+  const probe = (load) =>
+    `const a = ${load('nest-quorum-lock')}; const t = ${load('nest-quorum-lock/testing')};` +
+    `if (typeof a.LockService !== 'function' || typeof a.RedlockModule !== 'function' || typeof t.RedisNodes !== 'function') { console.error('missing exports'); process.exit(1); }`;
+  const cjs = await run(process.execPath, ['--input-type=commonjs', '-e', probe((m) => `require('${m}')`)], {
+    cwd: dir,
+  });
+  const esm = await run(
+    process.execPath,
+    ['--input-type=module', '-e', probe((m) => `await import('${m}')`)],
+    { cwd: dir },
+  );
+  return { cjs, esm };
+}
+
+/** Boots the compiled app; it must print RESULT and then exit by itself. */
+async function boot(dir) {
+  let resultAt;
+  let lingered = false;
+  const r = await run(process.execPath, ['dist/main.js'], {
+    cwd: dir,
+    timeoutMs: 120_000,
+    onLine: (line, child) => {
+      if (line.startsWith('RESULT ') && resultAt === undefined) {
+        resultAt = performance.now();
+        setTimeout(() => {
+          if (child.exitCode === null && child.signalCode === null) {
+            lingered = true;
+            child.kill('SIGKILL');
+          }
+        }, EXIT_GRACE_MS).unref();
+      }
+    },
+  });
+  const line = r.stdout.split('\n').find((l) => l.startsWith('RESULT '));
+  const result = line ? JSON.parse(line.slice(7)) : { ok: false, checks: [], error: `no RESULT line` };
+  if (lingered) {
+    result.ok = false;
+    result.error = `the app did not exit within ${EXIT_GRACE_MS / 1000} s after closing (an open handle)`;
+  } else if (r.code !== 0 && result.ok) {
+    result.ok = false;
+    result.error = `exit code ${r.code}`;
+  }
+  result.stderr = warnings(r.stderr).slice(0, 20);
+  return { ...result, seconds: r.seconds };
+}
+
+const installed = (dir, name) =>
+  JSON.parse(readFileSync(join(dir, 'node_modules', name, 'package.json'), 'utf8')).version;
+
+async function runCombo(base, combo, tarball, versions) {
+  const dir = join(base, combo.id);
+  const row = {
+    id: combo.id,
+    versions: '',
+    ok: false,
+    install: 0,
+    build: 0,
+    boot: 0,
+    notes: [],
+    failure: '',
+  };
+  try {
+    writeApp(dir, combo, versions);
+    const install = await run(
+      'npm',
+      [
+        'install',
+        tarball,
+        '--no-audit',
+        '--no-fund',
+        '--prefer-offline',
+        '--cache',
+        CACHE,
+        '--loglevel',
+        'warn',
+      ],
+      { cwd: dir },
+    );
+    row.install = install.seconds;
+    must(install, 'npm install of the tarball');
+    for (const w of warnings(install.stderr)) row.notes.push(`npm: ${w}`);
+    row.versions =
+      `nest ${installed(dir, '@nestjs/core')}, ioredis ${installed(dir, 'ioredis')}, ` +
+      `ts ${installed(dir, 'typescript')}`;
+
+    const tsc = join(dir, 'node_modules/typescript/bin/tsc');
+    const build = must(
+      await run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: dir }),
+      `tsc (${combo.emit})`,
+    );
+    row.build += build.seconds;
+    if (!combo.esm) {
+      const other = combo.emit === 'node10' ? 'nodenext' : 'node10';
+      const typeCheck = must(
+        await run(process.execPath, [tsc, '-p', `tsconfig.${other}.json`], { cwd: dir }),
+        `tsc (${other})`,
+      );
+      row.build += typeCheck.seconds;
+    }
+    const lib = await checkLibSources(dir);
+    row.build += lib.seconds;
+    const errors = lib.stdout.split('\n').filter((l) => /error TS\d+/.test(l));
+    // An optional peer (GraphQL, microservices, ...) is not installed in these apps: its typings
+    // cannot be checked here, which is reported, not failed. Anything else fails the combination.
+    const optional = errors.filter((l) => {
+      const m = /error TS2307: Cannot find module '([^']+)'/.exec(l);
+      return m && !REQUIRED_PEERS.includes(m[1]);
+    });
+    for (const l of optional) row.notes.push(`lib/ check, optional peer absent: ${l.trim()}`);
+    if (lib.code !== 0 && errors.length !== optional.length) must(lib, 'lib/ sources against these typings');
+
+    const { cjs, esm } = await loadFromPlainNode(dir);
+    must(cjs, 'require() from plain node');
+    must(esm, 'import() from plain node');
+    for (const w of warnings(cjs.stderr)) row.notes.push(`require(): ${w}`);
+    for (const w of warnings(esm.stderr)) row.notes.push(`import(): ${w}`);
+
+    const result = await boot(dir);
+    row.boot = result.seconds;
+    for (const c of result.checks) row.notes.push(`${c.ok ? 'ok  ' : 'FAIL'} ${c.name}: ${c.detail}`);
+    if (result.protocol) row.notes.push(`protocol: ${result.protocol}`);
+    for (const w of result.stderr) row.notes.push(`app stderr: ${w}`);
+    if (!result.ok) throw new Error(result.error ?? 'a check failed');
+    row.ok = true;
+  } catch (err) {
+    row.failure = String(err.message ?? err);
+  }
+  return row;
+}
+
+async function pool(items, size, fn) {
+  const out = new Array(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(size, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await fn(items[i]);
+      }
+    }),
+  );
+  return out;
+}
+
+async function main() {
+  const started = performance.now();
+  const base = mkdtempSync(join(tmpdir(), 'nql-consumers-'));
+  try {
+    const [tarball, nest11, nest12, ioredis5, ioredis6, ts5, ts6, typesNode, reflectMetadata, rxjs] =
+      await Promise.all([
+        pack(base),
+        latest('@nestjs/core', '^11'),
+        latest('@nestjs/core', '^12'),
+        latest('ioredis', '^5.4'),
+        latest('ioredis', '^6'),
+        latest('typescript', '^5.8'),
+        latest('typescript', '^6'),
+        latest('@types/node', '^20'),
+        latest('reflect-metadata', '^0.2'),
+        latest('rxjs', '^7.8'),
+      ]);
+    console.log(
+      `packed ${tarball.path.split('/').at(-1)}: ${(tarball.size / 1024).toFixed(1)} kB, ` +
+        `${(tarball.unpackedSize / 1024).toFixed(1)} kB unpacked, ${tarball.entries} files`,
+    );
+    const pick = { '^11': nest11, '^12': nest12, '^5.4': ioredis5, '^6': ioredis6 };
+    const rows = await pool(COMBOS, PARALLEL, (combo) =>
+      runCombo(base, combo, tarball.path, {
+        nest: pick[combo.nest],
+        ioredis: pick[combo.ioredis],
+        ts: combo.ts === '^6' ? ts6 : ts5,
+        typesNode,
+        reflectMetadata,
+        rxjs,
+      }),
+    );
+
+    const header = ['combination', 'installed', 'result', 'install s', 'tsc s', 'boot s'];
+    const table = rows.map((r) => [
+      r.id,
+      r.versions || '-',
+      r.ok ? 'pass' : 'FAIL',
+      r.install.toFixed(1),
+      r.build.toFixed(1),
+      r.boot.toFixed(1),
+    ]);
+    const widths = header.map((h, i) => Math.max(h.length, ...table.map((t) => t[i].length)));
+    const line = (cells) => `| ${cells.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
+    console.log(`\n${line(header)}\n| ${widths.map((w) => '-'.repeat(w)).join(' | ')} |`);
+    for (const t of table) console.log(line(t));
+    for (const r of rows) {
+      console.log(`\n${r.id}:`);
+      for (const n of r.notes) console.log(`  ${n}`);
+      if (r.failure) console.log(`  FAILED: ${r.failure.split('\n').join('\n    ')}`);
+    }
+    console.log(
+      `\n${rows.filter((r) => r.ok).length}/${rows.length} combinations passed in ${((performance.now() - started) / 1000).toFixed(0)} s`,
+    );
+    if (!rows.every((r) => r.ok) || rows.length === 0) process.exitCode = 1;
+  } finally {
+    if (KEEP) console.log(`kept ${base}`);
+    else rmSync(base, { recursive: true, force: true });
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});
