@@ -61,7 +61,11 @@ export const b6: Benchmark = {
       ctx.log(`B6 ours: acquiring ${count} locks (ttl ${ttl} ms, watchdog every ${tickMs} ms)`);
       const t0 = now();
       await forEachLimited(count, concurrency, async (i) => {
-        locks[i] = await engine.acquireWith(`bench:b6:${i}`, { ttl, maxHold: (seconds + 60) * 1000 }, true);
+        locks[i] = await engine.acquire(`bench:b6:${i}`, {
+          ttl,
+          maxHold: (seconds + 60) * 1000,
+          watchdog: true,
+        });
       });
       const acquireSeconds = (now() - t0) / 1000;
       const heapHeld = await settledHeap(gc, 4, tickMs);
@@ -74,11 +78,11 @@ export const b6: Benchmark = {
       // Extension calls per node, counted where the engine sends them (server-side EVALSHA counts
       // would also include the releases of lost locks).
       let extendCalls = 0;
-      for (const node of engine.nodes) {
-        const run = node.run.bind(node);
-        node.run = (script, keys, args) => {
-          if (script.name.startsWith('extend')) extendCalls++;
-          return run(script, keys, args);
+      for (const voter of engine.voters) {
+        const extend = voter.extend.bind(voter);
+        voter.extend = (batch) => {
+          extendCalls++;
+          return extend(batch);
         };
       }
       const holdStart = now();

@@ -1,8 +1,10 @@
 export { Redlock } from './redlock.js';
-export type { NodeStatus } from './redlock.js';
+export type { NodeStatus } from './voters.js';
 export type { Lock } from './lock.js';
 export type { RedlockOptions, LockOptions, RedlockNode } from './options.js';
 export type { RedlockLogger } from './logger.js';
+export type { Voter, VoterContext, VoterFactory } from './voter/voter.js';
+export type { AcquireVote, ExtendRequest, LetGo } from './scripts/index.js';
 export {
   RedlockError,
   RedlockOptionsError,

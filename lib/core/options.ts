@@ -1,9 +1,14 @@
 import type { Redis, RedisOptions } from 'ioredis';
 import { RedlockOptionsError } from './errors.js';
 import type { RedlockLogger } from './logger.js';
+import type { VoterFactory } from './voter/voter.js';
 
-/** One Redis master: a `redis://` / `rediss://` URL, ioredis options, or a ready ioredis client. */
-export type RedlockNode = string | RedisOptions | Redis;
+/**
+ * One voter of the quorum: a Redis master as a `redis://` / `rediss://` URL, ioredis options, or
+ * a ready ioredis client; or a {@link VoterFactory} (e.g. the in-memory voter of
+ * `nest-quorum-lock/testing`).
+ */
+export type RedlockNode = string | RedisOptions | Redis | VoterFactory;
 
 /** Options of the Redlock engine (and of `RedlockModule.forRoot`). */
 export interface RedlockOptions {
@@ -55,6 +60,12 @@ export interface LockOptions {
   watchdog?: boolean;
   /** Stop auto-extension after this many ms (default: the module's `maxHold`). */
   maxHold?: number;
+  /**
+   * A lock released sooner than this many ms after its grant is left to expire at grant +
+   * holdAtLeast instead (ShedLock's lockAtLeastFor), so that a 5 ms scheduled job is not run again
+   * by an instance whose clock is a little late. Default 0. At most `restartGuard`.
+   */
+  holdAtLeast?: number;
   /** Cancels waiting for the lock. */
   signal?: AbortSignal;
 }
@@ -82,6 +93,7 @@ export interface ResolvedLockOptions {
   readonly retryJitter: number;
   readonly watchdog: boolean;
   readonly maxHold: number;
+  readonly holdAtLeast: number;
   readonly signal?: AbortSignal;
 }
 
@@ -173,8 +185,16 @@ export function resolveLockOptions(
     retryJitter: o.retryJitter === undefined ? engine.retryJitter : nonNegative('retryJitter', o.retryJitter),
     watchdog: o.watchdog ?? watchdogDefault,
     maxHold: o.maxHold === undefined ? engine.maxHold : positiveOrInfinity('maxHold', o.maxHold),
+    holdAtLeast: resolveHoldAtLeast(engine, o.holdAtLeast),
     signal: o.signal,
   };
+}
+
+function resolveHoldAtLeast(engine: ResolvedOptions, holdAtLeast: number | undefined): number {
+  if (holdAtLeast === undefined) return 0;
+  nonNegative('holdAtLeast', holdAtLeast);
+  if (engine.restartGuard !== false) checkTtlWithinGuard('holdAtLeast', holdAtLeast, engine.restartGuard);
+  return holdAtLeast;
 }
 
 /** Normalises and validates resource names: a non-empty list of non-empty strings, de-duplicated. */

@@ -90,3 +90,27 @@ export function startTimeoutOrEarlier(ms: number, fire: () => void): CancelTimeo
   const grain = ms < 128 ? 1 : 2 ** (Math.floor(Math.log2(ms)) - 6);
   return startTimeout(Math.floor(ms / grain) * grain, fire);
 }
+
+/** What {@link settleWithin} resolves with when `ms` passed first. */
+export const TIMED_OUT: unique symbol = Symbol('timed out');
+
+/**
+ * Resolves with `promise`'s value, or with {@link TIMED_OUT} when `ms` pass first (a rejection
+ * is passed on). The one time-out race of the library: a node that is down or paused must not
+ * hang a PING, a QUIT or a SUBSCRIBE, and with it shutdown or a health check.
+ */
+export function settleWithin<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
+  return new Promise((resolve, reject) => {
+    const cancel = startTimeout(ms, () => resolve(TIMED_OUT));
+    promise.then(
+      (value) => {
+        cancel();
+        resolve(value);
+      },
+      (err: unknown) => {
+        cancel();
+        reject(err);
+      },
+    );
+  });
+}

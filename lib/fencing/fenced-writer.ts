@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { createHash } from 'node:crypto';
+import { luaScript, runScript, type LuaScript } from '../core/scripts/lua-script.js';
 
 /** Outcome of a fenced write. */
 export interface FencedWriteResult {
@@ -56,10 +56,9 @@ redis.call('HSET', KEYS[1], unpack(args))
 return {1, ARGV[2]}
 `;
 
-const sha = (source: string) => createHash('sha1').update(source).digest('hex');
 const SCRIPTS = {
-  read: { source: FENCED_HGETALL, sha: sha(FENCED_HGETALL) },
-  write: { source: FENCED_HSET, sha: sha(FENCED_HSET) },
+  read: luaScript('fenced-hgetall', FENCED_HGETALL),
+  write: luaScript('fenced-hset', FENCED_HSET),
 };
 
 /**
@@ -111,13 +110,8 @@ export class FencedWriter {
     return { accepted: reply[0] === 1, lastToken: Number(reply[1]) };
   }
 
-  private async run(script: { source: string; sha: string }, key: string, args: string[]): Promise<unknown> {
-    try {
-      return await this.redis.evalsha(script.sha, 1, key, ...args);
-    } catch (err) {
-      if (!(err instanceof Error) || !err.message.startsWith('NOSCRIPT')) throw err;
-      return this.redis.eval(script.source, 1, key, ...args);
-    }
+  private run(script: LuaScript, key: string, args: string[]): Promise<unknown> {
+    return runScript(this.redis, script, [key], args);
   }
 }
 

@@ -1,6 +1,7 @@
-import { Inject } from '@nestjs/common';
-import { Observable, throwError } from 'rxjs';
-import type { LockOptions } from '../core/options.js';
+import { Inject, Logger } from '@nestjs/common';
+import { catchError, EMPTY, Observable, throwError } from 'rxjs';
+import { LockNotAcquiredError, type LockOptions } from '../core/index.js';
+import { callLockedAsync, callLockedObservable } from './locked-call.js';
 import { compileLockKey, type LockKey } from './lock-key.js';
 import { LockService } from './lock.service.js';
 import {
@@ -11,7 +12,18 @@ import {
 } from './redlock.constants.js';
 
 /** Per-method options of `@DistributedLock` (module defaults apply to what is left out). */
-export type DistributedLockOptions = Omit<LockOptions, 'signal'>;
+export interface DistributedLockOptions extends Omit<LockOptions, 'signal'> {
+  /**
+   * What a call does when the lock is still busy after `wait`: `'throw'` (default) raises
+   * `LockNotAcquiredError` (HTTP 409); `'skip'` does not run the method and resolves `undefined`
+   * (an Observable method completes empty), logged at debug level: for scheduled jobs that only
+   * one instance should run, with `holdAtLeast` so that a short job is not run twice per tick.
+   */
+  onBusy?: 'throw' | 'skip';
+}
+
+/** Where skipped calls are logged (debug level). */
+const skipLog = new Logger('DistributedLock');
 
 /** What `@DistributedLock` records on the method, readable with `Reflect.getMetadata`. */
 export interface DistributedLockMetadata {
@@ -39,7 +51,8 @@ const injected = new WeakSet<object>();
  * Works on controller route handlers, in any order with `@Get`/`@Post`/`@UseGuards` (all metadata
  * is kept), and on methods of any provider. A method declared to return an `Observable` holds the
  * lock until the stream completes, errors or is unsubscribed. The method's own errors pass through
- * unchanged; a busy lock raises `LockNotAcquiredError` (HTTP 409 with Retry-After).
+ * unchanged; a busy lock raises `LockNotAcquiredError` (HTTP 409 with Retry-After), or skips the call
+ * with `onBusy: 'skip'`.
  *
  * @param key a resource, several, a template (`'order:{0}'`, `'user:{1.id}'`) or a function of the arguments
  *
@@ -73,6 +86,14 @@ export function DistributedLock(
     const tokenIndex = Reflect.getMetadata(FENCING_TOKEN_PARAM, target, propertyKey) as number | undefined;
     const signalIndex = Reflect.getMetadata(LOCK_SIGNAL_PARAM, target, propertyKey) as number | undefined;
     const returnsObservable = Reflect.getMetadata('design:returntype', target, propertyKey) === Observable;
+    const { onBusy = 'throw', ...lockOptions } = options;
+    const skipWhenBusy = onBusy === 'skip';
+    // Only our own acquire is skipped: a LockNotAcquiredError the method itself raised passes.
+    const skipped = <T>(err: unknown, resources: string[], ran: boolean, value: T): T => {
+      if (ran || !(err instanceof LockNotAcquiredError)) throw err;
+      skipLog.debug(`${where} skipped: ${resources.join(', ')} is locked elsewhere (onBusy: 'skip')`);
+      return value;
+    };
 
     const wrapper = new Proxy(original as AnyMethod, {
       apply(method, self: Record<symbol, LockService | undefined> | undefined, args: unknown[]) {
@@ -90,12 +111,22 @@ export function DistributedLock(
           // Report a bad key the way the method reports errors: as a rejection or a stream error.
           return returnsObservable ? throwError(() => err) : Promise.reject(err);
         }
-        return service.runLocked(resources, options, returnsObservable, (lock) => {
+        let ran = false;
+        const invoke = (lock: { fencingToken: number; signal: AbortSignal }) => {
+          ran = true;
           const callArgs = [...args];
           if (tokenIndex !== undefined) callArgs[tokenIndex] = lock.fencingToken;
           if (signalIndex !== undefined) callArgs[signalIndex] = lock.signal;
           return Reflect.apply(method, self, callArgs);
-        });
+        };
+        if (returnsObservable) {
+          const call = callLockedObservable(service, resources, lockOptions, invoke);
+          return skipWhenBusy
+            ? call.pipe(catchError((err: unknown) => skipped(err, resources, ran, EMPTY)))
+            : call;
+        }
+        const call = callLockedAsync(service, resources, lockOptions, invoke);
+        return skipWhenBusy ? call.catch((err: unknown) => skipped(err, resources, ran, undefined)) : call;
       },
     });
     // The router and other decorators read metadata from the function object: copy all of it, or

@@ -1,4 +1,4 @@
-import { RedlockOptionsError } from '../core/errors.js';
+import { RedlockOptionsError } from '../core/index.js';
 
 /**
  * What `@DistributedLock` locks: a resource name, several, a template over the method's arguments

@@ -1,15 +1,11 @@
 import { Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import type { Observable } from 'rxjs';
-import type { Lock } from '../core/lock.js';
-import type { LockOptions } from '../core/options.js';
-import { Redlock, type NodeStatus } from '../core/redlock.js';
-import { callLockedAsync, callLockedObservable } from './locked-call.js';
+import { Redlock, type Lock, type LockOptions, type NodeStatus } from '../core/index.js';
 
 /** Quorum health, for status endpoints and readiness probes. */
 export interface LockClusterStatus {
   /** Votes a lock needs (a strict majority of the nodes). */
   readonly quorum: number;
-  /** Whether enough nodes are reachable right now for a lock to be granted. */
+  /** Whether enough nodes are reachable and voting right now for a lock to be granted. */
   readonly quorumReachable: boolean;
   readonly nodes: readonly NodeStatus[];
 }
@@ -23,6 +19,10 @@ export interface LockClusterStatus {
  *   await this.orders.save(order, lock.fencingToken);
  * });
  * ```
+ *
+ * To replace it in a unit test, provide any object with the same public methods
+ * (`Test.createTestingModule(...).overrideProvider(LockService).useValue(fake)`), or use
+ * `RedlockTestingModule` from `nest-quorum-lock/testing`, which keeps the real service on memory.
  */
 @Injectable()
 export class LockService implements OnModuleInit, OnApplicationShutdown {
@@ -37,10 +37,14 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
    * @throws LockNotAcquiredError when still busy after `wait`; QuorumUnavailableError when too few nodes answer.
    */
   acquire(keys: string | string[], options?: LockOptions): Promise<Lock> {
-    return this.redlock.acquireWith(keys, options, false);
+    return this.redlock.acquire(keys, options);
   }
 
-  /** Like {@link acquire}, but resolves `null` when the lock stays busy. */
+  /**
+   * Makes ONE attempt (it waits only when `options.wait` is given: the module's default `wait`
+   * does not apply) and resolves `null` when the lock is busy.
+   * @throws QuorumUnavailableError when too few nodes answer.
+   */
   tryAcquire(keys: string | string[], options?: LockOptions): Promise<Lock | null> {
     return this.redlock.tryAcquire(keys, options);
   }
@@ -54,30 +58,17 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
     return this.redlock.using(keys, fn, options);
   }
 
+  /** Each node's reachability from its connection's state, and whether a quorum votes (no I/O). */
+  status(): LockClusterStatus {
+    return this.summarise(this.redlock.status());
+  }
+
   /**
    * Asks every node (PING, bounded by nodeTimeout) and reports which are reachable and whether a
    * quorum is, for status endpoints and readiness probes.
    */
-  async status(): Promise<LockClusterStatus> {
-    const nodes = await this.redlock.probe();
-    const reachable = nodes.filter((n) => n.reachable && n.abstainingUntil === undefined).length;
-    return { quorum: this.redlock.quorum, quorumReachable: reachable >= this.redlock.quorum, nodes };
-  }
-
-  /**
-   * Used by `@DistributedLock`: runs `invoke` under the lock, as an Observable when the method is
-   * declared to return one, otherwise as a promise.
-   * @internal
-   */
-  runLocked(
-    resources: string[],
-    options: LockOptions | undefined,
-    returnsObservable: boolean,
-    invoke: (lock: Lock) => unknown,
-  ): Promise<unknown> | Observable<unknown> {
-    return returnsObservable
-      ? callLockedObservable(this.redlock, resources, options, invoke)
-      : callLockedAsync(this.redlock, resources, options, invoke);
+  async probe(): Promise<LockClusterStatus> {
+    return this.summarise(await this.redlock.probe());
   }
 
   /** Waits (bounded by `connectTimeout`) for the node connections, so the first acquire works. */
@@ -88,5 +79,10 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
   /** Stops watchdogs, releases held locks and closes the connections the module opened. */
   async onApplicationShutdown(): Promise<void> {
     await this.redlock.close();
+  }
+
+  private summarise(nodes: readonly NodeStatus[]): LockClusterStatus {
+    const voting = nodes.filter((n) => n.reachable && n.abstainingUntil === undefined).length;
+    return { quorum: this.redlock.quorum, quorumReachable: voting >= this.redlock.quorum, nodes };
   }
 }

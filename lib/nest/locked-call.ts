@@ -1,31 +1,52 @@
-import { isObservable, Observable, type Subscription } from 'rxjs';
-import type { Lock } from '../core/lock.js';
-import type { LockOptions } from '../core/options.js';
-import type { Redlock } from '../core/redlock.js';
+import { AsyncResource } from 'node:async_hooks';
+import { isObservable, Observable, type Subscriber, type TeardownLogic } from 'rxjs';
+import type { Lock, LockOptions } from '../core/index.js';
+import type { LockService } from './lock.service.js';
+
+/*
+ * How `@DistributedLock` runs a method under the lock, through LockService.using only: the lock
+ * is taken before the call, extended by the watchdog while the method (or its Observable) runs,
+ * and released when it is done. Nested acquisitions inside the method join the lock (using runs
+ * it in the lock's async context).
+ */
+
+/** The method's call, given the lock it runs under. */
+export type LockedInvocation = (lock: Lock) => unknown;
 
 /**
- * Runs `invoke` while holding the lock and releases it when the returned promise settles. If the
+ * Runs `invoke` under the lock and resolves with its result once the lock is released. If the
  * method returns an Observable after all (no declared return type to tell us in advance), the
- * promise resolves to an Observable that keeps the lock until it completes, errors or is
+ * promise resolves at once to an Observable that keeps the lock until it completes, errors or is
  * unsubscribed (NestJS unwraps a promise of an Observable).
  */
 export async function callLockedAsync(
-  engine: Redlock,
+  locks: LockService,
   resources: string[],
-  options: LockOptions | undefined,
-  invoke: (lock: Lock) => unknown,
+  options: LockOptions,
+  invoke: LockedInvocation,
 ): Promise<unknown> {
-  const lock = await engine.acquireWith(resources, options, true);
-  let result: unknown;
-  try {
-    result = await engine.runHolding(lock, () => invoke(lock));
-  } catch (err) {
-    await lock.release();
-    throw err;
-  }
-  if (isObservable(result)) return holdWhileSubscribed(engine, lock, () => result as Observable<unknown>);
-  await lock.release();
-  return result;
+  let observable: Observable<unknown> | undefined;
+  let handOut!: () => void;
+  const handedOut = new Promise<void>((resolve) => (handOut = resolve));
+  const call = locks.using(
+    resources,
+    async (lock) => {
+      const result = await invoke(lock);
+      if (!isObservable(result)) return result;
+      await new Promise<void>((ended) => {
+        // Subscribed later by the caller: in the lock's async context all the same.
+        const subscribe = AsyncResource.bind((subscriber: Subscriber<unknown>) =>
+          mirrorWhileHeld(lock, result, subscriber, ended),
+        );
+        observable = new Observable(subscribe);
+        handOut();
+      });
+      return undefined;
+    },
+    { watchdog: true, ...options },
+  );
+  await Promise.race([call, handedOut]);
+  return observable ?? call;
 }
 
 /**
@@ -34,70 +55,74 @@ export async function callLockedAsync(
  * stream errors with LockLostError if the lock is lost meanwhile.
  */
 export function callLockedObservable(
-  engine: Redlock,
+  locks: LockService,
   resources: string[],
-  options: LockOptions | undefined,
-  invoke: (lock: Lock) => unknown,
+  options: LockOptions,
+  invoke: LockedInvocation,
 ): Observable<unknown> {
   return new Observable((subscriber) => {
-    let inner: Subscription | undefined;
-    let lock: Lock | undefined;
-    engine.acquireWith(resources, options, true).then(
-      (acquired) => {
-        lock = acquired;
-        if (subscriber.closed) {
-          void acquired.release();
-          return;
-        }
-        inner = holdWhileSubscribed(engine, acquired, () => {
-          const result = invoke(acquired);
-          return isObservable(result)
-            ? result
-            : new Observable((s) => {
-                Promise.resolve(result).then(
-                  (value) => {
-                    s.next(value);
-                    s.complete();
-                  },
-                  (err: unknown) => s.error(err),
-                );
-              });
-        }).subscribe(subscriber);
-      },
-      (err: unknown) => subscriber.error(err),
-    );
+    let stop: (() => void) | undefined;
+    let unsubscribed = false;
+    locks
+      .using(
+        resources,
+        (lock) =>
+          new Promise<void>((ended) => {
+            if (unsubscribed) return ended();
+            const source = new Observable((s) => {
+              const result = invoke(lock);
+              return (isObservable(result) ? result : promiseAsObservable(result)).subscribe(s);
+            });
+            stop = mirrorWhileHeld(lock, source, subscriber, ended);
+          }),
+        { watchdog: true, ...options },
+      )
+      .catch((err: unknown) => subscriber.error(err));
     return () => {
-      inner?.unsubscribe();
-      if (!inner) void lock?.release();
+      unsubscribed = true;
+      stop?.();
     };
   });
 }
 
-/** Mirrors `source()` and releases `lock` when it ends; errors with the loss reason if the lock is lost. */
-function holdWhileSubscribed(
-  engine: Redlock,
+/**
+ * Mirrors `source` into `subscriber` while `lock` is held; errors the stream with the loss reason
+ * if the lock is lost. The returned teardown stops it and calls `ended` (the lock is then released).
+ */
+function mirrorWhileHeld(
   lock: Lock,
-  source: () => Observable<unknown>,
-): Observable<unknown> {
-  return new Observable((subscriber) => {
-    const onAbort = () => {
-      // Released locks abort with an AbortError; only a loss is an error for the stream.
-      if (lock.signal.reason instanceof Error && lock.signal.reason.name === 'LockLostError') {
-        subscriber.error(lock.signal.reason);
-      }
-    };
-    lock.signal.addEventListener('abort', onAbort, { once: true });
-    let inner: Subscription | undefined;
-    try {
-      inner = engine.runHolding(lock, () => source().subscribe(subscriber));
-    } catch (err) {
-      subscriber.error(err);
-    }
-    if (lock.signal.aborted) onAbort();
-    return () => {
-      lock.signal.removeEventListener('abort', onAbort);
-      inner?.unsubscribe();
-      void lock.release();
-    };
+  source: Observable<unknown>,
+  subscriber: Subscriber<unknown>,
+  ended: () => void,
+): () => void {
+  const onAbort = () => {
+    // Released locks abort with an AbortError; only a loss is an error for the stream.
+    const reason: unknown = lock.signal.reason;
+    if (reason instanceof Error && reason.name === 'LockLostError') subscriber.error(reason);
+  };
+  lock.signal.addEventListener('abort', onAbort, { once: true });
+  let inner: TeardownLogic;
+  try {
+    inner = source.subscribe(subscriber);
+  } catch (err) {
+    subscriber.error(err);
+  }
+  if (lock.signal.aborted) onAbort();
+  return () => {
+    lock.signal.removeEventListener('abort', onAbort);
+    if (inner && typeof inner === 'object') inner.unsubscribe();
+    ended();
+  };
+}
+
+function promiseAsObservable(result: unknown): Observable<unknown> {
+  return new Observable((s) => {
+    Promise.resolve(result).then(
+      (value) => {
+        s.next(value);
+        s.complete();
+      },
+      (err: unknown) => s.error(err),
+    );
   });
 }

@@ -1,5 +1,5 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
-import type { RedlockOptions } from '../core/options.js';
+import type { RedlockOptions } from '../core/index.js';
 
 /** Options of `RedlockModule.forRoot` / the factory of `forRootAsync`. */
 export type RedlockModuleOptions = RedlockOptions;
@@ -14,7 +14,7 @@ export interface RedlockModuleExtras {
   isGlobal?: boolean;
 }
 
-export const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN, OPTIONS_TYPE, ASYNC_OPTIONS_TYPE } =
+export const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN } =
   new ConfigurableModuleBuilder<RedlockModuleOptions>({ moduleName: 'Redlock' })
     .setClassMethodName('forRoot')
     .setFactoryMethodName('createRedlockOptions')

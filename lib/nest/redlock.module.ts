@@ -1,6 +1,6 @@
 import { Logger, Module, type Provider } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
-import { Redlock } from '../core/redlock.js';
+import { Redlock } from '../core/index.js';
 import { LockErrorInterceptor } from './lock-error.interceptor.js';
 import { LockService } from './lock.service.js';
 import {

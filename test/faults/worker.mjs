@@ -218,7 +218,11 @@ async function runJob(cfg) {
     log('request', { i, resource, ttl: cfg.ttl, wait: cfg.wait, paused: pauseHere || undefined }, tq);
     let lock;
     try {
-      const pending = engine.acquireWith(resource, { ttl: cfg.ttl, wait: cfg.wait }, cfg.watchdog === true);
+      const pending = engine.acquire(resource, {
+        ttl: cfg.ttl,
+        wait: cfg.wait,
+        watchdog: cfg.watchdog === true,
+      });
       // Once the acquire commands are on the wire, the replies wait in the sockets until the
       // harness resumes us (pauseAt, S2) or our stall ends (stallMs, S2-short).
       if (pauseHere) afterSend(() => process.kill(process.pid, 'SIGSTOP'));

@@ -1,5 +1,17 @@
 import { Redlock, type RedlockOptions } from '../../lib/index.js';
 import { RedisNodes, type RedisNodesOptions } from '../../lib/testing/index.js';
+import type { RedisVoter } from '../../lib/core/voter/redis-voter.js';
+
+/**
+ * Drops the connections of `engine` as when its process dies: its command connections, and its
+ * wake-up subscriptions unless `keepSubscriptions` (an engine that hears but cannot answer).
+ */
+export function severConnections(engine: Redlock, { keepSubscriptions = false } = {}): void {
+  for (const voter of engine.voters as readonly RedisVoter[]) {
+    if (!keepSubscriptions) voter.subscriber?.disconnect();
+    voter.client.disconnect();
+  }
+}
 
 /** A logger that keeps messages, so tests can assert what users would be told. */
 export class MemoryLogger {

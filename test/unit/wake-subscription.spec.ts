@@ -1,4 +1,4 @@
-import { WakeSubscription, type HandOff } from '../../lib/core/wake-channel.js';
+import { WakeSubscription, type HandOff } from '../../lib/core/queue/wake-subscription.js';
 
 const handOff = (node: number): HandOff => ({
   node,

@@ -1,5 +1,5 @@
 import { ConflictException, ServiceUnavailableException, type ExecutionContext } from '@nestjs/common';
-import { LockNotAcquiredError } from '../../core/errors.js';
+import { LockNotAcquiredError } from '../../core/index.js';
 import { QUORUM_UNAVAILABLE_MESSAGE, type MappedLockError } from './payload.js';
 
 /** Minimal response surface shared by Express (`setHeader`) and Fastify (`header`). */

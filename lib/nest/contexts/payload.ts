@@ -1,4 +1,4 @@
-import { LockNotAcquiredError, QuorumUnavailableError } from '../../core/errors.js';
+import { LockNotAcquiredError, QuorumUnavailableError } from '../../core/index.js';
 
 /** The `code` of a lock error, as RPC, WebSocket and GraphQL clients receive it. */
 export type LockErrorCode = 'LOCK_NOT_ACQUIRED' | 'QUORUM_UNAVAILABLE';

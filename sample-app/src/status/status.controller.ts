@@ -26,7 +26,7 @@ export class StatusController {
   async status(): Promise<StatusReport> {
     return {
       instance: this.config.instance,
-      ...(await this.locks.status()),
+      ...(await this.locks.probe()),
       writes: this.store.stats,
       settlement: this.settlement.runs,
     };

@@ -1,0 +1,233 @@
+import type { EngineParts } from './engine-parts.js';
+import type { NodeFailure } from './errors.js';
+import type { HeldLock } from './lease/held-lock.js';
+import type { Leases } from './lease/leases.js';
+import type { ResolvedLockOptions } from './options.js';
+import type { AcquireVote } from './scripts/index.js';
+import type { RoundOutcome, Vote } from './voter/quorum-round.js';
+
+/*
+ * What happens on acquire: the plain Redlock path, one attempt, top to bottom.
+ *
+ * 1. Send the acquire script to every voter at once, each bounded by nodeTimeout, and decide as
+ *    soon as a majority granted or can no longer grant (voter/quorum-round.ts).
+ * 2. Fencing: the token is, per resource, the max of the tokens the granting majority returned;
+ *    when they disagree, a second round raises the granting voters' counters to it
+ *    (settleTokens), so that a majority holds counter >= token before the lock is handed out.
+ * 3. Validity = ttl - elapsed - drift: the lock is granted only with validity left.
+ * 4. A failed attempt frees whatever it got, on every voter that may hold it.
+ *
+ * Waiting for a busy lock (the retry loop, queues and hand-overs) is built on top of this in
+ * queue/; a held lock's extension and release are in lease/.
+ */
+
+/** What one acquire call asks for, fixed for the whole call. */
+export interface AcquireRequest {
+  /** Resources as the caller named them (de-duplicated). */
+  readonly names: readonly string[];
+  /** The same, sorted: every voter takes the keys in one order. */
+  readonly sorted: readonly string[];
+  /** Lock keys, in sorted resource order. */
+  readonly lockKeys: readonly string[];
+  /**
+   * Place in the resources' queues ('' when the caller does not wait, and so does not queue).
+   * The same on every voter, so the voters agree on the order; the clock makes it first come,
+   * first served across clients.
+   */
+  readonly ticket: string;
+  readonly opts: ResolvedLockOptions;
+}
+
+/** The result of one attempt. */
+export type Attempt =
+  | { readonly outcome: 'granted'; readonly lock: HeldLock }
+  | {
+      readonly outcome: 'busy';
+      /** When a majority should be free again, ms (-1 unknown). */
+      readonly retryAfterMs: number;
+      /** Some voters granted: other acquirers split the vote, the lock itself may well be free. */
+      readonly contended: boolean;
+      /** Set when a majority granted but the grant could not be used (nobody else holds it). */
+      readonly why?: string;
+    }
+  | {
+      readonly outcome: 'unavailable';
+      readonly failures: readonly NodeFailure[];
+      /** When a quorum should vote again, ms; undefined when unknown (voters down). */
+      readonly retryAfterMs: number | undefined;
+    };
+
+/**
+ * How a waiter for one resource follows its attempts (queue/single-waiter.ts): it sees every
+ * reply, also late ones, and frees a failed attempt its own way. The plain path needs none.
+ */
+export interface AttemptFollower {
+  /** Every voter's reply (undefined: it failed), with the time the attempt was sent. */
+  observe(index: number, vote: AcquireVote | undefined, sentAt: number): void;
+  /** Frees what a failed attempt got, instead of {@link Acquirer.freeFailedAttempt}. */
+  cleanUp(round: RoundOutcome<AcquireVote>): Promise<void>;
+}
+
+/** A voter's grant: its index and one token per lock key. */
+export interface VoterGrant {
+  readonly index: number;
+  readonly tokens: readonly number[];
+}
+
+/** Makes attempts; grants locks. */
+export class Acquirer {
+  constructor(
+    private readonly parts: EngineParts,
+    private readonly leases: Leases,
+  ) {}
+
+  /** One attempt of `value` (a new one per call, or a waiter's current one). */
+  async attempt(request: AcquireRequest, value: string, follower?: AttemptFollower): Promise<Attempt> {
+    const { voters } = this.parts;
+    const { ttl } = request.opts;
+    const started = performance.now();
+    const round = await voters.round(
+      (voter) => voter.acquire(request.lockKeys, value, ttl, request.ticket),
+      (vote, index) => this.classify(vote, index),
+      follower && { observe: (index, vote) => follower.observe(index, vote, started) },
+    );
+
+    let tokensSettled = true;
+    if (round.ok) {
+      const grants = round.yes.map(({ index, reply }) => ({ index, tokens: grantedTokens(reply) }));
+      const tokens = await this.settleTokens(request, value, grants);
+      tokensSettled = tokens !== undefined;
+      const now = performance.now();
+      const validity = ttl - (now - started) - this.parts.drift(ttl);
+      if (tokens && validity > 0) {
+        return { outcome: 'granted', lock: this.grant(request, value, tokens, validity, now) };
+      }
+    }
+
+    await (follower ? follower.cleanUp(round) : this.freeFailedAttempt(request, value, round));
+    const busy = round.no as ReadonlyArray<Extract<AcquireVote, { kind: 'busy' }>>;
+    if (round.ok) {
+      const why = tokensSettled
+        ? `the acquire took ${Math.round(performance.now() - started)} ms, which used up the validity of its ` +
+          `${ttl} ms lease (a paused process or an overloaded node); retry, or use a longer ttl`
+        : 'the fencing counters could not be raised on a majority (nodes failed during the acquire); retry';
+      return { outcome: 'busy', retryAfterMs: 0, contended: true, why };
+    }
+    if (busy.length > 0 && voters.count - round.unavailable.length >= voters.quorum) {
+      const contended = round.yes.length > 0 && !heldByOneOwner(busy, voters.quorum);
+      return { outcome: 'busy', retryAfterMs: retryAfter(busy, voters.count, voters.quorum), contended };
+    }
+    return {
+      outcome: 'unavailable',
+      failures: round.unavailable,
+      retryAfterMs: voters.msUntilQuorumVotes(round.votes),
+    };
+  }
+
+  /**
+   * The fencing tokens of a grant: per resource, the max over the granting majority. When the
+   * majority disagrees, a second round raises the counters of the granting voters to the token,
+   * so that a majority holds counter >= token before the lock is handed out. Resolves undefined
+   * if that round cannot reach every lagging granter.
+   */
+  async settleTokens(
+    request: AcquireRequest,
+    value: string,
+    grants: readonly VoterGrant[],
+  ): Promise<number[] | undefined> {
+    const tokens = new Array<number>(request.lockKeys.length).fill(0);
+    for (const grant of grants) {
+      grant.tokens.forEach((token, i) => {
+        if (token > tokens[i]!) tokens[i] = token;
+      });
+    }
+    const behind = grants.filter((grant) => grant.tokens.some((token, i) => token !== tokens[i]));
+    if (behind.length === 0) return tokens;
+    const voters = behind.map(({ index }) => this.parts.voters.list[index]!);
+    const round = await this.parts.voters.round(
+      (voter) => voter.raiseFence(request.lockKeys, value, tokens),
+      (raised) => (raised ? 'yes' : 'no'),
+      { voters, quorum: voters.length }, // every lagging granter must confirm: the others hold the token
+    );
+    return round.ok ? tokens : undefined;
+  }
+
+  /** Records a new held lock for `value`, with its watchdog when the options ask for one. */
+  grant(
+    request: AcquireRequest,
+    value: string,
+    tokens: readonly number[],
+    validityMs: number,
+    now: number,
+  ): HeldLock {
+    const fencingTokens: Record<string, number> = {};
+    tokens.forEach((token, i) => (fencingTokens[request.sorted[i]!] = token));
+    const { opts } = request;
+    return this.leases.grant(
+      {
+        value,
+        resources: request.names,
+        keys: request.lockKeys,
+        fencingTokens: Object.freeze(fencingTokens),
+        ttl: opts.ttl,
+        holdAtLeast: opts.holdAtLeast,
+        validityMs,
+        now,
+      },
+      opts.watchdog ? { maxHold: opts.maxHold } : undefined,
+    );
+  }
+
+  /**
+   * Frees what a failed attempt got, on every voter that may hold its keys: those that granted,
+   * failed or timed out (a late grant is queued before this on the same connection); voters that
+   * answered busy or abstained hold nothing. A caller that waits keeps its place in line.
+   * Not awaited: the next attempt, on the same connections, comes after it anyway.
+   */
+  freeFailedAttempt(request: AcquireRequest, value: string, round: RoundOutcome<AcquireVote>): Promise<void> {
+    const { list } = this.parts.voters;
+    const mayHold = list.filter((_, i) => round.votes[i] !== 'no' && round.votes[i] !== 'declined');
+    if (mayHold.length > 0) {
+      const how =
+        request.ticket === ''
+          ? ({ op: 'release' } as const)
+          : { op: 'requeue' as const, ticket: request.ticket };
+      void this.parts.voters.letGo(request.lockKeys, value, how, mayHold);
+    }
+    return Promise.resolve();
+  }
+
+  private classify(vote: AcquireVote, index: number): Vote {
+    if (vote.kind === 'granted') return 'yes';
+    if (vote.kind === 'busy') return 'no';
+    return { declined: this.parts.voters.noteAbstention(index, vote.forMs) };
+  }
+}
+
+/** The tokens of a granting vote. */
+function grantedTokens(vote: AcquireVote): readonly number[] {
+  return vote.kind === 'granted' ? vote.tokens : [];
+}
+
+/** Whether the busy replies show one owner on a majority (a real holder, not colliding acquirers). */
+function heldByOneOwner(busy: ReadonlyArray<{ holder: string }>, quorum: number): boolean {
+  const counts = new Map<string, number>();
+  for (const { holder } of busy) {
+    const count = (counts.get(holder) ?? 0) + 1;
+    if (count >= quorum) return true;
+    counts.set(holder, count);
+  }
+  return false;
+}
+
+/**
+ * When a majority should be free again: with `free` voters free already, the lock frees on a
+ * majority when the (quorum - free)-th shortest remaining lease among busy voters runs out.
+ * -1 when unknown (a key without expiry).
+ */
+function retryAfter(busy: ReadonlyArray<{ retryAfterMs: number }>, count: number, quorum: number): number {
+  const leases = busy.map((b) => b.retryAfterMs).sort((a, b) => a - b);
+  if (leases[0] === -1) return -1;
+  const free = count - busy.length;
+  return leases[Math.min(leases.length - 1, Math.max(0, quorum - free - 1))] ?? 0;
+}

@@ -1,0 +1,19 @@
+import type { KeySpace } from './keys.js';
+import type { ResolvedOptions } from './options.js';
+import type { LockValues } from './scripts/index.js';
+import type { Voters } from './voters.js';
+
+/** What the parts of one engine share (built once by `Redlock`). */
+export interface EngineParts {
+  readonly options: ResolvedOptions;
+  readonly voters: Voters;
+  readonly keys: KeySpace;
+  readonly values: LockValues;
+  /**
+   * How long a voter hands the lock to the first waiter for (a lock handed over, or a turn to
+   * claim), ms: a waiter that died or stalls holds the lock up no longer than this.
+   */
+  readonly turnMs: number;
+  /** Clock drift allowance for a lease of `ttl` ms: ttl * driftFactor + 2 ms. */
+  drift(ttl: number): number;
+}

@@ -1,0 +1,172 @@
+import type { Subscription } from 'rxjs';
+import { LockLostError } from '../errors.js';
+import type { Lock } from '../lock.js';
+import { startTimeoutOrEarlier, type CancelTimeout } from '../timeouts.js';
+
+/** The abort reason of a released lock's signal (one shared instance: release is the hot path). */
+const RELEASED = new DOMException('The lock was released', 'AbortError');
+
+/** What a held lock needs from the engine that granted it. */
+export interface LockOwner {
+  /** With `retryWindowMs`, a time-out with that much validity left is retried later, not fatal. */
+  extend(lock: HeldLock, ttl: number | undefined, retryWindowMs?: number): Promise<void>;
+  release(lock: HeldLock): Promise<void>;
+  /** Called once when the lock is lost, to forget it and free what is left of it on the nodes. */
+  lost(lock: HeldLock): void;
+}
+
+/** What a grant consists of (see {@link HeldLock}). */
+export interface Grant {
+  readonly value: string;
+  readonly resources: readonly string[];
+  readonly keys: readonly string[];
+  readonly fencingTokens: Readonly<Record<string, number>>;
+  readonly ttl: number;
+  readonly holdAtLeast: number;
+  /** Validity left at `now`, ms (drift already subtracted). */
+  readonly validityMs: number;
+  /** performance.now() when the validity was computed. */
+  readonly now: number;
+}
+
+/** The engine's {@link Lock}: the value, keys and validity of one grant, and its lifecycle. */
+export class HeldLock implements Lock {
+  readonly fencingToken: number;
+  /** Created on first use of `signal`: most holders never read it, and it costs per grant. */
+  private controller: AbortController | undefined;
+  private endReason: unknown;
+  private state: 'held' | 'released' | 'lost' = 'held';
+  private cancelExpiry: CancelTimeout | undefined;
+  private deadline = 0;
+  private wallDeadline = 0;
+  private watchdog: Subscription | undefined;
+  /** Set when the watchdog stopped because `maxHold` was reached, to explain the loss. */
+  maxHoldReached = false;
+
+  /** The random value that identifies this holder in every lock key. */
+  readonly value: string;
+  readonly resources: readonly string[];
+  /** Lock keys in sorted resource order, as the scripts receive them. */
+  readonly keys: readonly string[];
+  readonly fencingTokens: Readonly<Record<string, number>>;
+  /** Lease in ms the watchdog extends to. */
+  readonly ttl: number;
+  /** A release earlier than this many ms after the grant leaves the keys to expire then instead. */
+  readonly holdAtLeast: number;
+  /** Monotonic time (performance.now) of the grant. */
+  readonly grantedAt: number;
+
+  constructor(
+    private readonly owner: LockOwner,
+    grant: Grant,
+  ) {
+    this.value = grant.value;
+    this.resources = grant.resources;
+    this.keys = grant.keys;
+    this.fencingTokens = grant.fencingTokens;
+    this.ttl = grant.ttl;
+    this.holdAtLeast = grant.holdAtLeast;
+    this.grantedAt = grant.now;
+    this.fencingToken = grant.fencingTokens[grant.resources[0]!]!;
+    this.setValidity(grant.validityMs, grant.now);
+  }
+
+  get expiresAt(): number {
+    return this.wallDeadline;
+  }
+
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.state !== 'held') this.controller.abort(this.endReason);
+    }
+    return this.controller.signal;
+  }
+
+  /** True until released or lost. */
+  get active(): boolean {
+    return this.state === 'held';
+  }
+
+  /** Monotonic time (performance.now) at which validity ends. */
+  get validUntil(): number {
+    return this.deadline;
+  }
+
+  extend(ttl?: number): Promise<void> {
+    return this.owner.extend(this, ttl);
+  }
+
+  /**
+   * The watchdog's extension: nodes that merely did not answer in time (a stalled event loop, a
+   * busy node) are tried again at the next tick while the validity outlasts `retryWindowMs`.
+   */
+  extendFromWatchdog(ttl: number, retryWindowMs: number): Promise<void> {
+    return this.owner.extend(this, ttl, retryWindowMs);
+  }
+
+  release(): Promise<void> {
+    return this.owner.release(this);
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.release();
+  }
+
+  /** Records a new validity window; arms the timer that declares the lock lost when it ends. */
+  setValidity(validityMs: number, now: number): void {
+    this.deadline = now + validityMs;
+    this.wallDeadline = Date.now() + validityMs;
+    this.cancelExpiry?.();
+    this.cancelExpiry = startTimeoutOrEarlier(validityMs, () =>
+      this.markLost(
+        this.maxHoldReached
+          ? 'it was held for longer than maxHold, so the watchdog stopped extending it'
+          : 'its validity ran out before it was extended',
+      ),
+    );
+  }
+
+  /** Attaches the watchdog subscription that extends this lock; it ends with the lock. */
+  attachWatchdog(subscription: Subscription): void {
+    if (this.active) this.watchdog = subscription;
+    else subscription.unsubscribe();
+  }
+
+  /** Ends the lock as lost: aborts the signal at once with a LockLostError. */
+  markLost(reason: string): LockLostError {
+    const error = new LockLostError(this.resources, reason);
+    if (this.state !== 'held') return error;
+    this.state = 'lost';
+    this.stop();
+    this.end(error);
+    this.owner.lost(this);
+    return error;
+  }
+
+  /** Ends the lock as released. Returns false if it had already ended. */
+  markReleased(): boolean {
+    if (this.state !== 'held') return false;
+    this.state = 'released';
+    this.stop();
+    this.end(RELEASED);
+    return true;
+  }
+
+  private end(reason: unknown): void {
+    this.endReason = reason;
+    this.controller?.abort(reason);
+  }
+
+  /** Whether it ended by release (as opposed to loss). */
+  get released(): boolean {
+    return this.state === 'released';
+  }
+
+  private stop(): void {
+    this.cancelExpiry?.();
+    this.cancelExpiry = undefined;
+    this.watchdog?.unsubscribe();
+    this.watchdog = undefined;
+  }
+}

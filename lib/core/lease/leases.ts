@@ -1,0 +1,130 @@
+import { LockLostError, RedlockOptionsError } from '../errors.js';
+import type { ResolvedOptions } from '../options.js';
+import type { Voters } from '../voters.js';
+import { ExtendBatcher } from './extend-batcher.js';
+import { HeldLock, type Grant, type LockOwner } from './held-lock.js';
+import { startWatchdog, WatchdogClock } from './watchdog.js';
+
+/**
+ * The locks an engine holds, from grant to release or loss: extending them on a majority (the
+ * watchdog's extensions batched per voter and tick), releasing them, and forgetting lost ones.
+ */
+export class Leases implements LockOwner {
+  private readonly held = new Set<HeldLock>();
+  /** Per voter: extensions requested in the same tick share one call. */
+  private readonly batchers: ExtendBatcher[];
+  /** Per watchdog period: one shared interval, so that watchdogs tick (and batch) together. */
+  private readonly clock = new WatchdogClock();
+
+  constructor(
+    private readonly voters: Voters,
+    private readonly options: ResolvedOptions,
+    private readonly drift: (ttl: number) => number,
+  ) {
+    this.batchers = voters.list.map((voter) => new ExtendBatcher(voter));
+  }
+
+  /** Records a new held lock, with its watchdog when asked for. */
+  grant(grant: Grant, watchdog: { maxHold: number } | undefined): HeldLock {
+    const lock = new HeldLock(this, grant);
+    this.held.add(lock);
+    if (watchdog) lock.attachWatchdog(startWatchdog(lock, watchdog.maxHold, this.clock));
+    return lock;
+  }
+
+  /**
+   * LockOwner: extends `lock` on a majority, or marks it lost. With `retryWindowMs` (the
+   * watchdog), a round that merely timed out is tried again at the next tick while the validity
+   * outlasts another attempt.
+   */
+  async extend(lock: HeldLock, ttl: number | undefined, retryWindowMs?: number): Promise<void> {
+    const lease = ttl ?? lock.ttl;
+    this.checkLease(lease, ttl);
+    if (!lock.active) {
+      throw new LockLostError(
+        lock.resources,
+        lock.released ? 'it was already released' : 'it was lost earlier',
+      );
+    }
+    const started = performance.now();
+    if (started >= lock.validUntil) throw lock.markLost('its validity ran out before it was extended');
+    // The watchdog is not in a hurry: a reply within half a tick still extends in time, and
+    // thousands of locks extended in one tick need more than one command's time-out.
+    const { nodeTimeout } = this.options;
+    const timeoutMs = retryWindowMs === undefined ? nodeTimeout : Math.max(nodeTimeout, retryWindowMs / 2);
+    const round = await this.voters.round(
+      (_, index) => this.batchers[index]!.extend(lock.keys, lock.value, lease),
+      (extended) => (extended ? 'yes' : 'no'),
+      // The batchers send in a microtask queued before this one: time the round from there.
+      { armAfter: Promise.resolve(), timeoutMs },
+    );
+    const now = performance.now();
+    const validity = lease - (now - started) - this.drift(lease);
+    if (!lock.active) throw new LockLostError(lock.resources, 'it was released or lost while being extended');
+    // Inconclusive (time-outs, not refusals) with enough validity left to try again at the next tick.
+    const refused = round.no.length > this.voters.count - this.voters.quorum;
+    if (
+      !round.ok &&
+      retryWindowMs !== undefined &&
+      !refused &&
+      lock.validUntil - now > retryWindowMs + timeoutMs
+    ) {
+      return;
+    }
+    if (!round.ok || validity <= 0) {
+      const why = round.ok
+        ? 'the extension took longer than the lease'
+        : `only ${round.yes.length} of ${this.voters.count} nodes still held it (need ${this.voters.quorum})` +
+          (round.unavailable.length
+            ? `; ${round.unavailable.map((f) => `${f.node}: ${f.reason}`).join('; ')}`
+            : '');
+      throw lock.markLost(why);
+    }
+    lock.setValidity(validity, now);
+  }
+
+  /**
+   * LockOwner: releases `lock` on every voter. Never throws: keys a voter missed expire with their
+   * lease. A lock released sooner than its `holdAtLeast` after the grant is left to expire then
+   * instead (its keys' lease is set to the rest of that time), so that a short scheduled job is
+   * not run again by an instance whose clock is a little late.
+   */
+  async release(lock: HeldLock): Promise<void> {
+    if (!lock.markReleased()) return;
+    this.held.delete(lock);
+    const keepMs = lock.grantedAt + lock.holdAtLeast - performance.now();
+    if (keepMs >= 1) {
+      await this.voters.round(
+        (_, index) => this.batchers[index]!.extend(lock.keys, lock.value, keepMs),
+        () => 'yes',
+      );
+      return;
+    }
+    await this.voters.letGo(lock.keys, lock.value, { op: 'release' });
+  }
+
+  /** LockOwner: forgets a lost lock and frees what is left of it. */
+  lost(lock: HeldLock): void {
+    this.held.delete(lock);
+    void this.voters.letGo(lock.keys, lock.value, { op: 'release' });
+  }
+
+  /** Releases every lock still held (shutdown). */
+  async releaseAll(): Promise<void> {
+    await Promise.all([...this.held].map((lock) => lock.release()));
+  }
+
+  private checkLease(lease: number, asked: number | undefined): void {
+    if (!(lease > 0) || !Number.isFinite(lease)) {
+      throw new RedlockOptionsError(
+        'ttl',
+        `got ${String(asked)}`,
+        'Use a finite number of milliseconds above 0.',
+      );
+    }
+    const guard = this.options.restartGuard;
+    if (guard !== false && lease > guard) {
+      throw new RedlockOptionsError('ttl', `${lease} ms exceeds restartGuard ${guard} ms`, 'Extend by less.');
+    }
+  }
+}

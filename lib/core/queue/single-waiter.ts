@@ -1,0 +1,132 @@
+import type { Acquirer, AcquireRequest, AttemptFollower } from '../acquire.js';
+import type { EngineParts } from '../engine-parts.js';
+import type { HeldLock } from '../lease/held-lock.js';
+import type { AcquireVote } from '../scripts/index.js';
+import { startTimeout } from '../timeouts.js';
+import { countHandOffs, type ClockReading } from './hand-off.js';
+import type { HandOff } from './wake-subscription.js';
+
+/**
+ * How long a failed attempt waits for the answers its round did not wait for, to know whether
+ * they granted. Answers of healthy voters follow within a fraction of this; a voter that is down
+ * must not hold every attempt up for the whole node time-out.
+ */
+const LATE_ANSWER_WAIT_MS = 5;
+
+/**
+ * A caller that waits for one resource: voters hand it the lock itself (scripts/queue.ts), and
+ * it holds the lock once a majority has, with no round of its own. For that it keeps, per voter,
+ * its latest clock reading (what a hand-over is timed against, see hand-off.ts), and it must tell
+ * a hand-over to its current value from one to a value it gave up: so a failed attempt that some
+ * voter granted frees it under a new value (see cleanUp).
+ */
+export class SingleResourceWaiter {
+  /** The value this waiter currently waits under. */
+  value: string;
+  /** Set when the value changed since the caller last looked (its wake-ups must follow it). */
+  renamed = false;
+  /** Per voter index: the latest clock reading from a busy reply. */
+  private readonly clocks: Array<ClockReading | undefined> = [];
+
+  constructor(
+    private readonly parts: EngineParts,
+    private readonly acquirer: Acquirer,
+    private readonly request: AcquireRequest,
+    value: string,
+  ) {
+    this.value = value;
+  }
+
+  /** What follows one attempt: records clocks, and frees a failed one (see {@link cleanUp}). */
+  follow(): AttemptFollower {
+    const answers = new LateAnswers(this.parts.voters.count);
+    return {
+      observe: (index: number, vote: AcquireVote | undefined, sentAt: number) => {
+        if (vote?.kind === 'busy') this.clocks[index] = { sentAt, clockUs: vote.clockUs };
+        answers.record(vote?.kind === 'granted');
+      },
+      cleanUp: () => this.cleanUp(answers),
+    };
+  }
+
+  /**
+   * The lock from the voters that handed it over, or undefined when they are not a usable
+   * majority; the caller then makes an attempt, which takes what was handed. The tokens are
+   * settled like an attempt's. The lock starts with the short lease of a turn, and halfway
+   * through, unless it was released first, is extended to end when a grant of its own `ttl` would
+   * have: a lock handed over costs no round at all when it is held briefly, and a waiter that died
+   * after its engine got the lock holds it up no longer than a turn.
+   */
+  async takeHandOffs(handOffs: readonly HandOff[]): Promise<HeldLock | undefined> {
+    const { parts, request } = this;
+    const { quorum } = parts.voters;
+    const usable = countHandOffs(handOffs, this.clocks, this.value, quorum, parts.turnMs, parts.drift);
+    if (!usable) return undefined;
+    const grants = usable.counted.map((h) => ({ index: h.node, tokens: [h.token] }));
+    const tokens = await this.acquirer.settleTokens(request, this.value, grants);
+    const now = performance.now();
+    const { ttl } = request.opts;
+    // Never longer than the caller's own lease, which may be shorter than a turn.
+    const validity = Math.min(usable.until - now, ttl - parts.drift(ttl));
+    if (!tokens || validity <= 0) return undefined;
+    const lock = this.acquirer.grant(request, this.value, tokens, validity, now);
+    startTimeout(validity / 2, () => {
+      // The lease a grant by an attempt would have left now: the lock ends as such a grant would.
+      const lease = ttl - (performance.now() - now);
+      if (lock.active && lease > validity / 2) lock.extend(lease).catch(() => undefined); // a failure marks it lost
+    });
+    return lock;
+  }
+
+  /**
+   * Frees a failed attempt. Only what a voter said it granted is given back: the answers the round
+   * did not wait for usually follow at once; a voter that has not answered by then (slow, paused,
+   * down) is left alone: what it may yet grant stays ours until a later attempt sees it (and gives
+   * it back if that attempt fails too), or our release, or our leaving the queues, frees it. So a
+   * voter that is down costs no release and no renaming per attempt.
+   *
+   * Once it frees its keys, the waiter could no longer tell a hand-over made before that release
+   * (undone by it) from one made after. So it waits on under a new value: the same release, sent
+   * to every voter, renames its place in every queue and hands what it had to the first in line
+   * (itself, renamed, when it is first), and only hand-overs to the new value count.
+   */
+  private async cleanUp(answers: LateAnswers): Promise<void> {
+    await answers.settled(LATE_ANSWER_WAIT_MS);
+    if (!answers.anyGranted()) return;
+    const renamedTo = this.parts.values.next(false);
+    const how = { op: 'requeue', ticket: this.request.ticket, renamedTo } as const;
+    void this.parts.voters.letGo(this.request.lockKeys, this.value, how);
+    this.value = renamedTo;
+    this.renamed = true;
+  }
+}
+
+/** Whether any voter granted an attempt, as the answers come in, also after the round's decision. */
+class LateAnswers {
+  private granted = false;
+  private known = 0;
+  private onAllKnown: (() => void) | undefined;
+
+  constructor(private readonly count: number) {}
+
+  record(granted: boolean): void {
+    if (granted) this.granted = true;
+    if (++this.known === this.count) this.onAllKnown?.();
+  }
+
+  /** Resolves once every voter answered, or after `timeoutMs`. */
+  settled(timeoutMs: number): Promise<void> {
+    if (this.known === this.count) return Promise.resolve();
+    return new Promise((resolve) => {
+      const cancel = startTimeout(timeoutMs, resolve);
+      this.onAllKnown = () => {
+        cancel();
+        resolve();
+      };
+    });
+  }
+
+  anyGranted(): boolean {
+    return this.granted;
+  }
+}

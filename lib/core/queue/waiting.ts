@@ -1,0 +1,89 @@
+import type { Acquirer, AcquireRequest, Attempt } from '../acquire.js';
+import type { EngineParts } from '../engine-parts.js';
+import type { HeldLock } from '../lease/held-lock.js';
+import { pauseBeforeRetry, QUEUE_RECHECK_MS } from './pause.js';
+import { SingleResourceWaiter } from './single-waiter.js';
+import type { WakeChannel } from './wake-channel.js';
+import type { WakeSubscription } from './wake-subscription.js';
+
+/** A failed attempt when the caller's `wait` ran out: the caller turns it into the error. */
+export class WaitExhausted {
+  constructor(
+    readonly attempt: Exclude<Attempt, { outcome: 'granted' }>,
+    readonly attempts: number,
+  ) {}
+}
+
+/**
+ * Waits for a busy lock, up to the request's `wait`: attempts (acquire.ts) until one is granted,
+ * a voter hands the lock over, or the wait runs out. Between attempts the caller waits in line:
+ * each attempt queued it on the voters by its ticket, and a release hands the lock to the first
+ * in line and tells only it (wake-channel.ts). A waiter for one resource takes a lock handed over
+ * by a majority without an attempt of its own (single-waiter.ts); others try again when a
+ * majority gave them their turn, when the holder's lease should have run out, or at the latest
+ * every QUEUE_RECHECK_MS. Resolves with the lock, or with {@link WaitExhausted}.
+ */
+export async function waitForLock(
+  parts: EngineParts,
+  acquirer: Acquirer,
+  wakes: WakeChannel,
+  request: AcquireRequest,
+): Promise<HeldLock | WaitExhausted> {
+  const { opts } = request;
+  const firstValue = parts.values.next(request.names.length > 1);
+  const single =
+    request.names.length === 1 ? new SingleResourceWaiter(parts, acquirer, request, firstValue) : undefined;
+  const value = () => single?.value ?? firstValue;
+  const deadline = performance.now() + opts.wait;
+  let subscription: WakeSubscription | undefined;
+  let attempts = 0;
+  let collisions = 0;
+  let granted = false;
+  try {
+    for (;;) {
+      opts.signal?.throwIfAborted();
+      attempts++;
+      const listening = wakes.listening;
+      const attempt = await acquirer.attempt(request, value(), single?.follow());
+      if (attempt.outcome === 'granted') {
+        granted = true;
+        return attempt.lock;
+      }
+      if (single?.renamed) {
+        // Hand-overs to the retired value are not ours to count any more.
+        single.renamed = false;
+        subscription?.close();
+        subscription = undefined;
+      }
+      const remaining = deadline - performance.now();
+      if (remaining <= 0) return new WaitExhausted(attempt, attempts);
+      if (!subscription) {
+        // The attempt queued us: listen for our turn. A wake-up that arrived before this is kept
+        // for us by the channel, unless the channel was not subscribed yet when we were queued:
+        // then it went to nobody, so once subscribed, try again at once.
+        subscription = wakes.register(value());
+        if (!listening) {
+          await wakes.ready();
+          continue;
+        }
+      }
+      collisions = attempt.outcome === 'busy' && attempt.contended ? collisions + 1 : 0;
+      const pause = pauseBeforeRetry(attempt, opts, collisions);
+      const wake = await subscription.wait(Math.min(pause, remaining, QUEUE_RECHECK_MS), opts.signal);
+      if (wake === 'aborted') opts.signal?.throwIfAborted();
+      if (wake === 'handed' && single) {
+        const lock = await single.takeHandOffs(subscription.handedOver());
+        if (lock) {
+          granted = true;
+          return lock;
+        }
+        // Not countable (e.g. a voter's clock unknown): the next attempt takes what was handed.
+      }
+    }
+  } finally {
+    subscription?.close();
+    // Gave up (wait ran out, aborted, voters down): leave the queues, so that nobody waits for
+    // us and the next waiter's turn starts at once if ours had come.
+    if (!granted && attempts > 0) void parts.voters.letGo(request.lockKeys, value(), { op: 'leave-queue' });
+  }
+}

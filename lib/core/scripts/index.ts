@@ -1,0 +1,49 @@
+import { acquireScript } from './acquire.js';
+import { EXTEND, EXTEND_MANY } from './extend.js';
+import { RAISE_FENCE } from './fence.js';
+import type { LuaScript } from './lua-script.js';
+import { leaveQueueScript, releaseScript, requeueScript } from './release.js';
+import { compileSettings, type ScriptSettings } from './settings.js';
+
+/** The scripts of one engine, with its settings compiled in. */
+export interface EngineScripts {
+  readonly acquire: LuaScript;
+  readonly release: LuaScript;
+  readonly requeue: LuaScript;
+  readonly leaveQueue: LuaScript;
+  readonly raiseFence: LuaScript;
+  readonly extend: LuaScript;
+  readonly extendMany: LuaScript;
+  /** All of them, loaded on each (re)connection so that calls rarely meet NOSCRIPT. */
+  readonly all: readonly LuaScript[];
+}
+
+/** Builds an engine's scripts, with its settings compiled in. */
+export function engineScripts(settings: ScriptSettings): EngineScripts {
+  const compiled = compileSettings(settings);
+  const scripts = {
+    acquire: acquireScript(compiled),
+    release: releaseScript(compiled),
+    requeue: requeueScript(compiled),
+    leaveQueue: leaveQueueScript(compiled),
+    raiseFence: RAISE_FENCE,
+    extend: EXTEND,
+    extendMany: EXTEND_MANY,
+  };
+  return { ...scripts, all: Object.values(scripts) };
+}
+
+export type { ScriptSettings } from './settings.js';
+export { acquireArgs, decodeAcquireReply, type AcquireVote } from './acquire.js';
+export {
+  decodeExtendManyReply,
+  decodeExtendReply,
+  extendArgs,
+  extendManyCall,
+  type ExtendRequest,
+} from './extend.js';
+export { decodeRaiseFenceReply, raiseFenceArgs } from './fence.js';
+export { letGoArgs, type LetGo } from './release.js';
+export { runScript, type LuaScript } from './lua-script.js';
+export { decodeWakeMessage, type WakeMessage } from './wake-message.js';
+export { LockValues, MULTI_RESOURCE_MARK, TURN_MARK } from './lock-value.js';

@@ -1,0 +1,43 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+/** A Lua script with its SHA1, called with EVALSHA and re-sent with EVAL after NOSCRIPT. */
+export interface LuaScript {
+  readonly name: string;
+  readonly source: string;
+  readonly sha: string;
+}
+
+/** Names a Lua source and computes the SHA1 that EVALSHA needs. */
+export function luaScript(name: string, source: string): LuaScript {
+  return { name, source, sha: createHash('sha1').update(source).digest('hex') };
+}
+
+/**
+ * Runs a script by SHA, and sends its source on NOSCRIPT (first use on a node, or a node that
+ * restarted and lost its script cache). The one script runner of the library: the lock voters and
+ * `FencedWriter` both use it.
+ */
+export function runScript(
+  client: Redis,
+  script: LuaScript,
+  keys: readonly string[],
+  args: readonly (string | number)[],
+): Promise<unknown> {
+  return client.evalsha(script.sha, keys.length, ...keys, ...args).catch((err: unknown) => {
+    if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
+      return client.eval(script.source, keys.length, ...keys, ...args);
+    }
+    throw err;
+  });
+}
+
+/** A Lua string literal for any text: bytes other than plain ASCII letters and digits escaped. */
+export function luaString(text: string): string {
+  let literal = '';
+  for (const byte of Buffer.from(text, 'utf8')) {
+    const plain = (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122);
+    literal += plain ? String.fromCharCode(byte) : `\\${String(byte).padStart(3, '0')}`;
+  }
+  return `"${literal}"`;
+}

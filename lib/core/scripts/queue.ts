@@ -1,0 +1,54 @@
+import { FENCE_SUFFIX, QUEUE_SUFFIX } from '../keys.js';
+import { luaIsMultiResource, luaWakeChannelOf, TURN_MARK } from './lock-value.js';
+import type { ScriptSettings } from './settings.js';
+import { LUA_HANDED_MESSAGE, LUA_TURN_MESSAGE } from './wake-message.js';
+
+/*
+ * Waiting in line, on the node. Per resource, beside the lock key and under its hash tag, a
+ * sorted set (lock key + QUEUE_SUFFIX) holds the waiters' values by ticket (the same ticket on
+ * every node, so the nodes agree on the order).
+ *
+ * Handing a lock over: when a holder releases and someone waits, the lock key does not become free.
+ * It goes to the first waiter in the queue, for `turnMs` (a short lease: a waiter that died or
+ * stalls holds the lock up no longer than that), and the node tells the waiter's engine so:
+ * - A waiter for one resource is handed the lock itself: the key holds its value, and the message
+ *   carries the fencing token and the node's clock. Once a majority of nodes has handed it over,
+ *   the waiter holds the lock without another round (see queue/hand-off.ts), and, unless it
+ *   released it first, extends it halfway through the turn, to end as a grant of its own ttl
+ *   would have.
+ * - A waiter for several resources (its value ends with MULTI_RESOURCE_MARK) is given a turn: the
+ *   key holds TURN_MARK + its value, which only that waiter can take (an acquire that finds its
+ *   own turn claims it), once it has its turn on every resource.
+ * Every other caller finds the key busy.
+ */
+
+/**
+ * Lua function promote(key, cause): hands the lock `key` to the first waiter in its queue (taking
+ * it out of the queue) and tells it on its engine's channel (see wake-message.ts). `cause` is the
+ * value of the one handing over (releasing, giving up), out of the queue already. A waiter whose
+ * engine does not listen on this node (its process is gone) is skipped. Returns whether someone
+ * got it. Needs next_token (fence.ts).
+ */
+export function promoteFunctionLua({ turnMs }: ScriptSettings): string {
+  return `
+local function promote(key, cause)
+  local queue = key .. '${QUEUE_SUFFIX}'
+  while true do
+    local head = redis.call('ZPOPMIN', queue)[1]
+    if not head then return false end
+    local channel = ${luaWakeChannelOf('head')}
+    if ${luaIsMultiResource('head')} then
+      redis.call('SET', key, '${TURN_MARK}' .. head, 'PX', ${turnMs})
+      redis.call('PUBLISH', channel, ${LUA_TURN_MESSAGE})
+      return true
+    end
+    -- The clock is read before the lease starts, so that the waiter never overestimates it.
+    local now = redis.call('TIME')
+    redis.call('SET', key, head, 'PX', ${turnMs})
+    local token = next_token(key .. '${FENCE_SUFFIX}', false)
+    if redis.call('PUBLISH', channel, ${LUA_HANDED_MESSAGE}) > 0 then return true end
+    redis.call('DEL', key)
+  end
+end
+`;
+}

@@ -1,0 +1,119 @@
+import { QUEUE_SUFFIX } from '../keys.js';
+import { fenceFunctionsLua } from './fence.js';
+import { TURN_MARK } from './lock-value.js';
+import { luaScript, type LuaScript } from './lua-script.js';
+import { promoteFunctionLua } from './queue.js';
+import type { ScriptSettings } from './settings.js';
+
+/*
+ * Three ways to let go of lock keys, one script each. All of them free only keys that hold the
+ * caller's value (never another holder's), and hand what they free to the first in line (see
+ * queue.ts). Each replies with a count (freed keys, or queues left), which nobody needs to read.
+ */
+
+/** Lua prelude of the scripts that hand locks on: next_token (fence.ts) and promote (queue.ts). */
+function handOnLua(settings: ScriptSettings): string {
+  // promote never consults the restart guard: compile it out.
+  return fenceFunctionsLua({ ...settings, guardMs: 0 }) + promoteFunctionLua(settings);
+}
+
+/**
+ * A holder's release, or a failed attempt of a caller that does not wait.
+ * KEYS: lock keys. ARGV: value. Hands each lock to the first waiter in its queue. A holder may
+ * also find its own turn there (a node handed it the lock after it had got a majority elsewhere),
+ * or its own entry in a queue (an earlier attempt of a wait left it): both go, or the turn would
+ * keep the node from voting until it lapsed.
+ */
+export function releaseScript(settings: ScriptSettings): LuaScript {
+  return luaScript(
+    'release',
+    `${handOnLua(settings)}
+local value = ARGV[1]
+local freed = 0
+for i = 1, #KEYS do
+  local key = KEYS[i]
+  local queue = key .. '${QUEUE_SUFFIX}'
+  local current = redis.call('GET', key)
+  local queued = redis.call('EXISTS', queue) == 1
+  local mine = current == value or current == '${TURN_MARK}' .. value
+  if queued then redis.call('ZREM', queue, value) end
+  if mine then
+    freed = freed + 1
+    if not (queued and promote(key, value)) then redis.call('DEL', key) end
+  end
+end
+return freed
+`,
+  );
+}
+
+/**
+ * A failed attempt of a caller that waits on: it frees what it got and keeps its place in line.
+ * It must not keep what it got: acquirers that split the nodes between them would each keep their
+ * share and wait for the others forever.
+ * KEYS: lock keys. ARGV: value, ticket, and the value it waits on under (default: the same).
+ * One that waits on under a new value (a waiter for one resource) hands what it got to the first
+ * in line, which may be itself under that value: what a node handed it before is not lost.
+ */
+export function requeueScript(settings: ScriptSettings): LuaScript {
+  return luaScript(
+    'requeue',
+    `${handOnLua(settings)}
+local value = ARGV[1]
+local ticket = ARGV[2]
+local renamed = ARGV[3] or value
+local freed = 0
+for i = 1, #KEYS do
+  local key = KEYS[i]
+  local queue = key .. '${QUEUE_SUFFIX}'
+  local mine = redis.call('GET', key) == value
+  local queued = redis.call('EXISTS', queue) == 1
+  local had = queued and redis.call('ZREM', queue, value) == 1
+  if had or (mine and queued) then redis.call('ZADD', queue, 'NX', ticket, renamed) end
+  if mine then
+    freed = freed + 1
+    if not (renamed ~= value and queued and promote(key, value)) then redis.call('DEL', key) end
+  end
+end
+return freed
+`,
+  );
+}
+
+/**
+ * Leave the queues: a waiter that gives up (its wait ran out, it was aborted). If the lock (or its
+ * turn) had been handed to it, the next waiter gets it. KEYS: lock keys. ARGV: value.
+ */
+export function leaveQueueScript(settings: ScriptSettings): LuaScript {
+  return luaScript(
+    'leave-queue',
+    `${handOnLua(settings)}
+local value = ARGV[1]
+local left = 0
+for i = 1, #KEYS do
+  local key = KEYS[i]
+  left = left + redis.call('ZREM', key .. '${QUEUE_SUFFIX}', value)
+  local current = redis.call('GET', key)
+  if (current == value or current == '${TURN_MARK}' .. value) and not promote(key, value) then
+    redis.call('DEL', key)
+  end
+end
+return left
+`,
+  );
+}
+
+/** How a caller lets go of lock keys: the named operations behind the three scripts above. */
+export type LetGo =
+  /** A holder's release, or a failed attempt of a caller that does not wait. */
+  | { readonly op: 'release' }
+  /** A failed attempt of a caller that waits on at `ticket`, under `renamedTo` if given. */
+  | { readonly op: 'requeue'; readonly ticket: string; readonly renamedTo?: string }
+  /** A waiter that gives up. */
+  | { readonly op: 'leave-queue' };
+
+/** The script arguments of a {@link LetGo} operation. */
+export function letGoArgs(value: string, letGo: LetGo): string[] {
+  if (letGo.op !== 'requeue') return [value];
+  return letGo.renamedTo === undefined ? [value, letGo.ticket] : [value, letGo.ticket, letGo.renamedTo];
+}

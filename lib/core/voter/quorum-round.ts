@@ -1,0 +1,121 @@
+import type { NodeFailure } from '../errors.js';
+import { startTimeout, type CancelTimeout } from '../timeouts.js';
+import type { Voter } from './voter.js';
+
+/** Votes needed among `count` voters: a strict majority. The one quorum formula of the library. */
+export function quorumOf(count: number): number {
+  return Math.floor(count / 2) + 1;
+}
+
+/** How one voter's reply counts: for, against, or not at all (with a log-safe reason). */
+export type Vote = 'yes' | 'no' | { readonly declined: string };
+
+/** Options of a round. */
+export interface RoundOptions<R> {
+  /**
+   * Start the time-out when this settles instead of now: for requests that are queued and sent
+   * together later in the tick (batched extensions), so a long tick does not eat the budget.
+   */
+  readonly armAfter?: Promise<unknown>;
+  /**
+   * Sees every voter's outcome, also those that come after the decision: its reply, or undefined
+   * when the operation failed (not when the round stopped waiting for it).
+   */
+  readonly observe?: (index: number, reply: R | undefined) => void;
+}
+
+/** The decision of one round, taken as soon as it was certain. */
+export interface RoundOutcome<R> {
+  /** A majority voted yes. */
+  readonly ok: boolean;
+  /** Replies that voted yes, with the voter index, in arrival order. */
+  readonly yes: ReadonlyArray<{ readonly index: number; readonly reply: R }>;
+  /** Replies that voted no (e.g. lock busy), in arrival order. */
+  readonly no: readonly R[];
+  /** Voters that failed, timed out or declined, with log-safe reasons. */
+  readonly unavailable: readonly NodeFailure[];
+  /**
+   * Per voter index: what it answered before the decision. `declined` is an answer that did not
+   * vote (e.g. abstaining); `failed` an error or time-out; undefined no answer yet.
+   */
+  readonly votes: ReadonlyArray<'yes' | 'no' | 'declined' | 'failed' | undefined>;
+}
+
+/**
+ * Sends one request to every voter at once and decides as soon as `quorum` said yes or that can
+ * no longer happen, without waiting for stragglers. Voters that have not answered within
+ * `timeoutMs` count as unavailable (one time-out per round, not one per voter).
+ */
+export function quorumRound<R>(
+  voters: readonly Voter[],
+  quorum: number,
+  timeoutMs: number,
+  send: (voter: Voter, index: number) => Promise<R>,
+  classify: (reply: R, index: number) => Vote,
+  options: RoundOptions<R> = {},
+): Promise<RoundOutcome<R>> {
+  return new Promise((resolve) => {
+    const total = voters.length;
+    const votes = new Array<'yes' | 'no' | 'declined' | 'failed' | undefined>(total);
+    const yes: Array<{ index: number; reply: R }> = [];
+    const no: R[] = [];
+    const unavailable: NodeFailure[] = [];
+    let decided = false;
+    let cancel: CancelTimeout | undefined;
+
+    const finish = () => {
+      decided = true;
+      cancel?.();
+      resolve({ ok: yes.length >= quorum, yes, no, unavailable, votes });
+    };
+    const record = (index: number, outcome: () => void) => {
+      if (votes[index] !== undefined || decided) return;
+      outcome();
+      const failed = no.length + unavailable.length;
+      if (yes.length >= quorum || failed > total - quorum || yes.length + failed === total) finish();
+    };
+    const fail = (index: number, reason: string, vote: 'declined' | 'failed') => {
+      votes[index] = vote;
+      unavailable.push({ node: voters[index]!.label, reason });
+    };
+
+    const expire = () => {
+      for (let i = 0; i < total; i++) record(i, () => fail(i, `no reply within ${timeoutMs} ms`, 'failed'));
+    };
+    // When the timer fires, replies may already wait in the sockets (timers run before I/O is
+    // read, e.g. after a busy tick): look at them first, then expire what is still missing.
+    const arm = () => {
+      if (!decided) cancel = startTimeout(timeoutMs, () => setImmediate(expire));
+    };
+    // Writes to a voter leave together at the end of the tick (the Redis voter corks its socket):
+    // start the clock then, so synchronous work after the call (a long handler, a GC pause) is
+    // not counted against the voters.
+    if (options.armAfter) void options.armAfter.then(arm);
+    else process.nextTick(arm);
+
+    const { observe } = options;
+    voters.forEach((voter, index) => {
+      send(voter, index).then(
+        (reply) => {
+          observe?.(index, reply);
+          record(index, () => {
+            const vote = classify(reply, index);
+            if (vote === 'yes') {
+              votes[index] = 'yes';
+              yes.push({ index, reply });
+            } else if (vote === 'no') {
+              votes[index] = 'no';
+              no.push(reply);
+            } else {
+              fail(index, vote.declined, 'declined');
+            }
+          });
+        },
+        (err: unknown) => {
+          observe?.(index, undefined);
+          record(index, () => fail(index, voter.failureReason(err), 'failed'));
+        },
+      );
+    });
+  });
+}

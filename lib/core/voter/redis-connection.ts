@@ -1,0 +1,62 @@
+import { Redis, type RedisOptions } from 'ioredis';
+
+/**
+ * Settings for connections the library opens itself. A dead node must fail fast instead of
+ * queueing commands: the offline queue is off, and a command in flight when the connection drops
+ * fails instead of being replayed after the lock decision was made.
+ */
+function ownedConnectionOptions(connectTimeout: number): RedisOptions {
+  return {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    connectTimeout: Math.max(connectTimeout, 500),
+    retryStrategy: (attempt: number) => Math.min(attempt * 100, 2000),
+    // Our own subscriber connection is created with duplicate(), which copies these options.
+  };
+}
+
+/** A client for one node, its log-safe label, and whether the library owns (and so closes) it. */
+export interface RedisConnection {
+  readonly client: Redis;
+  readonly label: string;
+  readonly owned: boolean;
+}
+
+/** Opens (or adopts) the connection for a URL, ioredis options or a ready client. */
+export function redisConnection(
+  node: string | RedisOptions | Redis,
+  connectTimeout: number,
+): RedisConnection {
+  if (node instanceof Redis) {
+    const o = node.options;
+    return { client: node, label: `${o.tls ? 'rediss' : 'redis'}://${o.host}:${o.port}`, owned: false };
+  }
+  const defaults = ownedConnectionOptions(connectTimeout);
+  if (typeof node === 'string') {
+    return { client: new Redis(node, defaults), label: redactUrl(node), owned: true };
+  }
+  const options = { ...defaults, ...node };
+  const user = options.username ? `${options.username}@` : '';
+  const label = `${options.tls ? 'rediss' : 'redis'}://${user}${options.host ?? 'localhost'}:${options.port ?? 6379}`;
+  return { client: new Redis(options), label, owned: true };
+}
+
+/** A log-safe message for a node error: authentication failures say what to check. */
+export function describeError(err: unknown): string {
+  const message = err instanceof Error ? err.message : String(err);
+  if (/WRONGPASS|NOAUTH|invalid password|invalid username-password/i.test(message)) {
+    return `authentication failed (${message.split('\n')[0]}); check the node's username and password`;
+  }
+  return message.split('\n')[0] ?? message;
+}
+
+/** `redis://user:secret@host:6379/0` -> `redis://user:***@host:6379/0`. */
+export function redactUrl(raw: string): string {
+  try {
+    const url = new URL(raw);
+    if (url.password) url.password = '***';
+    return url.toString().replace(/\/$/, '');
+  } catch {
+    return '<invalid url>';
+  }
+}

@@ -1,0 +1,63 @@
+import type { RedlockLogger } from '../logger.js';
+import type { AcquireVote, EngineScripts, ExtendRequest, LetGo, ScriptSettings } from '../scripts/index.js';
+
+/**
+ * One voter of the quorum, as the algorithm sees it: something that runs the lock operations on
+ * its own copy of the lock state, reports its health, and tells the engine's waiters when a lock
+ * is handed to them. The Redlock algorithm (acquire.ts, lease/, queue/) talks to voters through
+ * this interface only. A Redis master reached with ioredis is one implementation
+ * ({@link RedisVoter}); an in-memory voter (for unit tests) is another, and a Cluster or a
+ * Sentinel-managed primary plug in the same way.
+ *
+ * Every operation is atomic on the voter and has the semantics of the Lua scripts in scripts/.
+ */
+export interface Voter {
+  /** Log-safe name (never a password). */
+  readonly label: string;
+  /** True while commands can be sent. */
+  readonly connected: boolean;
+  /** Why it is not connected, log-safe; undefined when connected or never tried. */
+  readonly connectionError: string | undefined;
+  /** Resolves true once connected, false when `timeoutMs` passes first. */
+  waitReady(timeoutMs: number): Promise<boolean>;
+  /** Takes the lock keys for `value` (all or none), queueing it with `ticket` when busy ('' = do not queue). */
+  acquire(keys: readonly string[], value: string, ttlMs: number, ticket: string): Promise<AcquireVote>;
+  /** Raises the fence counters of `keys` to `tokens` while `value` still holds them. */
+  raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean>;
+  /** Extends each lock of the batch that still holds its value; one answer per lock. */
+  extend(batch: readonly ExtendRequest[]): Promise<boolean[]>;
+  /** Lets go of the keys `value` holds, and of its places in line (see scripts/release.ts). */
+  letGo(keys: readonly string[], value: string, how: LetGo): Promise<void>;
+  /** A round trip that proves the voter answers (health checks). */
+  ping(): Promise<void>;
+  /**
+   * Delivers the messages published on `channel` (the engine's wake channel) to `onMessage`.
+   * Resolves when the voter confirmed the subscription; re-subscribes after a reconnect.
+   */
+  subscribe(channel: string, onMessage: (message: string) => void): Promise<void>;
+  /** Why an operation failed, log-safe (a connection's own last error when it is down). */
+  failureReason(err: unknown): string;
+  /** Closes what the voter opened (never a client that was passed in); bounded by `timeoutMs`. */
+  close(timeoutMs: number): Promise<void>;
+}
+
+/** What a voter is built with: the engine's compiled scripts and settings. */
+export interface VoterContext {
+  readonly scripts: EngineScripts;
+  readonly settings: ScriptSettings;
+  readonly logger: RedlockLogger;
+  readonly connectTimeout: number;
+}
+
+/**
+ * A voter the caller builds itself (e.g. an in-memory voter from `nest-quorum-lock/testing`), in
+ * `nodes` beside URLs, ioredis options and clients.
+ */
+export interface VoterFactory {
+  createVoter(context: VoterContext): Voter;
+}
+
+/** Whether a `nodes` entry is a {@link VoterFactory}. */
+export function isVoterFactory(node: unknown): node is VoterFactory {
+  return typeof (node as Partial<VoterFactory> | null)?.createVoter === 'function';
+}

@@ -1,0 +1,183 @@
+import type { LetGo } from './scripts/index.js';
+import type { RedlockLogger } from './logger.js';
+import { settleWithin, TIMED_OUT } from './timeouts.js';
+import {
+  quorumOf,
+  quorumRound,
+  type RoundOptions,
+  type RoundOutcome,
+  type Vote,
+} from './voter/quorum-round.js';
+import type { Voter } from './voter/voter.js';
+
+/** Reachability of one voter, as reported by `Redlock.connect`, `status` and `probe`. */
+export interface NodeStatus {
+  readonly node: string;
+  readonly reachable: boolean;
+  readonly error?: string;
+  /** Epoch ms until which the node abstains under the restart guard, if it does. */
+  readonly abstainingUntil?: number;
+  /** Round-trip time of a PING, from `probe`. */
+  readonly latencyMs?: number;
+}
+
+/**
+ * The N voters as one: the quorum (computed here only), rounds over all of them, their health
+ * (connect, status, probe), who abstains under the restart guard until when, and letting go of
+ * keys everywhere.
+ */
+export class Voters {
+  /** Votes needed: a strict majority of the voters. */
+  readonly quorum: number;
+  /** Per voter: epoch ms until which it abstains (0 = it votes). */
+  private readonly abstaining: number[];
+
+  constructor(
+    readonly list: readonly Voter[],
+    private readonly nodeTimeout: number,
+    private readonly restartGuard: number | false,
+    private readonly logger: RedlockLogger,
+  ) {
+    this.quorum = quorumOf(list.length);
+    this.abstaining = list.map(() => 0);
+    if (list.length % 2 === 0) {
+      logger.warn(
+        `${list.length} Redis nodes configured: an even count tolerates no more failures than ` +
+          `${list.length - 1} nodes would (quorum ${this.quorum}). Use an odd number such as 3 or 5.`,
+      );
+    }
+  }
+
+  get count(): number {
+    return this.list.length;
+  }
+
+  /** One round over every voter (or `voters`, with their own `quorum`), bounded by nodeTimeout. */
+  round<R>(
+    send: (voter: Voter, index: number) => Promise<R>,
+    classify: (reply: R, index: number) => Vote,
+    options?: RoundOptions<R> & { voters?: readonly Voter[]; quorum?: number; timeoutMs?: number },
+  ): Promise<RoundOutcome<R>> {
+    return quorumRound(
+      options?.voters ?? this.list,
+      options?.quorum ?? this.quorum,
+      options?.timeoutMs ?? this.nodeTimeout,
+      send,
+      classify,
+      options,
+    );
+  }
+
+  /**
+   * Lets go of `value`'s keys on `voters` (default all). Resolves once a majority of them
+   * answered, like an acquire: the lock is then free for anyone who asks. A voter that fails to
+   * answer still counts as done: the key expires there with its lease, and the next operation of
+   * this engine reaches it after this one, on the same connection.
+   */
+  letGo(keys: readonly string[], value: string, how: LetGo, voters = this.list): Promise<void> {
+    return quorumRound(
+      voters,
+      Math.min(this.quorum, voters.length),
+      this.nodeTimeout,
+      (voter) => voter.letGo(keys, value, how).catch(() => undefined),
+      () => 'yes',
+    ).then(() => undefined);
+  }
+
+  /**
+   * Records that voter `index` abstains under the restart guard for `remainingMs`, logs it once
+   * per period (which node, why, until when), and returns the reason for error messages.
+   */
+  noteAbstention(index: number, remainingMs: number): string {
+    const now = Date.now();
+    const until = now + remainingMs;
+    if (this.abstaining[index]! < now) {
+      this.logger.warn(
+        `Redis node ${this.list[index]!.label} abstains from lock quorums until ${new Date(until).toISOString()}: ` +
+          'it has no restart-guard marker, so it restarted without persistence, lost its data, or is new, and ' +
+          `may have forgotten locks it granted. It rejoins after restartGuard (${String(this.restartGuard)} ms). ` +
+          'Nodes created just now cannot have granted anything: start the engine with restartGuard: false ' +
+          'for their first run, or wait.',
+      );
+    }
+    this.abstaining[index] = until;
+    return `abstaining under the restart guard for ${remainingMs} more ms`;
+  }
+
+  /**
+   * When a quorum should vote again after a round that did not reach one, in ms from now: the
+   * quorum-th soonest among the voters (0 for those that voted, the rest of its abstention for one
+   * that abstained). Undefined when that depends on voters that failed or did not answer: nobody
+   * can tell when they come back.
+   */
+  msUntilQuorumVotes(votes: RoundOutcome<unknown>['votes']): number | undefined {
+    const now = Date.now();
+    const waits = this.list
+      .map((_, i) => {
+        const vote = votes[i];
+        if (vote === 'yes' || vote === 'no') return 0;
+        return vote === 'declined' ? Math.max(0, this.abstaining[i]! - now) : Infinity;
+      })
+      .sort((a, b) => a - b);
+    const wait = waits[this.quorum - 1]!;
+    return Number.isFinite(wait) ? wait : undefined;
+  }
+
+  /**
+   * Waits until every voter is connected, at most `timeoutMs`, and logs those that are not.
+   * Resolves with each voter's status (it does not throw: a minority may well be down).
+   */
+  async connect(timeoutMs: number): Promise<NodeStatus[]> {
+    await Promise.all(this.list.map((v) => v.waitReady(timeoutMs)));
+    const statuses = this.status();
+    const down = statuses.filter((s) => !s.reachable);
+    for (const s of down)
+      this.logger.warn(`Redis node ${s.node} is not reachable: ${s.error ?? 'not connected yet'}`);
+    if (this.count - down.length < this.quorum) {
+      this.logger.error(
+        `Only ${this.count - down.length} of ${this.count} Redis nodes are reachable; ` +
+          `no lock can be granted until ${this.quorum} are.`,
+      );
+    }
+    return statuses;
+  }
+
+  /** Current reachability of each voter, from the connections' state (no I/O). */
+  status(): NodeStatus[] {
+    const now = Date.now();
+    return this.list.map((voter, i) => ({
+      node: voter.label,
+      reachable: voter.connected,
+      ...(voter.connected ? {} : { error: voter.connectionError }),
+      ...(this.abstaining[i]! > now ? { abstainingUntil: this.abstaining[i]! } : {}),
+    }));
+  }
+
+  /**
+   * Like {@link status}, but asks each voter (PING, bounded by nodeTimeout), so a voter that is
+   * connected but hung (e.g. paused) shows as unreachable, and reachable ones report a latency.
+   */
+  probe(): Promise<NodeStatus[]> {
+    const timeout = this.nodeTimeout;
+    return Promise.all(
+      this.status().map(async (status, i) => {
+        if (!status.reachable) return status;
+        const started = performance.now();
+        const answer = await settleWithin(this.list[i]!.ping(), timeout).catch((err: unknown) => err);
+        if (answer === undefined) {
+          return { ...status, latencyMs: Math.round((performance.now() - started) * 100) / 100 };
+        }
+        const error =
+          answer === TIMED_OUT
+            ? `no reply to PING within ${timeout} ms`
+            : this.list[i]!.failureReason(answer);
+        return { ...status, reachable: false, error };
+      }),
+    );
+  }
+
+  /** Closes every voter, each bounded by nodeTimeout. */
+  async close(): Promise<void> {
+    await Promise.all(this.list.map((v) => v.close(this.nodeTimeout)));
+  }
+}

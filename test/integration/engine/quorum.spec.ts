@@ -1,0 +1,91 @@
+import { LockNotAcquiredError, QuorumUnavailableError, type Redlock } from '../../../lib/index.js';
+import { TestCluster, sleep } from '../../support/cluster.js';
+
+const PREFIX = 'redlock:';
+const lockKey = (r: string) => `${PREFIX}{${r}}`;
+
+describe('quorum acquire over 5 real nodes', () => {
+  let cluster: TestCluster;
+  let engine: Redlock;
+
+  beforeAll(async () => {
+    cluster = await TestCluster.start(5);
+    engine = await cluster.engine({ nodeTimeout: 100 });
+  });
+  afterAll(() => cluster.close());
+
+  async function keysOnNodes(key: string): Promise<Array<string | null>> {
+    return Promise.all(cluster.redis.urls.map((_, i) => cluster.redis.client(i).get(key)));
+  }
+
+  for (let k = 0; k <= 5; k++) {
+    test(`with ${k} of 5 nodes held by another owner, acquire ${k <= 2 ? 'succeeds' : 'fails'}`, async () => {
+      const resource = `matrix-${k}`;
+      for (let i = 0; i < k; i++)
+        await cluster.redis.client(i).set(lockKey(resource), 'someone-else', 'PX', 10_000);
+      const result = await engine.acquire(resource, { ttl: 2000 }).catch((e: unknown) => e);
+      const values = await keysOnNodes(lockKey(resource));
+      if (k <= 2) {
+        expect(result).not.toBeInstanceOf(Error);
+        const lock = result as Awaited<ReturnType<Redlock['acquire']>>;
+        await lock.release();
+      } else {
+        expect(result).toBeInstanceOf(LockNotAcquiredError);
+        expect((result as LockNotAcquiredError).retryAfterMs).toBeGreaterThan(5000);
+        // Settle the background release of partial grants, then check none of our keys is left.
+        await sleep(50);
+      }
+      const after = await keysOnNodes(lockKey(resource));
+      expect(after.slice(0, k)).toEqual(new Array(k).fill('someone-else'));
+      expect(after.slice(k)).toEqual(new Array(5 - k).fill(null));
+      expect(values.slice(0, k)).toEqual(new Array(k).fill('someone-else'));
+    });
+  }
+
+  test('two engines: the second gets the lock only after the first releases, with a higher token', async () => {
+    const other = await cluster.engine();
+    const first = await engine.acquire('handover', { ttl: 5000 });
+    await expect(other.acquire('handover', { wait: 0 })).rejects.toBeInstanceOf(LockNotAcquiredError);
+    const waiting = other.acquire('handover', { wait: 3000 });
+    await sleep(100);
+    await first.release();
+    const second = await waiting;
+    expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
+    expect(first.signal.aborted).toBe(true);
+    await second.release();
+  });
+
+  test('a waiter is woken by the release, long before the holder lease would run out', async () => {
+    const other = await cluster.engine();
+    const first = await engine.acquire('wake', { ttl: 8000 });
+    const started = performance.now();
+    const waiting = other.acquire('wake', { wait: 5000 });
+    await sleep(200);
+    await first.release();
+    const second = await waiting;
+    const waited = performance.now() - started;
+    expect(waited).toBeLessThan(2000); // the lease had 7.8 s left: polling by pttl would wait that long
+    await second.release();
+  });
+
+  test('acquire respects an abort signal while waiting', async () => {
+    const first = await engine.acquire('abortable', { ttl: 5000 });
+    const controller = new AbortController();
+    const waiting = engine
+      .acquire('abortable', { wait: 4000, signal: controller.signal })
+      .catch((e: unknown) => e);
+    await sleep(100);
+    controller.abort(new Error('caller gave up'));
+    expect(await waiting).toEqual(new Error('caller gave up'));
+    await first.release();
+  });
+
+  test('an unreachable majority is reported as QuorumUnavailableError naming the nodes', async () => {
+    const remote = await cluster.engine({
+      nodes: ['redis://127.0.0.1:1', 'redis://127.0.0.1:2', cluster.redis.url(0)],
+    });
+    const err = await remote.acquire('nowhere').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(QuorumUnavailableError);
+    expect((err as Error).message).toContain('127.0.0.1:1');
+  });
+});

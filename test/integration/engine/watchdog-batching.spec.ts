@@ -1,0 +1,50 @@
+import type { Lock } from '../../../lib/index.js';
+import { TestCluster, sleep } from '../../support/cluster.js';
+
+async function evalshaCalls(cluster: TestCluster, node: number): Promise<number> {
+  const info = await cluster.redis.client(node).info('commandstats');
+  const match = /cmdstat_evalsha:calls=(\d+)/.exec(info);
+  return match ? Number(match[1]) : 0;
+}
+
+describe('watchdogs that scale', () => {
+  let cluster: TestCluster;
+  beforeAll(async () => {
+    cluster = await TestCluster.start(5);
+  });
+  afterAll(() => cluster.close());
+
+  test('200 locks under the watchdog: one script call per node per tick, not one per lock', async () => {
+    const engine = await cluster.engine({ nodeTimeout: 500 }); // 200 grants at once on a busy CI machine
+    const locks: Lock[] = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => engine.acquire(`batch-${i}`, { ttl: 1500, watchdog: true })),
+    );
+    const before = await evalshaCalls(cluster, 0);
+    await sleep(2100); // ticks every 500 ms: about 4 ticks
+    const calls = (await evalshaCalls(cluster, 0)) - before;
+    expect(
+      locks.filter((l) => l.signal.aborted).map((l) => String((l.signal.reason as Error).message)),
+    ).toEqual([]); // all extended, none lost
+    // Unbatched, that is 200 locks x ~4 ticks = ~800 calls on this node.
+    expect(calls).toBeGreaterThanOrEqual(2); // the watchdogs did extend
+    expect(calls).toBeLessThanOrEqual(16);
+    await Promise.all(locks.map((l) => l.release()));
+  });
+
+  test('a lock extended in a batch with a lost lock keeps its lease; the lost one reports LockLostError', async () => {
+    const engine = await cluster.engine();
+    const kept = await engine.acquire('batch-kept', { ttl: 600, watchdog: true });
+    const stolen = await engine.acquire('batch-stolen', { ttl: 600, watchdog: true });
+    // Someone else overwrites the stolen lock's key on every node (as after an expiry and a new grant).
+    await Promise.all(
+      cluster.redis.urls.map((_, i) =>
+        cluster.redis.client(i).set('redlock:{batch-stolen}', 'other', 'PX', 5000),
+      ),
+    );
+    await sleep(500);
+    expect(stolen.signal.aborted).toBe(true);
+    expect((stolen.signal.reason as Error).name).toBe('LockLostError');
+    expect(kept.signal.aborted).toBe(false);
+    await kept.release();
+  });
+});

@@ -1,0 +1,295 @@
+import 'reflect-metadata';
+import {
+  Body,
+  Controller,
+  ForbiddenException,
+  Get,
+  Injectable,
+  Param,
+  Post,
+  UseGuards,
+  type CanActivate,
+  type INestApplication,
+} from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import request from 'supertest';
+import { interval, map, take, type Observable } from 'rxjs';
+import {
+  DistributedLock,
+  FencingToken,
+  LockNotAcquiredError,
+  LockService,
+  QuorumUnavailableError,
+  RedlockModule,
+} from '../../../lib/index.js';
+import { RedisNodes } from '../../../lib/testing/index.js';
+import { sleep } from '../../support/cluster.js';
+
+/** A guard that refuses every request: the lock must not even be taken. */
+@Injectable()
+class DenyGuard implements CanActivate {
+  canActivate(): boolean {
+    return false;
+  }
+}
+
+/** An in-process "database" whose read-modify-write loses updates unless callers are serialised. */
+@Injectable()
+class CounterStore {
+  value = 0;
+  grants: number[] = [];
+  async increment(delayMs: number): Promise<number> {
+    const read = this.value;
+    await sleep(delayMs);
+    this.value = read + 1;
+    return this.value;
+  }
+}
+
+@Controller('counter')
+class CounterController {
+  constructor(
+    private readonly store: CounterStore,
+    private readonly locks: LockService,
+  ) {}
+
+  @Post('locked')
+  @DistributedLock('counter', { wait: 20_000, ttl: 2000 })
+  async locked(@FencingToken() token: number): Promise<{ token: number }> {
+    this.store.grants.push(token);
+    await this.store.increment(3);
+    return { token };
+  }
+
+  @Post('unlocked')
+  async unlocked(): Promise<number> {
+    return this.store.increment(3);
+  }
+
+  @DistributedLock('above-get')
+  @Get('above')
+  async above(): Promise<string> {
+    return 'above';
+  }
+
+  @Get('below')
+  @DistributedLock('below-get')
+  async below(): Promise<string> {
+    return 'below';
+  }
+
+  @Post('items/:id')
+  @DistributedLock('item:{0}')
+  async item(@Param('id') id: string, @Body() body: { qty: number }, @FencingToken() token: number) {
+    return { id, qty: body.qty, token };
+  }
+
+  @UseGuards(DenyGuard)
+  @Get('guarded')
+  @DistributedLock('guarded')
+  async guarded(): Promise<string> {
+    return 'never';
+  }
+
+  // Applied before @DistributedLock wraps the method: this route and its guard exist only if the
+  // decorator copies the original's metadata onto its wrapper.
+  @DistributedLock('guarded-below')
+  @UseGuards(DenyGuard)
+  @Get('guarded-below')
+  async guardedBelow(): Promise<string> {
+    return 'never';
+  }
+
+  @Get('forbidden')
+  @DistributedLock('forbidden')
+  async forbidden(): Promise<never> {
+    throw new ForbiddenException('not yours');
+  }
+
+  @Get('busy')
+  @DistributedLock('busy', { wait: 0 })
+  async busy(): Promise<string> {
+    return 'got it';
+  }
+
+  /** What the engine throws while voters abstain for a known time (restart guard). */
+  @Get('abstaining')
+  @DistributedLock('abstaining')
+  async abstaining(): Promise<never> {
+    throw new QuorumUnavailableError(['abstaining'], 3, 5, [], 7200);
+  }
+
+  @Get('stream')
+  @DistributedLock('stream', { ttl: 1000 })
+  stream(): Observable<number> {
+    return interval(100).pipe(
+      take(5),
+      map((i) => i),
+    );
+  }
+
+  @Get('stream-probe')
+  async streamProbe(): Promise<boolean> {
+    const lock = await this.locks.tryAcquire('stream');
+    await lock?.release();
+    return lock !== null;
+  }
+}
+
+describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
+  let redis: RedisNodes;
+  let app: INestApplication;
+  let store: CounterStore;
+  let locks: LockService;
+
+  beforeAll(async () => {
+    redis = await RedisNodes.start(5);
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedlockModule.forRoot({ nodes: redis.urls, restartGuard: false, nodeTimeout: 100 })],
+      controllers: [CounterController],
+      providers: [CounterStore],
+    }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+    store = app.get(CounterStore);
+    locks = app.get(LockService);
+  });
+  afterAll(async () => {
+    await app?.close();
+    await redis?.close();
+  });
+
+  test('50 concurrent requests: exact count and tokens increasing in grant order; without the lock updates are lost', async () => {
+    store.value = 0;
+    const server = app.getHttpServer();
+    const unlocked = await Promise.all(
+      Array.from({ length: 50 }, () => request(server).post('/counter/unlocked')),
+    );
+    expect(unlocked.every((r) => r.status === 201)).toBe(true);
+    expect(store.value).toBeLessThan(50); // the control: lost updates are visible
+
+    store.value = 0;
+    store.grants = [];
+    const responses = await Promise.all(
+      Array.from({ length: 50 }, () => request(server).post('/counter/locked')),
+    );
+    expect(responses.map((r) => r.status)).toEqual(new Array(50).fill(201));
+    expect(store.value).toBe(50);
+    expect(store.grants).toHaveLength(50);
+    for (let i = 1; i < store.grants.length; i++)
+      expect(store.grants[i]!).toBeGreaterThan(store.grants[i - 1]!);
+  });
+
+  test('the decorator above and below @Get both answer 200 and keep the method name', async () => {
+    const server = app.getHttpServer();
+    await request(server).get('/counter/above').expect(200, 'above');
+    await request(server).get('/counter/below').expect(200, 'below');
+    expect(CounterController.prototype.above.name).toBe('above');
+    expect(CounterController.prototype.item.length).toBe(3);
+  });
+
+  test('the fencing token reaches a handler that also takes @Param and @Body', async () => {
+    const res = await request(app.getHttpServer()).post('/counter/items/42').send({ qty: 3 }).expect(201);
+    expect(res.body).toMatchObject({ id: '42', qty: 3 });
+    expect(typeof res.body.token).toBe('number');
+    expect(res.body.token).toBeGreaterThan(0);
+  });
+
+  test('@UseGuards above the decorator still guards the route, before any lock', async () => {
+    await request(app.getHttpServer()).get('/counter/guarded').expect(403);
+  });
+
+  test('@Get and @UseGuards below the decorator are kept on its wrapper (metadata copied), before any lock', async () => {
+    // Without the copy the route would not exist (404) and nothing would guard it.
+    await request(app.getHttpServer()).get('/counter/guarded-below').expect(403);
+    expect(await redis.client(0).exists('redlock:{guarded-below}:fence')).toBe(0);
+  });
+
+  test("the method's own HttpException passes through unchanged", async () => {
+    const res = await request(app.getHttpServer()).get('/counter/forbidden').expect(403);
+    expect(res.body.message).toBe('not yours');
+  });
+
+  test('a busy lock with wait: 0 answers 409 with Retry-After; called as a service it is LockNotAcquiredError', async () => {
+    const holder = await locks.acquire('busy', { ttl: 5000 });
+    try {
+      const res = await request(app.getHttpServer()).get('/counter/busy').expect(409);
+      expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(4);
+      expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(5);
+      const controller = app.get(CounterController);
+      await expect(controller.busy()).rejects.toBeInstanceOf(LockNotAcquiredError);
+    } finally {
+      await holder.release();
+    }
+    await request(app.getHttpServer()).get('/counter/busy').expect(200, 'got it');
+  });
+
+  test('an Observable route holds the lock until its last emission', async () => {
+    const server = app.getHttpServer();
+    const streaming = request(server).get('/counter/stream');
+    const done = streaming.then((r) => r);
+    await sleep(250); // mid-stream (5 emissions, 100 ms apart)
+    const during = await request(server).get('/counter/stream-probe');
+    expect(during.text).toBe('false');
+    const res = await done;
+    expect(res.status).toBe(200);
+    expect(res.text).toBe('4'); // Nest answers with the last value
+    const after = await request(server).get('/counter/stream-probe');
+    expect(after.text).toBe('true');
+  });
+
+  test('a QuorumUnavailableError becomes 503; nodes down: Retry-After 1 and no retryAfterMs', async () => {
+    for (const i of [0, 1, 2]) redis.stop(i);
+    try {
+      const res = await request(app.getHttpServer()).get('/counter/below');
+      expect(res.status).toBe(503);
+      expect(res.headers['retry-after']).toBe('1');
+      expect(res.body).toEqual({
+        statusCode: 503,
+        error: 'Service Unavailable',
+        message: 'Distributed lock quorum unavailable; retry shortly.',
+      });
+    } finally {
+      for (const i of [0, 1, 2]) redis.resume(i);
+    }
+  });
+
+  test('a QuorumUnavailableError with retryAfterMs: 503 with Retry-After = ceil(retryAfterMs / 1000)', async () => {
+    const res = await request(app.getHttpServer()).get('/counter/abstaining').expect(503);
+    expect(res.headers['retry-after']).toBe('8');
+    expect(res.body.retryAfterMs).toBe(7200);
+  });
+});
+
+describe('503 while brand-new nodes abstain under the restart guard', () => {
+  const GUARD_MS = 3000;
+  let redis: RedisNodes;
+  let app: INestApplication;
+
+  beforeAll(async () => {
+    redis = await RedisNodes.start(3);
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedlockModule.forRoot({ nodes: redis.urls, restartGuard: GUARD_MS, ttl: 1000 })],
+      controllers: [CounterController],
+      providers: [CounterStore],
+    }).compile();
+    app = moduleRef.createNestApplication({ logger: false });
+    await app.init();
+  });
+  afterAll(async () => {
+    await app?.close();
+    await redis?.close();
+  });
+
+  test('Retry-After is the time until a quorum votes again (the rest of the guard), not 1 s', async () => {
+    const started = Date.now();
+    const res = await request(app.getHttpServer()).get('/counter/below').expect(503);
+    const seconds = Number(res.headers['retry-after']);
+    // The first acquire on brand-new nodes sets their markers: the guard runs from about now.
+    const left = GUARD_MS - (Date.now() - started);
+    expect(res.body.retryAfterMs).toBeGreaterThan(left - 500);
+    expect(res.body.retryAfterMs).toBeLessThanOrEqual(GUARD_MS);
+    expect(seconds).toBe(Math.ceil(res.body.retryAfterMs / 1000));
+    expect(seconds).toBeGreaterThan(1);
+  });
+});

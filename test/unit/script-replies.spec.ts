@@ -1,0 +1,73 @@
+import { decodeAcquireReply } from '../../lib/core/scripts/acquire.js';
+import { decodeExtendManyReply, decodeExtendReply, extendManyCall } from '../../lib/core/scripts/extend.js';
+import { letGoArgs } from '../../lib/core/scripts/release.js';
+import { decodeWakeMessage } from '../../lib/core/scripts/wake-message.js';
+import { LockValues, MULTI_RESOURCE_MARK } from '../../lib/core/scripts/lock-value.js';
+import { quorumOf } from '../../lib/core/voter/quorum-round.js';
+
+describe('the TypeScript side of the Lua contract (no Redis)', () => {
+  test('acquire replies decode to granted / busy / abstaining', () => {
+    expect(decodeAcquireReply(1_700_000_000_000_001)).toEqual({
+      kind: 'granted',
+      tokens: [1_700_000_000_000_001],
+    });
+    expect(decodeAcquireReply([1, 5, 9])).toEqual({ kind: 'granted', tokens: [5, 9] });
+    expect(decodeAcquireReply([0, 740, 'abc:1', 1_700_000_000_123_456])).toEqual({
+      kind: 'busy',
+      retryAfterMs: 740,
+      holder: 'abc:1',
+      clockUs: 1_700_000_000_123_456,
+    });
+    expect(decodeAcquireReply([-1, 59_000])).toEqual({ kind: 'abstaining', forMs: 59_000 });
+    expect(() => decodeAcquireReply('OK')).toThrow(TypeError);
+  });
+
+  test('wake messages decode by tag; anything else is ignored', () => {
+    expect(decodeWakeMessage('H abc:7 abc:6 1700000000000001 1700000000123456')).toEqual({
+      kind: 'handed',
+      value: 'abc:7',
+      cause: 'abc:6',
+      token: 1700000000000001,
+      clockUs: 1700000000123456,
+    });
+    expect(decodeWakeMessage('T abc:7* abc:6')).toEqual({ kind: 'turn', value: 'abc:7*', cause: 'abc:6' });
+    for (const junk of ['', 'hello', 'H abc:7 abc:6 x y', 'T abc:7', 'X a b', 'H a b 1']) {
+      expect(decodeWakeMessage(junk)).toBeUndefined();
+    }
+  });
+
+  test('extend replies and the batched call', () => {
+    expect(decodeExtendReply(1)).toBe(true);
+    expect(decodeExtendReply(0)).toBe(false);
+    expect(decodeExtendManyReply([1, 0, 1], 3)).toEqual([true, false, true]);
+    expect(decodeExtendManyReply(null, 2)).toEqual([false, false]);
+    expect(
+      extendManyCall([
+        { keys: ['a'], value: 'v1', ttlMs: 1000.2 },
+        { keys: ['b', 'c'], value: 'v2', ttlMs: 500 },
+      ]),
+    ).toEqual({ keys: ['a', 'b', 'c'], args: [2, 1, 'v1', 1001, 2, 'v2', 500] });
+  });
+
+  test('letting go: named operations become the scripts arguments', () => {
+    expect(letGoArgs('v', { op: 'release' })).toEqual(['v']);
+    expect(letGoArgs('v', { op: 'leave-queue' })).toEqual(['v']);
+    expect(letGoArgs('v', { op: 'requeue', ticket: '17' })).toEqual(['v', '17']);
+    expect(letGoArgs('v', { op: 'requeue', ticket: '17', renamedTo: 'w' })).toEqual(['v', '17', 'w']);
+  });
+
+  test('lock values name their engine channel; several resources are marked', () => {
+    const values = new LockValues();
+    const one = values.next(false);
+    const many = values.next(true);
+    expect(one).not.toBe(many.slice(0, -1));
+    expect(many.endsWith(MULTI_RESOURCE_MARK)).toBe(true);
+    // The channel the scripts derive from a value (its text before ':') is the engine's own.
+    expect(values.channel.endsWith(one.split(':')[0]!)).toBe(true);
+    expect(values.channel.endsWith(many.split(':')[0]!)).toBe(true);
+  });
+
+  test('the quorum is a strict majority', () => {
+    expect([1, 2, 3, 4, 5, 6, 7].map(quorumOf)).toEqual([1, 2, 2, 3, 3, 4, 4]);
+  });
+});
