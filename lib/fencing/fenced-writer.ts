@@ -73,8 +73,7 @@ const SCRIPTS = {
  * const { fields } = await store.hgetall(`account:${id}`, lock.fencingToken);
  * const { accepted } = await store.hset(`account:${id}`, { balance: Number(fields.balance) - 10 }, lock.fencingToken);
  * ```
- * The same rule in SQL: `UPDATE accounts SET balance = $1, fence = $2 WHERE id = $3 AND fence <= $2`,
- * after `UPDATE accounts SET fence = $2 WHERE id = $3 AND fence <= $2 RETURNING balance` as the read.
+ * The same rule for rows in PostgreSQL: `FencedTable` from `nest-quorum-lock/postgres`.
  */
 export class FencedWriter {
   constructor(
