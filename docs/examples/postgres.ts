@@ -1,13 +1,15 @@
-import { ConflictException, Injectable } from '@nestjs/common';
+import { ConflictException, Inject, Injectable } from '@nestjs/common';
 import { DistributedLock, FencingToken } from 'nest-quorum-lock';
 import { FencedTable } from 'nest-quorum-lock/postgres';
 import type { Pool } from 'pg';
+
+export const PG_POOL = Symbol('PG_POOL');
 
 const accounts = new FencedTable<{ id: string; balance: string }>({ table: 'accounts' }); // key "id", token "fence_token"
 
 @Injectable()
 export class AccountsService {
-  constructor(private readonly pool: Pool) {}
+  constructor(@Inject(PG_POOL) private readonly pool: Pool) {} // a pg Pool your database module provides
 
   @DistributedLock('account:{0}')
   async withdraw(id: string, amount: number, @FencingToken() token?: number): Promise<number> {
