@@ -1,10 +1,12 @@
 export { Redlock } from './redlock.js';
 export type { NodeStatus } from './voters.js';
 export type { Lock } from './lock.js';
+export type { LockEvent } from './events.js';
+export type { LockInspection } from './inspect.js';
 export type { RedlockOptions, LockOptions, RedlockNode } from './options.js';
 export type { RedlockLogger } from './logger.js';
 export type { Voter, VoterContext, VoterFactory } from './voter/voter.js';
-export type { AcquireVote, ExtendRequest, LetGo } from './scripts/index.js';
+export type { AcquireVote, ExtendRequest, KeyView, LetGo } from './scripts/index.js';
 export {
   RedlockError,
   RedlockOptionsError,

@@ -1,8 +1,10 @@
 import { Acquirer, type AcquireRequest, type Attempt } from './acquire.js';
 import type { EngineParts } from './engine-parts.js';
 import { LockNotAcquiredError, QuorumUnavailableError, RedlockError } from './errors.js';
+import { LockEvents, type LockEvent } from './events.js';
 import { KeySpace } from './keys.js';
 import { Leases } from './lease/leases.js';
+import { inspectLock, type LockInspection } from './inspect.js';
 import type { Lock } from './lock.js';
 import { LockContext } from './lock-context.js';
 import { consoleLogger } from './logger.js';
@@ -15,6 +17,7 @@ import {
   type RedlockOptions,
   type ResolvedOptions,
 } from './options.js';
+import type { Observable } from 'rxjs';
 import { QUEUE_RECHECK_MS } from './queue/pause.js';
 import { WakeChannel } from './queue/wake-channel.js';
 import { waitForLock, WaitExhausted } from './queue/waiting.js';
@@ -39,7 +42,14 @@ export class Redlock {
   private readonly leases: Leases;
   private readonly wakes: WakeChannel;
   private readonly context = new LockContext();
+  private readonly events = new LockEvents();
   private closed = false;
+
+  /**
+   * Every lock event (acquired, busy, unavailable, extended, released, lost) and node event
+   * (node-down, node-up, node-abstaining) of this engine. Nothing is built while nobody subscribes.
+   */
+  readonly events$: Observable<LockEvent> = this.events.events$;
 
   constructor(options: RedlockOptions) {
     const resolved = resolveOptions(options);
@@ -66,6 +76,7 @@ export class Redlock {
       resolved.nodeTimeout,
       resolved.restartGuard,
       logger,
+      this.events,
     );
     const { driftFactor } = resolved;
     this.options = resolved;
@@ -77,7 +88,7 @@ export class Redlock {
       turnMs,
       drift: (ttl) => Math.floor(ttl * driftFactor) + 2,
     };
-    this.leases = new Leases(voters, resolved, this.parts.drift);
+    this.leases = new Leases(voters, resolved, this.parts.drift, this.events);
     this.acquirer = new Acquirer(this.parts, this.leases);
     this.wakes = new WakeChannel(voters, this.parts.values.channel, resolved.nodeTimeout, turnMs);
   }
@@ -153,6 +164,16 @@ export class Redlock {
   }
 
   /**
+   * What a majority of the nodes says of `resource`'s lock, read-only: whether it is held, when
+   * it frees, and the last fencing token issued for it.
+   * @throws QuorumUnavailableError when fewer than a majority answer.
+   */
+  inspect(resource: string): Promise<LockInspection> {
+    const [name] = normaliseResources(resource);
+    return inspectLock(this.parts.voters, name!, this.parts.keys.lock(name!), this.options.nodeTimeout);
+  }
+
+  /**
    * Stops every watchdog, releases every lock still held, and closes the connections this engine
    * opened (never clients that were passed in).
    */
@@ -162,10 +183,45 @@ export class Redlock {
     await this.leases.releaseAll();
     this.wakes.close();
     await this.parts.voters.close();
+    this.events.complete();
   }
 
-  /** Acquire, with the watchdog on by default for `using`, off for a bare acquire. */
-  private async take(
+  /** Acquire, with the watchdog on by default for `using`, off for a bare acquire; emits its outcome. */
+  private take(
+    resources: string | readonly string[],
+    options: LockOptions | undefined,
+    watchdogByDefault: boolean,
+  ): Promise<Lock> {
+    if (!this.events.observed) return this.takeQuietly(resources, options, watchdogByDefault);
+    const started = performance.now();
+    return this.takeQuietly(resources, options, watchdogByDefault).then(
+      (lock) => {
+        const durationMs = performance.now() - started;
+        this.events.emit({
+          type: 'acquired',
+          resources: lock.resources,
+          fencingToken: lock.fencingToken,
+          durationMs,
+        });
+        return lock;
+      },
+      (err: unknown) => {
+        const type =
+          err instanceof LockNotAcquiredError
+            ? 'busy'
+            : err instanceof QuorumUnavailableError
+              ? 'unavailable'
+              : undefined;
+        if (type) {
+          const durationMs = performance.now() - started;
+          this.events.emit({ type, resources: (err as LockNotAcquiredError).resources, durationMs });
+        }
+        throw err;
+      },
+    );
+  }
+
+  private async takeQuietly(
     resources: string | readonly string[],
     options: LockOptions | undefined,
     watchdogByDefault: boolean,

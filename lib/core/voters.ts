@@ -1,3 +1,4 @@
+import type { LockEvents } from './events.js';
 import type { LetGo } from './scripts/index.js';
 import type { RedlockLogger } from './logger.js';
 import { settleWithin, TIMED_OUT } from './timeouts.js';
@@ -37,9 +38,16 @@ export class Voters {
     private readonly nodeTimeout: number,
     private readonly restartGuard: number | false,
     private readonly logger: RedlockLogger,
+    private readonly events: LockEvents,
   ) {
     this.quorum = quorumOf(list.length);
     this.abstaining = list.map(() => 0);
+    for (const voter of list) {
+      voter.onHealthChange((up, reason) => {
+        if (!events.observed) return;
+        events.emit({ type: up ? 'node-up' : 'node-down', resources: [], node: voter.label, reason });
+      });
+    }
     if (list.length % 2 === 0) {
       logger.warn(
         `${list.length} Redis nodes configured: an even count tolerates no more failures than ` +
@@ -99,6 +107,10 @@ export class Voters {
           'Nodes created just now cannot have granted anything: start the engine with restartGuard: false ' +
           'for their first run, or wait.',
       );
+      if (this.events.observed) {
+        const node = this.list[index]!.label;
+        this.events.emit({ type: 'node-abstaining', resources: [], node, durationMs: remainingMs });
+      }
     }
     this.abstaining[index] = until;
     return `abstaining under the restart guard for ${remainingMs} more ms`;

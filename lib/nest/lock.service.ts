@@ -1,5 +1,13 @@
 import { Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import { Redlock, type Lock, type LockOptions, type NodeStatus } from '../core/index.js';
+import type { Observable } from 'rxjs';
+import {
+  Redlock,
+  type Lock,
+  type LockEvent,
+  type LockInspection,
+  type LockOptions,
+  type NodeStatus,
+} from '../core/index.js';
 
 /** Quorum health, for status endpoints and readiness probes. */
 export interface LockClusterStatus {
@@ -26,10 +34,18 @@ export interface LockClusterStatus {
  */
 @Injectable()
 export class LockService implements OnModuleInit, OnApplicationShutdown {
+  /**
+   * Every lock event (acquired, busy, unavailable, extended, released, lost) and node event
+   * (node-down, node-up, node-abstaining). Nothing is built while nobody subscribes.
+   */
+  readonly events$: Observable<LockEvent>;
+
   constructor(
     /** The framework-free engine, for what this service does not cover. */
     readonly redlock: Redlock,
-  ) {}
+  ) {
+    this.events$ = redlock.events$;
+  }
 
   /**
    * Acquires a lock, waiting up to `options.wait` ms (module default: fail fast) while it is busy.
@@ -56,6 +72,15 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
    */
   using<T>(keys: string | string[], fn: (lock: Lock) => Promise<T> | T, options?: LockOptions): Promise<T> {
     return this.redlock.using(keys, fn, options);
+  }
+
+  /**
+   * What a majority of the nodes says of `key`'s lock, read-only: `held`, `ttlMs` until it frees,
+   * and `fencingToken`, the last token issued for it.
+   * @throws QuorumUnavailableError when fewer than a majority answer.
+   */
+  inspect(key: string): Promise<LockInspection> {
+    return this.redlock.inspect(key);
   }
 
   /** Each node's reachability from its connection's state, and whether a quorum votes (no I/O). */

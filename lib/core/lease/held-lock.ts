@@ -12,7 +12,7 @@ export interface LockOwner {
   extend(lock: HeldLock, ttl: number | undefined, retryWindowMs?: number): Promise<void>;
   release(lock: HeldLock): Promise<void>;
   /** Called once when the lock is lost, to forget it and free what is left of it on the nodes. */
-  lost(lock: HeldLock): void;
+  lost(lock: HeldLock, reason: string): void;
 }
 
 /** What a grant consists of (see {@link HeldLock}). */
@@ -140,7 +140,7 @@ export class HeldLock implements Lock {
     this.state = 'lost';
     this.stop();
     this.end(error);
-    this.owner.lost(this);
+    this.owner.lost(this, reason);
     return error;
   }
 

@@ -1,4 +1,5 @@
 import { LockLostError, RedlockOptionsError } from '../errors.js';
+import type { LockEvent, LockEvents } from '../events.js';
 import type { ResolvedOptions } from '../options.js';
 import type { Voters } from '../voters.js';
 import { ExtendBatcher } from './extend-batcher.js';
@@ -20,6 +21,7 @@ export class Leases implements LockOwner {
     private readonly voters: Voters,
     private readonly options: ResolvedOptions,
     private readonly drift: (ttl: number) => number,
+    private readonly events: LockEvents,
   ) {
     this.batchers = voters.list.map((voter) => new ExtendBatcher(voter));
   }
@@ -81,6 +83,7 @@ export class Leases implements LockOwner {
       throw lock.markLost(why);
     }
     lock.setValidity(validity, now);
+    if (this.events.observed) this.emit('extended', lock);
   }
 
   /**
@@ -92,6 +95,7 @@ export class Leases implements LockOwner {
   async release(lock: HeldLock): Promise<void> {
     if (!lock.markReleased()) return;
     this.held.delete(lock);
+    if (this.events.observed) this.emit('released', lock);
     const keepMs = lock.grantedAt + lock.holdAtLeast - performance.now();
     if (keepMs >= 1) {
       await this.voters.round(
@@ -104,14 +108,26 @@ export class Leases implements LockOwner {
   }
 
   /** LockOwner: forgets a lost lock and frees what is left of it. */
-  lost(lock: HeldLock): void {
+  lost(lock: HeldLock, reason: string): void {
     this.held.delete(lock);
+    if (this.events.observed) this.emit('lost', lock, reason);
     void this.voters.letGo(lock.keys, lock.value, { op: 'release' });
   }
 
   /** Releases every lock still held (shutdown). */
   async releaseAll(): Promise<void> {
     await Promise.all([...this.held].map((lock) => lock.release()));
+  }
+
+  private emit(type: 'extended' | 'released' | 'lost', lock: HeldLock, reason?: string): void {
+    const event: LockEvent = {
+      type,
+      resources: lock.resources,
+      fencingToken: lock.fencingToken,
+      ...(type === 'extended' ? {} : { durationMs: performance.now() - lock.grantedAt }),
+      ...(reason === undefined ? {} : { reason }),
+    };
+    this.events.emit(event);
   }
 
   private checkLease(lease: number, asked: number | undefined): void {

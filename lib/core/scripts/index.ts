@@ -1,6 +1,7 @@
 import { acquireScript } from './acquire.js';
 import { EXTEND, EXTEND_MANY } from './extend.js';
 import { RAISE_FENCE } from './fence.js';
+import { INSPECT } from './inspect.js';
 import type { LuaScript } from './lua-script.js';
 import { leaveQueueScript, releaseScript, requeueScript } from './release.js';
 import { compileSettings, type ScriptSettings } from './settings.js';
@@ -14,6 +15,7 @@ export interface EngineScripts {
   readonly raiseFence: LuaScript;
   readonly extend: LuaScript;
   readonly extendMany: LuaScript;
+  readonly inspect: LuaScript;
   /** All of them, loaded on each (re)connection so that calls rarely meet NOSCRIPT. */
   readonly all: readonly LuaScript[];
 }
@@ -29,6 +31,7 @@ export function engineScripts(settings: ScriptSettings): EngineScripts {
     raiseFence: RAISE_FENCE,
     extend: EXTEND,
     extendMany: EXTEND_MANY,
+    inspect: INSPECT,
   };
   return { ...scripts, all: Object.values(scripts) };
 }
@@ -44,6 +47,7 @@ export {
 } from './extend.js';
 export { decodeRaiseFenceReply, raiseFenceArgs } from './fence.js';
 export { letGoArgs, type LetGo } from './release.js';
+export { decodeInspectReply, type KeyView } from './inspect.js';
 export { runScript, type LuaScript } from './lua-script.js';
 export { decodeWakeMessage, type WakeMessage } from './wake-message.js';
 export { LockValues, MULTI_RESOURCE_MARK, TURN_MARK } from './lock-value.js';

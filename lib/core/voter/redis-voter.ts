@@ -5,6 +5,7 @@ import {
   decodeAcquireReply,
   decodeExtendManyReply,
   decodeExtendReply,
+  decodeInspectReply,
   decodeRaiseFenceReply,
   extendArgs,
   extendManyCall,
@@ -14,6 +15,7 @@ import {
   type AcquireVote,
   type EngineScripts,
   type ExtendRequest,
+  type KeyView,
   type LetGo,
   type LuaScript,
 } from '../scripts/index.js';
@@ -34,12 +36,15 @@ export class RedisVoter implements Voter {
   subscriber: Redis | undefined;
   private lastError: string | undefined;
   private corked = false;
+  private up = false;
+  private readonly healthListeners: Array<(up: boolean, reason?: string) => void> = [];
   private readonly owned: boolean;
   private readonly scripts: EngineScripts;
   private readonly fenceIdleMs: number;
   private readonly logger: RedlockLogger;
   private readonly onError = (err: Error) => this.recordError(err);
   private readonly onReady = () => this.recordReady();
+  private readonly onClose = () => this.recordDown();
 
   constructor(connection: RedisConnection, context: VoterContext) {
     this.client = connection.client;
@@ -50,6 +55,7 @@ export class RedisVoter implements Voter {
     this.logger = context.logger;
     this.client.on('error', this.onError);
     this.client.on('ready', this.onReady);
+    this.client.on('close', this.onClose);
     if (this.client.status === 'ready') this.recordReady(); // a client passed in already connected
   }
 
@@ -92,6 +98,10 @@ export class RedisVoter implements Voter {
           ? this.scripts.requeue
           : this.scripts.leaveQueue;
     await this.run(script, keys, letGoArgs(value, how));
+  }
+
+  async inspect(lockKey: string): Promise<KeyView> {
+    return decodeInspectReply(await this.run(this.scripts.inspect, [lockKey], []));
   }
 
   async ping(): Promise<void> {
@@ -150,6 +160,11 @@ export class RedisVoter implements Voter {
     ]);
     this.client.off('error', this.onError);
     this.client.off('ready', this.onReady);
+    this.client.off('close', this.onClose);
+  }
+
+  onHealthChange(listener: (up: boolean, reason?: string) => void): void {
+    this.healthListeners.push(listener);
   }
 
   private run(
@@ -190,6 +205,14 @@ export class RedisVoter implements Voter {
     for (const script of this.scripts.all) this.client.script('LOAD', script.source).catch(() => undefined);
     if (this.lastError !== undefined) this.logger.log(`Redis node ${this.label} is reachable again`);
     this.lastError = undefined;
+    this.up = true;
+    for (const listener of this.healthListeners) listener(true);
+  }
+
+  private recordDown(): void {
+    if (!this.up) return;
+    this.up = false;
+    for (const listener of this.healthListeners) listener(false, this.lastError ?? 'connection closed');
   }
 }
 

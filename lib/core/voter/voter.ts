@@ -1,5 +1,12 @@
 import type { RedlockLogger } from '../logger.js';
-import type { AcquireVote, EngineScripts, ExtendRequest, LetGo, ScriptSettings } from '../scripts/index.js';
+import type {
+  AcquireVote,
+  EngineScripts,
+  ExtendRequest,
+  KeyView,
+  LetGo,
+  ScriptSettings,
+} from '../scripts/index.js';
 
 /**
  * One voter of the quorum, as the algorithm sees it: something that runs the lock operations on
@@ -28,6 +35,8 @@ export interface Voter {
   extend(batch: readonly ExtendRequest[]): Promise<boolean[]>;
   /** Lets go of the keys `value` holds, and of its places in line (see scripts/release.ts). */
   letGo(keys: readonly string[], value: string, how: LetGo): Promise<void>;
+  /** Reads a lock key, its lease and its fence counter (writes nothing). */
+  inspect(lockKey: string): Promise<KeyView>;
   /** A round trip that proves the voter answers (health checks). */
   ping(): Promise<void>;
   /**
@@ -35,6 +44,8 @@ export interface Voter {
    * Resolves when the voter confirmed the subscription; re-subscribes after a reconnect.
    */
   subscribe(channel: string, onMessage: (message: string) => void): Promise<void>;
+  /** Calls `listener` when the voter's connection comes up or goes down (node events). */
+  onHealthChange(listener: (up: boolean, reason?: string) => void): void;
   /** Why an operation failed, log-safe (a connection's own last error when it is down). */
   failureReason(err: unknown): string;
   /** Closes what the voter opened (never a client that was passed in); bounded by `timeoutMs`. */

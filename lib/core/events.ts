@@ -1,0 +1,63 @@
+import { Observable, Subject } from 'rxjs';
+
+/** What happened to a lock or a voter (see `Redlock.events$` / `LockService.events$`). */
+export interface LockEvent {
+  readonly type:
+    | 'acquired'
+    | 'busy'
+    | 'unavailable'
+    | 'extended'
+    | 'released'
+    | 'lost'
+    | 'node-down'
+    | 'node-up'
+    | 'node-abstaining';
+  /** The lock's resources (empty for node events). */
+  readonly resources: readonly string[];
+  /** The lock's fencing token (first resource), on acquired / extended / released / lost. */
+  readonly fencingToken?: number;
+  /**
+   * acquired / busy / unavailable: how long the acquire took, ms; released / lost: how long the
+   * lock was held, ms; node-abstaining: for how long the node abstains, ms.
+   */
+  readonly durationMs?: number;
+  /** The node (log-safe label) of a node event. */
+  readonly node?: string;
+  /** Why: a lost lock's reason, a node's error. */
+  readonly reason?: string;
+}
+
+/**
+ * The engine's event stream. Emitting costs nothing measurable while nobody listens: callers
+ * check {@link LockEvents.observed} before they build an event.
+ */
+export class LockEvents {
+  private readonly subject = new Subject<LockEvent>();
+  /** Listeners other than the Observable's (OpenTelemetry instruments), called synchronously. */
+  private readonly taps: Array<(event: LockEvent) => void> = [];
+  readonly events$: Observable<LockEvent> = this.subject.asObservable();
+
+  /** Whether anybody listens: build no event otherwise. */
+  get observed(): boolean {
+    return this.taps.length > 0 || this.subject.observed;
+  }
+
+  emit(event: LockEvent): void {
+    for (const tap of this.taps) tap(event);
+    this.subject.next(event);
+  }
+
+  /** Calls `listener` for every event (synchronously, in order); returns how to stop. */
+  tap(listener: (event: LockEvent) => void): () => void {
+    this.taps.push(listener);
+    return () => {
+      const i = this.taps.indexOf(listener);
+      if (i >= 0) this.taps.splice(i, 1);
+    };
+  }
+
+  /** Completes the stream (engine closed). */
+  complete(): void {
+    this.subject.complete();
+  }
+}

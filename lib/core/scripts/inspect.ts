@@ -1,0 +1,36 @@
+import { FENCE_SUFFIX } from '../keys.js';
+import { luaScript } from './lua-script.js';
+
+/** One voter's view of a lock key, read-only. */
+export interface KeyView {
+  /** The holder's value (or a turn), null when free. */
+  readonly holder: string | null;
+  /** Remaining lease, ms; null when free. */
+  readonly ttlMs: number | null;
+  /** The voter's fence counter: the highest token it issued for the resource; null when none. */
+  readonly fence: number | null;
+}
+
+/**
+ * Reads a lock key, its remaining lease and its fence counter in one atomic step; writes nothing.
+ * KEYS: lock key. Returns {holder or false, pttl, fence or false}.
+ */
+export const INSPECT = luaScript(
+  'inspect',
+  `
+local holder = redis.call('GET', KEYS[1])
+local fence = redis.call('GET', KEYS[1] .. '${FENCE_SUFFIX}')
+return {holder, redis.call('PTTL', KEYS[1]), fence}
+`,
+);
+
+/** INSPECT's reply. */
+export function decodeInspectReply(reply: unknown): KeyView {
+  const [holder, pttl, fence] = Array.isArray(reply) ? reply : [];
+  const held = typeof holder === 'string' || Buffer.isBuffer(holder);
+  return {
+    holder: held ? String(holder) : null,
+    ttlMs: held && typeof pttl === 'number' && pttl >= 0 ? pttl : null,
+    fence: fence === null || fence === undefined || fence === false ? null : Number(fence),
+  };
+}
