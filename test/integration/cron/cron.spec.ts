@@ -139,6 +139,8 @@ describe('@Cron + @DistributedLock in two processes, clocks 30 ms apart (real re
   let storeNode: RedisNodes | undefined;
   const apps = new Map<Scenario, { a: AppProcess; b: AppProcess }>();
   const runs = new Map<Scenario, RunRecord[]>();
+  /** The first whole tick after every process was ready (the ones before saw 8 processes booting). */
+  let steadyFrom = 0;
 
   beforeAll(async () => {
     const app = buildApp();
@@ -171,6 +173,7 @@ describe('@Cron + @DistributedLock in two processes, clocks 30 ms apart (real re
       apps.set(scenario, { a: launch(scenario, 'A'), b: launch(scenario, 'B') });
     const all = [...apps.values()].flatMap(({ a, b }) => [a, b]);
     await Promise.all(all.map((p) => p.ready));
+    steadyFrom = Math.ceil(Date.now() / 1000);
     await sleep(RUN_MS);
     await Promise.all(all.map((p) => p.stop()));
     const store = storeNode.client(0);
@@ -203,7 +206,7 @@ describe('@Cron + @DistributedLock in two processes, clocks 30 ms apart (real re
     const { a, b } = apps.get(scenario)!;
     const perTick = runsPerTick(runs.get(scenario)!);
     return (
-      `${scenario}: ${perTick.length} ticks, runs per tick [${perTick.map((t) => t.runs.length).join(' ')}], ` +
+      `${scenario}: ${perTick.length} ticks (${perTick.filter((t) => t.tick >= steadyFrom).length} after all were ready), runs per tick [${perTick.map((t) => t.runs.length).join(' ')}], ` +
       `winners [${perTick.map((t) => t.runs.map((r) => r.instance).join('+') || '-').join(' ')}], ` +
       `tokens [${perTick.flatMap((t) => t.runs.map((r) => r.fencingToken)).join(' ')}], ` +
       `alarming lines A ${alarming(a.output).length} B ${alarming(b.output).length}, ` +
@@ -252,11 +255,13 @@ describe('@Cron + @DistributedLock in two processes, clocks 30 ms apart (real re
 
   test('control, onBusy skip without holdAtLeast: the late instance runs the same tick again', () => {
     console.log(summary('control-no-hold'));
-    const perTick = runsPerTick(runs.get('control-no-hold')!);
+    const perTick = runsPerTick(runs.get('control-no-hold')!).filter((t) => t.tick >= steadyFrom);
     expect(perTick.length).toBeGreaterThanOrEqual(5);
-    // The 5 ms job released its lock ~25 ms before the late instance fired: most ticks run twice.
+    // The 5 ms job released its lock ~25 ms before the late instance fired: a quiet machine runs
+    // every tick twice (6 of 6 here); on a loaded one a late timer sometimes makes both fire
+    // together and one skips (3 of 6 seen with a type-check running beside). One is the failure.
     const twice = perTick.filter((t) => t.runs.length === 2);
-    expect(twice.length).toBeGreaterThanOrEqual(perTick.length / 2);
+    expect(twice.length).toBeGreaterThanOrEqual(1);
     // Exclusion itself held: the runs were one after the other, tokens still increasing.
     const tokens = perTick.flatMap((t) => t.runs.map((r) => r.fencingToken!));
     expect([...tokens].sort((x, y) => x - y)).toEqual(tokens);
