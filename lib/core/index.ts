@@ -6,6 +6,8 @@ export type { LockInspection } from './inspect.js';
 export type { RedlockOptions, LockOptions, RedlockNode } from './options.js';
 export type { RedlockLogger } from './logger.js';
 export type { Voter, VoterContext, VoterFactory } from './voter/voter.js';
+export { MemoryVoter } from './voter/memory-voter.js';
+export { MemoryState } from './voter/memory-state.js';
 export type { AcquireVote, ExtendRequest, KeyView, LetGo } from './scripts/index.js';
 export {
   RedlockError,

@@ -1,4 +1,4 @@
-import { Logger, Module, type Provider } from '@nestjs/common';
+import { Injectable, Logger, Module, type OnApplicationShutdown, type Provider } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
 import { Redlock } from '../core/index.js';
 import { LockErrorInterceptor } from './lock-error.interceptor.js';
@@ -17,6 +17,19 @@ const engineProvider: Provider = {
 };
 
 /**
+ * Closes the engine on shutdown whoever else does: when a test replaces LockService with a double,
+ * the engine is still built, and its connections must not keep the process alive.
+ */
+@Injectable()
+class EngineShutdown implements OnApplicationShutdown {
+  constructor(private readonly redlock: Redlock) {}
+
+  onApplicationShutdown(): Promise<void> {
+    return this.redlock.close();
+  }
+}
+
+/**
  * Distributed locks over N independent Redis masters (Redlock) with fencing tokens.
  *
  * ```ts
@@ -28,7 +41,12 @@ const engineProvider: Provider = {
  * HTTP 409 / 503. Global unless `isGlobal: false`.
  */
 @Module({
-  providers: [engineProvider, LockService, { provide: APP_INTERCEPTOR, useClass: LockErrorInterceptor }],
+  providers: [
+    engineProvider,
+    EngineShutdown,
+    LockService,
+    { provide: APP_INTERCEPTOR, useClass: LockErrorInterceptor },
+  ],
   exports: [LockService, Redlock],
 })
 export class RedlockModule extends ConfigurableModuleClass {}

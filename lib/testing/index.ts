@@ -4,3 +4,5 @@ export type { RedisNodesOptions, RedisNodeInfo, Persistence } from './redis-node
 export { freePort } from './free-port.js';
 export { PostgresServer } from './postgres-server.js';
 export type { PostgresServerOptions } from './postgres-server.js';
+export { RedlockTestingModule, InMemoryLocks } from './redlock-testing.module.js';
+export type { RedlockTestingOptions } from './redlock-testing.module.js';

@@ -49,5 +49,5 @@ export { decodeRaiseFenceReply, raiseFenceArgs } from './fence.js';
 export { letGoArgs, type LetGo } from './release.js';
 export { decodeInspectReply, type KeyView } from './inspect.js';
 export { runScript, type LuaScript } from './lua-script.js';
-export { decodeWakeMessage, type WakeMessage } from './wake-message.js';
-export { LockValues, MULTI_RESOURCE_MARK, TURN_MARK } from './lock-value.js';
+export { decodeWakeMessage, encodeWakeMessage, type WakeMessage } from './wake-message.js';
+export { isMultiResource, LockValues, MULTI_RESOURCE_MARK, TURN_MARK, wakeChannelOf } from './lock-value.js';

@@ -25,6 +25,17 @@ export function luaWakeChannelOf(value: string): string {
   return `'${WAKE_CHANNEL_PREFIX}' .. string.match(${value}, '^[^:]*')`;
 }
 
+/** The wake channel of the engine that owns `value` (what luaWakeChannelOf computes in Lua). */
+export function wakeChannelOf(value: string): string {
+  const colon = value.indexOf(':');
+  return WAKE_CHANNEL_PREFIX + (colon < 0 ? value : value.slice(0, colon));
+}
+
+/** Whether `value` belongs to an acquire of several resources (what luaIsMultiResource checks). */
+export function isMultiResource(value: string): boolean {
+  return value.endsWith(MULTI_RESOURCE_MARK);
+}
+
 /** Lua expression: whether the lock value in `value` belongs to an acquire of several resources. */
 export function luaIsMultiResource(value: string): string {
   return `string.sub(${value}, -1) == '${MULTI_RESOURCE_MARK}'`;

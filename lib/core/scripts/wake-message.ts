@@ -24,6 +24,13 @@ export const LUA_HANDED_MESSAGE = `'H ' .. head .. ' ' .. cause .. ' ' .. string
 /** Lua expression: the message giving `head` its turn (Lua locals: head, cause). */
 export const LUA_TURN_MESSAGE = `'T ' .. head .. ' ' .. cause`;
 
+/** Writes a wake message (what the Lua expressions above build, for voters that are not Redis). */
+export function encodeWakeMessage(message: WakeMessage): string {
+  return message.kind === 'turn'
+    ? `T ${message.value} ${message.cause}`
+    : `H ${message.value} ${message.cause} ${message.token.toFixed(0)} ${message.clockUs.toFixed(0)}`;
+}
+
 /** Reads a wake message; undefined for anything else (a foreign publisher on the channel). */
 export function decodeWakeMessage(message: string): WakeMessage | undefined {
   const fields = message.split(' ');

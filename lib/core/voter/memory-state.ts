@@ -1,0 +1,136 @@
+/*
+ * The data of an in-memory voter: strings with a lease, counters and sorted sets, with Redis'
+ * semantics for what the lock scripts use (expiry is checked when a key is read, as Redis does
+ * on access; no timers, so nothing keeps a process alive).
+ */
+
+interface Leased {
+  value: string;
+  /** performance.now() at which it expires; Infinity without expiry. */
+  expiresAt: number;
+}
+
+/** One member of a sorted set. */
+interface Member {
+  readonly score: number;
+  readonly member: string;
+}
+
+/** The keyspace of one in-memory voter. */
+export class MemoryState {
+  private readonly strings = new Map<string, Leased>();
+  private readonly counters = new Map<string, number>();
+  private readonly sets = new Map<string, Member[]>();
+  private readonly channels = new Map<string, Set<(message: string) => void>>();
+  private lastClockUs = 0;
+
+  /** The voter's clock in microseconds, strictly increasing (what Redis TIME gives the scripts). */
+  clockUs(): number {
+    this.lastClockUs = Math.max(
+      this.lastClockUs + 1,
+      Math.floor((performance.timeOrigin + performance.now()) * 1000),
+    );
+    return this.lastClockUs;
+  }
+
+  get(key: string): string | undefined {
+    const entry = this.strings.get(key);
+    if (entry && entry.expiresAt <= performance.now()) {
+      this.strings.delete(key);
+      return undefined;
+    }
+    return entry?.value;
+  }
+
+  /** SET key value PX ttl (NX: only when missing). Returns whether it was set. */
+  set(key: string, value: string, ttlMs: number, onlyIfMissing = false): boolean {
+    if (onlyIfMissing && this.get(key) !== undefined) return false;
+    this.strings.set(key, { value, expiresAt: performance.now() + ttlMs });
+    return true;
+  }
+
+  /** PTTL: remaining ms, -1 without expiry, -2 when missing. */
+  pttl(key: string): number {
+    if (this.get(key) === undefined) return -2;
+    const { expiresAt } = this.strings.get(key)!;
+    return expiresAt === Infinity ? -1 : Math.max(0, Math.ceil(expiresAt - performance.now()));
+  }
+
+  pexpire(key: string, ttlMs: number): void {
+    const entry = this.strings.get(key);
+    if (entry && this.get(key) !== undefined) entry.expiresAt = performance.now() + ttlMs;
+  }
+
+  del(key: string): void {
+    this.strings.delete(key);
+  }
+
+  counter(key: string): number | undefined {
+    return this.counters.get(key);
+  }
+
+  setCounter(key: string, value: number): void {
+    this.counters.set(key, value);
+  }
+
+  /** The next fencing token: a missing counter is seeded from the clock, as the scripts do. */
+  nextToken(key: string): number {
+    const current = this.counters.get(key);
+    const token = current === undefined ? this.clockUs() : current + 1;
+    this.counters.set(key, token);
+    return token;
+  }
+
+  /** ZADD NX. */
+  zadd(key: string, score: number, member: string): void {
+    const set = this.sets.get(key) ?? [];
+    if (set.some((m) => m.member === member)) return;
+    const at = set.findIndex((m) => m.score > score || (m.score === score && m.member > member));
+    set.splice(at < 0 ? set.length : at, 0, { score, member });
+    this.sets.set(key, set);
+  }
+
+  /** ZREM: whether it was there. */
+  zrem(key: string, member: string): boolean {
+    const set = this.sets.get(key);
+    const at = set?.findIndex((m) => m.member === member) ?? -1;
+    if (at < 0) return false;
+    set!.splice(at, 1);
+    if (set!.length === 0) this.sets.delete(key);
+    return true;
+  }
+
+  /** ZPOPMIN: the first member, removed. */
+  zpopmin(key: string): string | undefined {
+    const set = this.sets.get(key);
+    const first = set?.shift();
+    if (set?.length === 0) this.sets.delete(key);
+    return first?.member;
+  }
+
+  exists(key: string): boolean {
+    return this.get(key) !== undefined || this.sets.has(key) || this.counters.has(key);
+  }
+
+  /** SUBSCRIBE: returns how to unsubscribe. */
+  subscribe(channel: string, listener: (message: string) => void): () => void {
+    const listeners = this.channels.get(channel) ?? new Set();
+    listeners.add(listener);
+    this.channels.set(channel, listeners);
+    return () => listeners.delete(listener);
+  }
+
+  /** PUBLISH: the number of listeners; delivered after the current operation, as Redis does after a script. */
+  publish(channel: string, message: string): number {
+    const listeners = [...(this.channels.get(channel) ?? [])];
+    if (listeners.length > 0) queueMicrotask(() => listeners.forEach((listener) => listener(message)));
+    return listeners.length;
+  }
+
+  /** Drops the whole keyspace (what FLUSHALL does to a Redis node). */
+  flush(): void {
+    this.strings.clear();
+    this.counters.clear();
+    this.sets.clear();
+  }
+}

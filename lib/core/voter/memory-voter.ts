@@ -1,0 +1,160 @@
+import { FENCE_SUFFIX, QUEUE_SUFFIX } from '../keys.js';
+import {
+  encodeWakeMessage,
+  isMultiResource,
+  TURN_MARK,
+  wakeChannelOf,
+  type AcquireVote,
+  type ExtendRequest,
+  type KeyView,
+  type LetGo,
+} from '../scripts/index.js';
+import { MemoryState } from './memory-state.js';
+import type { Voter, VoterContext, VoterFactory } from './voter.js';
+
+/**
+ * A voter that keeps the lock state in this process: the same operations as the Lua scripts in
+ * scripts/, step for step, on a {@link MemoryState}. For unit tests of code that uses locks (no
+ * Redis, no sockets, no timers): locks are exclusive within the process, waiters queue and are
+ * handed the lock, tokens strictly increase. It never loses its data, so it never abstains.
+ */
+export class MemoryVoter implements Voter {
+  readonly connected = true;
+  readonly connectionError = undefined;
+  private readonly unsubscribes: Array<() => void> = [];
+  private readonly turnMs: number;
+
+  constructor(
+    readonly label: string,
+    /** The keyspace; tests may reach it to change the state behind the engine's back. */
+    readonly state: MemoryState,
+    context: VoterContext,
+  ) {
+    this.turnMs = context.settings.turnMs;
+  }
+
+  /** A factory for `nodes`: one voter per engine, all sharing `state` (one "server"). */
+  static factory(
+    label = 'memory://0',
+    state = new MemoryState(),
+  ): VoterFactory & { readonly state: MemoryState } {
+    return { state, createVoter: (context) => new MemoryVoter(label, state, context) };
+  }
+
+  waitReady(): Promise<boolean> {
+    return Promise.resolve(true);
+  }
+
+  async acquire(keys: readonly string[], value: string, ttlMs: number, ticket: string): Promise<AcquireVote> {
+    const s = this.state;
+    const granted = keys.length === 1 && s.set(keys[0]!, value, ttlMs, true);
+    if (!granted) {
+      let busy = -2;
+      let holder: string | undefined;
+      for (const key of keys) {
+        const current = s.get(key);
+        if (current !== undefined && current !== TURN_MARK + value && current !== value) {
+          const pttl = s.pttl(key);
+          holder ??= current;
+          busy = pttl === -1 || busy === -1 ? -1 : Math.max(busy, pttl);
+        }
+      }
+      if (holder !== undefined) {
+        if (ticket !== '') for (const key of keys) s.zadd(key + QUEUE_SUFFIX, Number(ticket), value);
+        return { kind: 'busy', retryAfterMs: busy, holder, clockUs: s.clockUs() };
+      }
+      // Every key is free, our turn, or already handed to us.
+      for (const key of keys) {
+        s.set(key, value, ttlMs);
+        if (ticket !== '') s.zrem(key + QUEUE_SUFFIX, value);
+      }
+    }
+    return { kind: 'granted', tokens: keys.map((key) => s.nextToken(key + FENCE_SUFFIX)) };
+  }
+
+  async raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean> {
+    if (keys.some((key) => this.state.get(key) !== value)) return false;
+    keys.forEach((key, i) => {
+      const fence = key + FENCE_SUFFIX;
+      if ((this.state.counter(fence) ?? 0) < tokens[i]!) this.state.setCounter(fence, tokens[i]!);
+    });
+    return true;
+  }
+
+  async extend(batch: readonly ExtendRequest[]): Promise<boolean[]> {
+    return batch.map(({ keys, value, ttlMs }) => {
+      if (keys.some((key) => this.state.get(key) !== value)) return false;
+      for (const key of keys) this.state.pexpire(key, ttlMs);
+      return true;
+    });
+  }
+
+  async letGo(keys: readonly string[], value: string, how: LetGo): Promise<void> {
+    const s = this.state;
+    for (const key of keys) {
+      const queue = key + QUEUE_SUFFIX;
+      const current = s.get(key);
+      const queued = s.exists(queue);
+      if (how.op === 'requeue') {
+        const renamed = how.renamedTo ?? value;
+        const mine = current === value;
+        const had = queued && s.zrem(queue, value);
+        if (had || (mine && queued)) s.zadd(queue, Number(how.ticket), renamed);
+        if (mine && !(renamed !== value && queued && this.promote(key, value))) s.del(key);
+        continue;
+      }
+      const mine = current === value || current === TURN_MARK + value;
+      if (queued) s.zrem(queue, value);
+      if (mine && !(queued && this.promote(key, value))) s.del(key);
+    }
+  }
+
+  async inspect(lockKey: string): Promise<KeyView> {
+    const holder = this.state.get(lockKey) ?? null;
+    const pttl = this.state.pttl(lockKey);
+    return {
+      holder,
+      ttlMs: holder !== null && pttl >= 0 ? pttl : null,
+      fence: this.state.counter(lockKey + FENCE_SUFFIX) ?? null,
+    };
+  }
+
+  async ping(): Promise<void> {}
+
+  async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
+    this.unsubscribes.push(this.state.subscribe(channel, onMessage));
+  }
+
+  onHealthChange(): void {
+    // Always up.
+  }
+
+  failureReason(err: unknown): string {
+    return err instanceof Error ? err.message : String(err);
+  }
+
+  async close(): Promise<void> {
+    for (const unsubscribe of this.unsubscribes.splice(0)) unsubscribe();
+  }
+
+  /** Hands `key` to the first in its queue whose engine listens (scripts/queue.ts, promote). */
+  private promote(key: string, cause: string): boolean {
+    const s = this.state;
+    for (;;) {
+      const head = s.zpopmin(key + QUEUE_SUFFIX);
+      if (head === undefined) return false;
+      const channel = wakeChannelOf(head);
+      if (isMultiResource(head)) {
+        s.set(key, TURN_MARK + head, this.turnMs);
+        s.publish(channel, encodeWakeMessage({ kind: 'turn', value: head, cause }));
+        return true;
+      }
+      const clockUs = s.clockUs();
+      s.set(key, head, this.turnMs);
+      const token = s.nextToken(key + FENCE_SUFFIX);
+      if (s.publish(channel, encodeWakeMessage({ kind: 'handed', value: head, cause, token, clockUs })))
+        return true;
+      s.del(key);
+    }
+  }
+}
