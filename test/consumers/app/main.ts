@@ -164,6 +164,10 @@ async function main(): Promise<void> {
   process.stdout.write(`RESULT ${JSON.stringify({ ok, checks, protocol })}\n`);
 }
 
+// The runner stops a hung app with SIGTERM: exit through process.exit so that RedisNodes' exit hook
+// ends the redis-server processes it started (a signal's default action would skip the hook).
+process.once('SIGTERM', () => process.exit(143));
+
 main().catch((err: unknown) => {
   process.stdout.write(
     `RESULT ${JSON.stringify({ ok: false, checks: [], protocol: '', error: String((err as Error)?.stack ?? err) })}\n`,
