@@ -89,7 +89,13 @@ export class Acquirer {
     const round = await voters.round(
       (voter) => voter.acquire(request.lockKeys, value, ttl, request.ticket),
       (vote, index) => this.classify(vote, index),
-      follower && { observe: (index, vote) => follower.observe(index, vote, started) },
+      {
+        observe: (index, vote) => {
+          // Also after the decision: every voter that abstains is known (health, Retry-After).
+          if (vote?.kind === 'abstaining') voters.noteAbstention(index, vote.forMs);
+          follower?.observe(index, vote, started);
+        },
+      },
     );
 
     let tokensSettled = true;

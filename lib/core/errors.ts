@@ -94,6 +94,44 @@ export class LockLostError extends RedlockError {
   }
 }
 
+/**
+ * Preflight found a Redis node that breaks Redlock's assumptions (it can evict a held lock, is
+ * listed twice, is a replica or a cluster node, or its ACL hides what the check needs). Names the
+ * node (never a password), the problem and the fix. When several are found at bootstrap,
+ * `Redlock.connect()` rejects with one whose {@link errors} lists them all.
+ */
+export class NodeConfigurationError extends RedlockError {
+  /** Every problem this error reports: itself, or each one of an aggregate. */
+  readonly errors: readonly NodeConfigurationError[];
+
+  constructor(
+    /** Log-safe label of the node (several, comma-separated, for an aggregate). */
+    readonly node: string,
+    readonly problem: string,
+    readonly fix: string,
+    errors?: readonly NodeConfigurationError[],
+  ) {
+    super(
+      errors
+        ? `${problem}:\n${errors.map((e) => `- ${e.message}`).join('\n')}`
+        : `Redis node ${node}: ${problem}. Fix: ${fix}`,
+    );
+    this.errors = errors ?? [this];
+  }
+
+  /** One error for `errors`: the error itself when there is one, else an aggregate listing all. */
+  static of(errors: readonly NodeConfigurationError[]): NodeConfigurationError {
+    if (errors.length === 1) return errors[0]!;
+    const nodes = [...new Set(errors.map((e) => e.node))].join(', ');
+    return new NodeConfigurationError(
+      nodes,
+      `Preflight found ${errors.length} problems with the Redis nodes`,
+      'see each problem',
+      errors,
+    );
+  }
+}
+
 function formatResources(resources: readonly string[]): string {
   return resources.map((r) => JSON.stringify(r)).join(', ');
 }

@@ -3,7 +3,7 @@ export type { NodeStatus } from './voters.js';
 export type { Lock } from './lock.js';
 export type { LockEvent } from './events.js';
 export type { LockInspection } from './inspect.js';
-export type { RedlockOptions, LockOptions, RedlockNode } from './options.js';
+export type { RedlockOptions, LockOptions, RedlockNode, PreflightMode } from './options.js';
 export type { RedlockLogger } from './logger.js';
 export type { Voter, VoterContext, VoterFactory } from './voter/voter.js';
 export { MemoryVoter } from './voter/memory-voter.js';
@@ -15,5 +15,6 @@ export {
   LockNotAcquiredError,
   QuorumUnavailableError,
   LockLostError,
+  NodeConfigurationError,
 } from './errors.js';
 export type { NodeFailure } from './errors.js';

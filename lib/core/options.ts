@@ -10,6 +10,13 @@ import type { VoterFactory } from './voter/voter.js';
  */
 export type RedlockNode = string | RedisOptions | Redis | VoterFactory;
 
+/**
+ * What preflight does with a node that breaks Redlock's assumptions (see voter/redis-preflight.ts):
+ * `'error'` keeps it from voting and makes `connect()` (the module's bootstrap) reject with a
+ * `NodeConfigurationError`; `'warn'` logs and lets it vote; `'off'` checks nothing.
+ */
+export type PreflightMode = 'error' | 'warn' | 'off';
+
 /** Options of the Redlock engine (and of `RedlockModule.forRoot`). */
 export interface RedlockOptions {
   /**
@@ -46,6 +53,11 @@ export interface RedlockOptions {
   maxHold?: number;
   /** Where the engine reports unreachable or abstaining nodes. Default: warnings to stderr. */
   logger?: RedlockLogger;
+  /**
+   * Checks of every Redis node when it (first) connects: eviction policy, the same server listed
+   * twice, replicas, cluster nodes, missing ACL rights. Default `'error'`.
+   */
+  preflight?: PreflightMode;
 }
 
 /** Per-call options of acquire / tryAcquire / using / @DistributedLock. */
@@ -83,6 +95,7 @@ export interface ResolvedOptions {
   readonly fenceIdleTtl: number;
   readonly connectTimeout: number;
   readonly maxHold: number;
+  readonly preflight: PreflightMode;
 }
 
 /** Per-call options after defaults. */
@@ -109,6 +122,7 @@ const DEFAULTS = {
   fenceIdleTtl: 7 * 24 * 3600 * 1000,
   connectTimeout: 5_000,
   maxHold: 600_000,
+  preflight: 'error',
 } as const;
 
 /** Validates engine options and fills defaults. Throws {@link RedlockOptionsError} naming the fix. */
@@ -159,7 +173,13 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
     fenceIdleTtl: positive('fenceIdleTtl', options.fenceIdleTtl ?? DEFAULTS.fenceIdleTtl),
     connectTimeout: nonNegative('connectTimeout', options.connectTimeout ?? DEFAULTS.connectTimeout),
     maxHold: positiveOrInfinity('maxHold', options.maxHold ?? DEFAULTS.maxHold),
+    preflight: preflightMode(options.preflight ?? DEFAULTS.preflight),
   };
+}
+
+function preflightMode(mode: unknown): PreflightMode {
+  if (mode === 'error' || mode === 'warn' || mode === 'off') return mode;
+  throw new RedlockOptionsError('preflight', `got ${String(mode)}`, "Use 'error', 'warn' or 'off'.");
 }
 
 /** Merges per-call options over the engine's, validating them. */

@@ -2,10 +2,11 @@ import { Acquirer, type AcquireRequest, type Attempt } from './acquire.js';
 import type { EngineParts } from './engine-parts.js';
 import { LockNotAcquiredError, QuorumUnavailableError, RedlockError } from './errors.js';
 import { LockEvents, type LockEvent } from './events.js';
+import { attachTelemetry } from './telemetry.js';
 import { KeySpace } from './keys.js';
 import { Leases } from './lease/leases.js';
 import { inspectLock, type LockInspection } from './inspect.js';
-import type { Lock } from './lock.js';
+import { JoinedLock, type Lock } from './lock.js';
 import { LockContext } from './lock-context.js';
 import { consoleLogger } from './logger.js';
 import {
@@ -43,6 +44,7 @@ export class Redlock {
   private readonly wakes: WakeChannel;
   private readonly context = new LockContext();
   private readonly events = new LockEvents();
+  private detachTelemetry: Promise<(() => void) | undefined> | undefined;
   private closed = false;
 
   /**
@@ -107,7 +109,10 @@ export class Redlock {
    * Waits until every node is connected, at most `connectTimeout` ms, and logs the nodes that are
    * not. Resolves with each node's status (it does not throw: a minority may well be down).
    */
-  connect(): Promise<NodeStatus[]> {
+  async connect(): Promise<NodeStatus[]> {
+    // OpenTelemetry providers are registered before the app boots: look for them now.
+    this.detachTelemetry ??= attachTelemetry(this.events);
+    await this.detachTelemetry;
     return this.parts.voters.connect(this.options.connectTimeout);
   }
 
@@ -183,6 +188,7 @@ export class Redlock {
     await this.leases.releaseAll();
     this.wakes.close();
     await this.parts.voters.close();
+    (await this.detachTelemetry)?.();
     this.events.complete();
   }
 
@@ -196,6 +202,7 @@ export class Redlock {
     const started = performance.now();
     return this.takeQuietly(resources, options, watchdogByDefault).then(
       (lock) => {
+        if (lock instanceof JoinedLock) return lock; // the enclosing holder's grant was counted
         const durationMs = performance.now() - started;
         this.events.emit({
           type: 'acquired',

@@ -19,9 +19,13 @@ import {
   type LetGo,
   type LuaScript,
 } from '../scripts/index.js';
-import { settleWithin, TIMED_OUT } from '../timeouts.js';
+import { settleWithin, startTimeout, TIMED_OUT } from '../timeouts.js';
+import { admitServer, type AdmissionSettings } from './redis-admission.js';
 import { describeError, redisConnection, type RedisConnection } from './redis-connection.js';
 import type { Voter, VoterContext } from './voter.js';
+
+/** How soon a failed admission (a time-out, a replica refusing a write) is tried again. */
+const ADMISSION_RETRY_MS = 1000;
 
 interface Corkable {
   cork(): void;
@@ -43,8 +47,19 @@ export class RedisVoter implements Voter {
   private readonly fenceIdleMs: number;
   private readonly logger: RedlockLogger;
   private readonly onError = (err: Error) => this.recordError(err);
-  private readonly onReady = () => this.recordReady();
+  private readonly onReady = () => this.admit();
   private readonly onClose = () => this.recordDown();
+  // Admission (redis-admission.ts): each new connection votes only once preflight and the identity
+  // check passed. A connection that is up but not admitted is "not connected" to the engine.
+  private readonly admission: AdmissionSettings;
+  private admitted = false;
+  private admissions = 0;
+  /** Why the current connection's server does not vote (refused, or not checked yet). */
+  private refusal: string | undefined;
+  private readonly admissionWaiters = new Set<() => void>();
+  /** Epoch ms until which the voter abstains under the identity guard (0: it votes). */
+  private abstainUntil = 0;
+  private readonly abstentionListeners: Array<(forMs: number, why: string) => void> = [];
 
   constructor(connection: RedisConnection, context: VoterContext) {
     this.client = connection.client;
@@ -53,10 +68,17 @@ export class RedisVoter implements Voter {
     this.scripts = context.scripts;
     this.fenceIdleMs = context.settings.fenceIdleMs;
     this.logger = context.logger;
+    this.admission = {
+      preflight: context.preflight,
+      guardMs: context.settings.guardMs,
+      markerKey: context.settings.guardKey,
+      timeoutMs: Math.max(context.connectTimeout, 1000),
+      logger: context.logger,
+    };
     this.client.on('error', this.onError);
     this.client.on('ready', this.onReady);
     this.client.on('close', this.onClose);
-    if (this.client.status === 'ready') this.recordReady(); // a client passed in already connected
+    if (this.client.status === 'ready') this.admit(); // a client passed in already connected
   }
 
   /** A voter for a URL, ioredis options or a ready client. */
@@ -65,14 +87,23 @@ export class RedisVoter implements Voter {
   }
 
   get connected(): boolean {
-    return this.client.status === 'ready';
+    return this.admitted && this.client.status === 'ready';
   }
 
   get connectionError(): string | undefined {
-    return this.connected ? undefined : (this.lastError ?? this.client.status);
+    if (this.connected) return undefined;
+    if (this.client.status === 'ready')
+      return this.refusal ?? 'connected; checking the server before it votes';
+    return this.lastError ?? this.client.status;
   }
 
   async acquire(keys: readonly string[], value: string, ttlMs: number, ticket: string): Promise<AcquireVote> {
+    if (this.abstainUntil !== 0) {
+      // The identity guard, decided on connecting: no I/O until it ends.
+      const forMs = this.abstainUntil - Date.now();
+      if (forMs > 0) return { kind: 'abstaining', forMs };
+      this.abstainUntil = 0;
+    }
     return decodeAcquireReply(await this.run(this.scripts.acquire, keys, acquireArgs(value, ttlMs, ticket)));
   }
 
@@ -137,15 +168,20 @@ export class RedisVoter implements Voter {
     return message;
   }
 
+  /** Resolves once the server was admitted (true) or refused (false), or after `timeoutMs` (false). */
   waitReady(timeoutMs: number): Promise<boolean> {
     if (this.connected) return Promise.resolve(true);
     if (this.client.status === 'wait') this.client.connect().catch(() => undefined);
-    let onReady: (() => void) | undefined;
-    const ready = new Promise<true>((resolve) => this.client.once('ready', (onReady = () => resolve(true))));
-    return settleWithin(ready, timeoutMs).then((r) => {
-      this.client.off('ready', onReady!);
-      return r !== TIMED_OUT;
+    let onSettled: (() => void) | undefined;
+    const settled = new Promise<void>((resolve) => this.admissionWaiters.add((onSettled = resolve)));
+    return settleWithin(settled, timeoutMs).then(() => {
+      this.admissionWaiters.delete(onSettled!);
+      return this.connected;
     });
+  }
+
+  onAbstention(listener: (forMs: number, why: string) => void): void {
+    this.abstentionListeners.push(listener);
   }
 
   /**
@@ -154,6 +190,7 @@ export class RedisVoter implements Voter {
    * must not stall shutdown. The subscriber connection is always ours.
    */
   async close(timeoutMs: number): Promise<void> {
+    this.admissions++; // no retry of an admission after this
     await Promise.all([
       this.subscriber && quit(this.subscriber, timeoutMs),
       this.owned && quit(this.client, timeoutMs),
@@ -172,6 +209,7 @@ export class RedisVoter implements Voter {
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<unknown> {
+    if (!this.admitted) return Promise.reject(new Error(this.connectionError));
     this.coalesceWrites();
     return runScript(this.client, script, keys, args);
   }
@@ -200,6 +238,40 @@ export class RedisVoter implements Voter {
     this.lastError = message;
   }
 
+  /**
+   * Admits the server of a new connection (preflight, identity guard: redis-admission.ts) before
+   * the voter counts as connected; a later connection's admission supersedes this one.
+   */
+  private admit(): void {
+    const attempt = ++this.admissions;
+    this.admitted = false;
+    this.refusal = undefined;
+    const current = () => attempt === this.admissions && this.client.status === 'ready';
+    admitServer(this.client, this, this.label, this.admission).then(
+      (result) => {
+        if (!current()) return;
+        if (!result.vote) {
+          this.refusal = result.refusal.message;
+        } else {
+          this.abstainUntil = result.abstainMs > 0 ? Date.now() + result.abstainMs : 0;
+          if (result.abstainMs > 0) {
+            for (const listener of this.abstentionListeners) listener(result.abstainMs, result.why ?? '');
+          }
+          this.admitted = true;
+          this.recordReady();
+        }
+        for (const settled of this.admissionWaiters) settled();
+      },
+      (err: unknown) => {
+        if (!current()) return;
+        this.refusal = `connected, but the server could not be checked yet: ${describeError(err)}`;
+        startTimeout(ADMISSION_RETRY_MS, () => {
+          if (current()) this.admit();
+        });
+      },
+    );
+  }
+
   private recordReady(): void {
     // A restarted node has lost its script cache: load ours now rather than on a NOSCRIPT storm.
     for (const script of this.scripts.all) this.client.script('LOAD', script.source).catch(() => undefined);
@@ -210,6 +282,7 @@ export class RedisVoter implements Voter {
   }
 
   private recordDown(): void {
+    this.admitted = false;
     if (!this.up) return;
     this.up = false;
     for (const listener of this.healthListeners) listener(false, this.lastError ?? 'connection closed');

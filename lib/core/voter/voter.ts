@@ -1,4 +1,5 @@
 import type { RedlockLogger } from '../logger.js';
+import type { Preflight } from '../preflight.js';
 import type {
   AcquireVote,
   EngineScripts,
@@ -46,6 +47,12 @@ export interface Voter {
   subscribe(channel: string, onMessage: (message: string) => void): Promise<void>;
   /** Calls `listener` when the voter's connection comes up or goes down (node events). */
   onHealthChange(listener: (up: boolean, reason?: string) => void): void;
+  /**
+   * Optional (voters with a server behind them): calls `listener` when the voter starts to abstain
+   * on its own, e.g. the identity guard found a server that restarted or failed over; it answers
+   * acquires with an `abstaining` vote for `forMs`.
+   */
+  onAbstention?(listener: (forMs: number, why: string) => void): void;
   /** Why an operation failed, log-safe (a connection's own last error when it is down). */
   failureReason(err: unknown): string;
   /** Closes what the voter opened (never a client that was passed in); bounded by `timeoutMs`. */
@@ -58,6 +65,8 @@ export interface VoterContext {
   readonly settings: ScriptSettings;
   readonly logger: RedlockLogger;
   readonly connectTimeout: number;
+  /** Reviews what a voter's server says of itself on each connection; undefined when preflight is off. */
+  readonly preflight?: Preflight;
 }
 
 /**

@@ -1,0 +1,90 @@
+import { NodeConfigurationError } from './errors.js';
+import type { RedlockLogger } from './logger.js';
+import type { PreflightMode } from './options.js';
+
+/** What a voter found out about its server on a new connection. */
+export interface ServerReport {
+  /** An id of the server process (Redis: run_id), to spot one server behind two addresses. */
+  readonly serverId?: string;
+  /** What the voter's own checks found (voter/redis-preflight.ts for Redis). */
+  readonly findings: ReadonlyArray<{ severity: 'error' | 'notice'; problem: string; fix: string }>;
+}
+
+/**
+ * The engine-wide side of preflight, voter-agnostic: every voter reports what its server said of
+ * itself on a new connection (voter/redis-preflight.ts reads and checks a Redis server), and this
+ * decides whether it
+ * may vote, spots one server listed twice (equal run_id behind two addresses), and keeps what it
+ * found for `Redlock.connect()`, which rejects with it under `'error'`.
+ *
+ * A node that is down at bootstrap is reviewed when it first connects: under `'error'` a node that
+ * fails never votes, and since the bootstrap has passed, the error is logged (loudly) instead.
+ */
+export class Preflight {
+  /** Per voter: the run_id of its server and its label, for the duplicate check. */
+  private readonly servers = new Map<object, { label: string; runId: string }>();
+  /** Per voter: the errors of its latest review. */
+  private readonly found = new Map<object, NodeConfigurationError[]>();
+  private bootstrapped = false;
+
+  constructor(
+    readonly mode: Exclude<PreflightMode, 'off'>,
+    private readonly logger: RedlockLogger,
+  ) {}
+
+  /**
+   * Reviews `voter`'s server (on each new connection). Logs what it found (notices always, errors
+   * under 'warn', and under 'error' once the bootstrap has passed). Returns the refusal (the
+   * voter must not vote) under 'error', else undefined.
+   */
+  review(voter: object, label: string, report: ServerReport): NodeConfigurationError | undefined {
+    const findings = [...report.findings];
+    const runId = report.serverId;
+    const twin = runId && this.twinOf(voter, runId);
+    if (runId) this.servers.set(voter, { label, runId });
+    if (twin) {
+      findings.push({
+        severity: 'error',
+        problem:
+          `it is the same Redis server as ${twin} (run_id ${runId}): one server listed twice (two host ` +
+          'names or addresses) counts twice toward the majority, so fewer real servers than a quorum can grant a lock',
+        fix: 'list every server once; a majority must be of independent servers',
+      });
+    }
+    for (const f of findings.filter((f) => f.severity === 'notice')) {
+      this.logger.log(`Redis node ${label}: ${f.problem}. ${f.fix}.`);
+    }
+    const errors = findings
+      .filter((f) => f.severity === 'error')
+      .map((f) => new NodeConfigurationError(label, f.problem, f.fix));
+    this.found.set(voter, errors);
+    if (errors.length === 0) return undefined;
+    if (this.mode === 'warn') {
+      for (const e of errors) this.logger.warn(`${e.message} (preflight: 'warn': it votes anyway)`);
+      return undefined;
+    }
+    const refusal = NodeConfigurationError.of(errors);
+    if (this.bootstrapped) {
+      this.logger.error(`${refusal.message}\nThis node does not vote until it is fixed and reconnects.`);
+    }
+    return refusal;
+  }
+
+  /**
+   * At the end of bootstrap: under 'error', what the reviews so far found, as one error (it names
+   * every node and fix), else undefined. Later reviews are logged instead.
+   */
+  bootstrapDone(): NodeConfigurationError | undefined {
+    this.bootstrapped = true;
+    const errors = [...this.found.values()].flat();
+    return this.mode === 'error' && errors.length > 0 ? NodeConfigurationError.of(errors) : undefined;
+  }
+
+  /** The label of another voter whose server has `runId`. */
+  private twinOf(voter: object, runId: string): string | undefined {
+    for (const [other, server] of this.servers) {
+      if (other !== voter && server.runId === runId) return server.label;
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,93 @@
+import type { Redis } from 'ioredis';
+import type { NodeConfigurationError } from '../errors.js';
+import type { RedlockLogger } from '../logger.js';
+import type { Preflight } from '../preflight.js';
+import { decodeIdentityReply, IDENTITY_CHECK, IDENTITY_SUFFIX, identityArgs } from '../scripts/identity.js';
+import { runScript } from '../scripts/lua-script.js';
+import { settleWithin, TIMED_OUT } from '../timeouts.js';
+import { checkServer, readServerFacts, trustedAcrossRestarts, type ServerFacts } from './redis-preflight.js';
+
+/**
+ * What a Redis voter does on every (re)connection before it votes: read what the server says of
+ * itself, have preflight review it, and run the identity check (scripts/identity.ts), which says
+ * how long the node must abstain. A few ms, once per connection: the acquire path stays as it was.
+ */
+
+/** The engine's settings for admissions. */
+export interface AdmissionSettings {
+  /** Undefined when preflight is off. */
+  readonly preflight: Preflight | undefined;
+  /** restartGuard in ms (0: off, and so is the identity guard). */
+  readonly guardMs: number;
+  /** The restart-guard marker key (the identity record sits beside it). */
+  readonly markerKey: string;
+  /** Bound on the whole admission: a node that stops answering right after connecting. */
+  readonly timeoutMs: number;
+  readonly logger: RedlockLogger;
+}
+
+/** The outcome of one admission. */
+export type Admission =
+  | { readonly vote: true; readonly abstainMs: number; readonly why?: string }
+  /** Refused by preflight (under 'error'): the node does not vote on this connection. */
+  | { readonly vote: false; readonly refusal: NodeConfigurationError };
+
+/**
+ * Admits the server behind `client` (a ready connection) for `voter`. Rejects when the server
+ * does not answer (a time-out, a dropped connection, a replica refusing the identity record's
+ * write): the caller tries again.
+ */
+export async function admitServer(
+  client: Redis,
+  voter: object,
+  label: string,
+  settings: AdmissionSettings,
+): Promise<Admission> {
+  const { preflight, guardMs } = settings;
+  if (!preflight && guardMs <= 0) return { vote: true, abstainMs: 0 };
+  const facts = await readServerFacts(client, settings.timeoutMs);
+  if (preflight) {
+    const refusal = preflight.review(voter, label, { serverId: facts.runId, findings: checkServer(facts) });
+    if (refusal) return { vote: false, refusal };
+  }
+  if (guardMs <= 0) return { vote: true, abstainMs: 0 };
+  if (!facts.runId) {
+    settings.logger.warn(
+      `Redis node ${label}: the identity guard is off for this node: INFO is denied to its ACL user, so a ` +
+        'restart or failover that lost the newest writes cannot be told. Grant +info (see "Deploying safely" ' +
+        'in the README).',
+    );
+    return { vote: true, abstainMs: 0 };
+  }
+  const keys = [settings.markerKey, settings.markerKey + IDENTITY_SUFFIX];
+  const args = identityArgs(facts.runId, trustedAcrossRestarts(facts), guardMs);
+  const reply = await settleWithin(runScript(client, IDENTITY_CHECK, keys, args), settings.timeoutMs);
+  if (reply === TIMED_OUT) throw new Error(`no reply to the identity check within ${settings.timeoutMs} ms`);
+  const check = decodeIdentityReply(reply);
+  if (check.abstainMs <= 0) return { vote: true, abstainMs: 0 };
+  return {
+    vote: true,
+    abstainMs: check.abstainMs,
+    why: abstentionReason(check.outcome, check.previous, facts),
+  };
+}
+
+/** Why a node abstains, for the log line and the 'node-abstaining' event. */
+function abstentionReason(outcome: string, previous: string, facts: ServerFacts): string {
+  if (outcome !== 'changed') {
+    return (
+      'its restart-guard marker is still running: another client found that this server restarted, took over ' +
+      'in a failover or lost its data, and its newest lock keys and fencing counters may be gone'
+    );
+  }
+  const persistence =
+    facts.appendonly === 'yes' ? `appendonly yes, appendfsync ${facts.appendfsync ?? '?'}` : 'appendonly no';
+  const promoted = (facts.secondReplOffset ?? -1) >= 0 ? ', a replica promoted by a failover' : '';
+  return (
+    `its server is not the one that wrote its restart-guard marker (run_id ${short(previous)} then, ` +
+    `${short(facts.runId ?? '')} now${promoted}; ${persistence}): a restart or failover may have lost its ` +
+    'newest lock keys and fencing counters (only appendonly yes + appendfsync always is trusted across restarts)'
+  );
+}
+
+const short = (runId: string) => (runId.length > 8 ? `${runId.slice(0, 8)}…` : runId || '?');

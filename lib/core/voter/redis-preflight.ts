@@ -1,0 +1,172 @@
+import type { Redis } from 'ioredis';
+import { settleWithin, TIMED_OUT } from '../timeouts.js';
+
+/*
+ * Preflight of one Redis server: what it says of itself (read once per connection), and pure
+ * checks of those facts against Redlock's assumptions, unit-tested without a server. The
+ * engine-wide part (the same server listed twice, what to do with a finding) is in ../preflight.ts.
+ */
+
+/** What a Redis server says of itself: INFO server and replication, and four CONFIG GETs. */
+export interface ServerFacts {
+  /** INFO server `run_id`: new on every start of the process, so it names one server's lifetime. */
+  readonly runId?: string;
+  /** INFO server `redis_mode`: standalone, cluster or sentinel. */
+  readonly redisMode?: string;
+  /** INFO replication `role`: master or slave. */
+  readonly role?: string;
+  /** A replica's primary, `host:port`. */
+  readonly primary?: string;
+  readonly connectedReplicas?: number;
+  /**
+   * INFO replication `second_repl_offset`: -1 unless this server took over another's replication
+   * history, i.e. it is a replica that was promoted (a failover).
+   */
+  readonly secondReplOffset?: number;
+  readonly maxmemoryPolicy?: string;
+  readonly appendonly?: string;
+  readonly appendfsync?: string;
+  readonly clusterEnabled?: string;
+  /** Commands the connection's ACL user may not run (NOPERM), as `ACL SETUSER` spells them. */
+  readonly denied: readonly string[];
+  /** The ACL user of the connection (`default` when none is given). */
+  readonly user?: string;
+}
+
+/** A problem (or a remark) about one server. */
+export interface Finding {
+  /** `error`: it breaks Redlock's assumptions; `notice`: worth knowing, nothing to fix. */
+  readonly severity: 'error' | 'notice';
+  readonly problem: string;
+  readonly fix: string;
+}
+
+const CONFIG_KEYS = ['maxmemory-policy', 'appendonly', 'appendfsync', 'cluster-enabled'] as const;
+
+/**
+ * Reads a server's facts on `client` (a ready connection), all commands at once, at most
+ * `timeoutMs`. A NOPERM reply is a fact (which command the ACL denies), not a failure; anything
+ * else (a time-out, a dropped connection) rejects.
+ */
+export async function readServerFacts(client: Redis, timeoutMs: number): Promise<ServerFacts> {
+  const denied = new Set<string>();
+  const allowed = <T>(command: string, reply: Promise<T>): Promise<T | undefined> =>
+    reply.catch((err: unknown) => {
+      if (!(err instanceof Error && err.message.startsWith('NOPERM'))) throw err;
+      denied.add(command);
+      return undefined;
+    });
+  const reads = Promise.all([
+    allowed('info', client.info('server')),
+    allowed('info', client.info('replication')),
+    ...CONFIG_KEYS.map((key) => allowed('config|get', client.config('GET', key) as Promise<string[]>)),
+  ]);
+  const replies = await settleWithin(reads, timeoutMs);
+  if (replies === TIMED_OUT) throw new Error(`no reply to INFO / CONFIG GET within ${timeoutMs} ms`);
+  const [server, replication, ...configs] = replies as [
+    string | undefined,
+    string | undefined,
+    ...Array<string[] | undefined>,
+  ];
+  const info = { ...parseInfo(server ?? ''), ...parseInfo(replication ?? '') };
+  const config = Object.fromEntries(
+    configs.flatMap((pair) => (pair?.length === 2 ? [[pair[0], pair[1]]] : [])),
+  );
+  const number = (text: string | undefined) => (text === undefined ? undefined : Number(text));
+  return {
+    runId: info.run_id,
+    redisMode: info.redis_mode,
+    role: info.role,
+    primary: info.master_host === undefined ? undefined : `${info.master_host}:${info.master_port}`,
+    connectedReplicas: number(info.connected_slaves),
+    secondReplOffset: number(info.second_repl_offset),
+    maxmemoryPolicy: config['maxmemory-policy'],
+    appendonly: config.appendonly,
+    appendfsync: config.appendfsync,
+    clusterEnabled: config['cluster-enabled'],
+    denied: [...denied],
+    user: client.options.username ?? 'default',
+  };
+}
+
+/** `field:value` lines of an INFO reply. */
+export function parseInfo(text: string): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const line of text.split(/\r?\n/)) {
+    const colon = line.indexOf(':');
+    if (colon > 0 && !line.startsWith('#')) fields[line.slice(0, colon)] = line.slice(colon + 1).trim();
+  }
+  return fields;
+}
+
+/**
+ * Checks one server's facts against what Redlock assumes of a voter: an independent primary that
+ * keeps every key until it expires.
+ */
+export function checkServer(facts: ServerFacts): Finding[] {
+  const findings: Finding[] = [];
+  if (facts.denied.length > 0) {
+    const user = facts.user ?? 'default';
+    const commands = facts.denied.map((c) => c.replace('|', ' ').toUpperCase()).join(' and ');
+    findings.push({
+      severity: 'error',
+      problem:
+        `its ACL user "${user}" may not run ${commands} (NOPERM), which preflight needs to read run_id, role, ` +
+        'replicas, maxmemory-policy and persistence',
+      fix:
+        `ACL SETUSER ${user} ${facts.denied.map((c) => `+${c}`).join(' ')} (the minimal lock user is in the ` +
+        `README, "Deploying safely"), or preflight: 'off' (the identity guard then cannot tell a restarted ` +
+        'or failed-over server and is off for this node)',
+    });
+  }
+  const policy = facts.maxmemoryPolicy;
+  if (policy !== undefined && policy !== 'noeviction') {
+    findings.push({
+      severity: 'error',
+      problem:
+        `maxmemory-policy is ${policy}: under memory pressure the server evicts keys, and lock keys carry a TTL, ` +
+        'so volatile-* policies evict them as well as allkeys-* do; an evicted lock is granted to a second client',
+      fix: 'CONFIG SET maxmemory-policy noeviction (and set it in redis.conf), or give the locks their own server',
+    });
+  }
+  if (facts.role === 'slave') {
+    findings.push({
+      severity: 'error',
+      problem: `it is a replica${facts.primary ? ` of ${facts.primary}` : ''}: it cannot take a lock (read-only) and is not independent of its primary`,
+      fix: 'list independent primaries; for a Sentinel-managed primary give { sentinels: [...], name } instead of an address',
+    });
+  }
+  if (facts.clusterEnabled === 'yes' || facts.redisMode === 'cluster') {
+    findings.push({
+      severity: 'error',
+      problem:
+        'it is a Redis Cluster node given as a plain node: it serves only its own hash slots, so most lock keys ' +
+        'would be MOVED elsewhere, and its shards are not independent voters',
+      fix: 'list standalone servers (cluster-enabled no), each an independent primary',
+    });
+  }
+  if ((facts.connectedReplicas ?? 0) > 0 && facts.role !== 'slave') {
+    findings.push({
+      severity: 'notice',
+      problem:
+        `it has ${facts.connectedReplicas} replica(s); replication is asynchronous, so one promoted by a failover ` +
+        'may lack the newest lock keys and fencing counters',
+      fix: 'nothing to do: the identity guard makes a promoted replica abstain for restartGuard',
+    });
+  }
+  return findings;
+}
+
+/**
+ * Whether the server may be trusted across its own restarts: every write was fsynced before it
+ * was acknowledged (appendonly yes + appendfsync always), and it did not take over from another
+ * server (a promoted replica may lag its primary, however it persists).
+ */
+export function trustedAcrossRestarts(facts: ServerFacts): boolean {
+  return (
+    facts.appendonly === 'yes' &&
+    facts.appendfsync === 'always' &&
+    facts.secondReplOffset !== undefined &&
+    facts.secondReplOffset < 0
+  );
+}
