@@ -24,6 +24,9 @@ export function fenceFunctionsLua({ guardMs, guardKey, fenceIdleMs }: ScriptSett
     guardMs <= 0
       ? `
 local function restart_guard()
+  -- Off: the nodes are trusted as they are. Mark this one as such, so that an engine that runs
+  -- with the guard on later does not take it for a node that lost its data.
+  if redis.call('GET', ${luaString(guardKey)}) ~= '0' then redis.call('SET', ${luaString(guardKey)}, '0') end
   return 0, nil
 end`
       : `

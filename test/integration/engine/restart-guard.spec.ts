@@ -138,4 +138,22 @@ describe('restart guard (S5)', () => {
     await lockB.release();
     await lockA.release();
   });
+
+  test('an engine with the guard off marks the nodes it seeds as trusted: a guarded engine then votes at once', async () => {
+    const fresh = await TestCluster.start(3);
+    try {
+      const unguarded = await fresh.engine({ restartGuard: false });
+      await (await unguarded.acquire('trusted')).release();
+      expect(await Promise.all([0, 1, 2].map((i) => fresh.redis.client(i).get(MARKER)))).toEqual([
+        '0',
+        '0',
+        '0',
+      ]);
+      const guarded = await fresh.engine({ restartGuard: GUARD, ttl: 1000 });
+      const lock = await guarded.acquire('trusted-too'); // a new resource: its counters are seeded now
+      await lock.release();
+    } finally {
+      await fresh.close();
+    }
+  });
 });
