@@ -136,7 +136,7 @@ export const b6: Benchmark = {
       const notes = [
         `${count} locks acquired in ${acquireSeconds.toFixed(1)} s (${concurrency} at a time), held ${held.toFixed(1)} s = ${ticks.toFixed(0)} ticks of ${tickMs} ms; ` +
           `heap per lock = (least heap after gc of 4 samples over one tick while held - heap before) / count, includes the bench's array slot (8 B).`,
-        `round trips per lock per tick = extension script calls per node (counted at LockNode.run) / lock-ticks held (a parallel ` +
+        `round trips per lock per tick = extension script calls per node (counted at each voter's extend call) / lock-ticks held (a parallel ` +
           `call to all nodes counts once; lost locks stop counting); socket reads = INFO total_reads_processed per node / lock-ticks. ` +
           `Redis commands include those run inside Lua scripts (GET + PEXPIRE per lock extended).` +
           (lost > 0 ? ' Locks were lost, so heap per lock and commands/s describe a partly lost set.' : ''),
