@@ -246,6 +246,8 @@ export interface Report {
   writesRejected: number;
   writesIndeterminate: number;
   staleWritesAccepted: number;
+  /** The stale writes the store accepted (for the timelines). */
+  staleWrites: StoreOp[];
   lateWrites: number;
   lateWritesAccepted: number;
   finalCounter: number;
@@ -287,6 +289,7 @@ export function check(
   let duplicateTokens = 0;
   let maxTokenStep = 0;
   let staleWritesAccepted = 0;
+  const staleWrites: StoreOp[] = [];
   for (const resource of resources) {
     const grants = granted.filter((a) => a.resource === resource);
 
@@ -351,6 +354,7 @@ export function check(
       }
       if (highest && highest.token! > w.token!) {
         staleWritesAccepted++;
+        staleWrites.push(w);
         example(
           `stale write accepted on ${resource}: ${w.worker}#${w.i} wrote with token ${w.token} after the store ` +
             `had acknowledged token ${highest.token} (${highest.worker}#${highest.i} ${highest.kind})`,
@@ -411,6 +415,7 @@ export function check(
     writesRejected: writes.filter((o) => o.ok === false).length,
     writesIndeterminate: writes.filter((o) => o.ack === undefined).length,
     staleWritesAccepted,
+    staleWrites,
     lateWrites: lateWrites.length,
     lateWritesAccepted: lateWrites.filter((o) => o.ok === true).length,
     finalCounter,

@@ -31,6 +31,13 @@ import {
   tableRow,
   type ScenarioResult,
 } from './scenarios.js';
+import { netnsSupport, nftAvailable } from './netns.js';
+import {
+  s16MinorityPartition,
+  s17MajorityPartition,
+  s18Flapping,
+  s19Asymmetric,
+} from './scenarios-network.js';
 import { s1PgFenced, s1PgUnfenced } from './scenarios-pg.js';
 
 const TIMEOUT = FULL ? 15 * 60_000 : 60_000;
@@ -364,6 +371,69 @@ describe(`fault injection against real redis-server nodes (${FULL ? 'full' : 're
       expect(r.figures.extendAfterExpiryOk).toBe(0);
       expect(r.figures.contenderExtends).toBeGreaterThan(0);
       expect(r.figures.contenderExtendFailures).toBe(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  // S16-S19 need network namespaces (root): skipped, with the reason, where they are unavailable.
+  const net = netnsSupport();
+  const netTest = net.ok ? test : test.skip;
+  if (!net.ok) process.stderr.write(`\nskipping S16-S19 (network partitions): ${net.reason}\n`);
+
+  netTest(
+    'S16: a minority cut off by the network, again and again: safe, and available throughout',
+    async () => {
+      const r = await run(s16MinorityPartition);
+      expectSafe(r);
+      expect(r.figures.partitions).toBeGreaterThanOrEqual(FULL ? 8 : 2);
+      expect(r.figures.soloAttempts).toBeGreaterThan(FULL ? 500 : 50);
+      expect(r.figures.soloAvailability).toBeGreaterThanOrEqual(0.98);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  netTest(
+    'S17: a majority cut off: nothing granted while it is, grants resume after healing',
+    async () => {
+      const r = await run(s17MajorityPartition);
+      expect(r.figures.attemptsInside).toBeGreaterThan(0);
+      expect(r.figures.grantsInside).toBe(0);
+      expect(r.report.maxAttemptMs).toBeLessThan(r.figures.wait! + 1000);
+      expect(r.figures.recovered).toBe(r.figures.partitions);
+      // A healed node is heard at its connection's next TCP retransmission: within about the
+      // length of the cut (the back-off doubles from ~200 ms), plus a retry delay.
+      expect(r.figures.maxRecoveryMs).toBeLessThan(r.figures.phaseMs! + 2000);
+      expectSafe(r);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  netTest(
+    'S18: flapping links (a random minority every 200-400 ms): exclusive, tokens in order',
+    async () => {
+      const r = await run(s18Flapping);
+      expectSafe(r);
+      expect(r.figures.toggles).toBeGreaterThanOrEqual(FULL ? 40 : 10);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  netTest(
+    "S19: a node's replies dropped while its commands run: safe, available, no key left after ttl",
+    async () => {
+      if (!nftAvailable()) throw new Error('S19 needs nft: apt-get install -y nftables');
+      const r = await run(s19Asymmetric);
+      expectSafe(r);
+      // The fault is what it claims to be: commands landed, replies did not come back.
+      expect(r.figures.probesLanded).toBe(r.figures.probes);
+      expect(r.figures.probesReplied).toBe(0);
+      expect(r.figures.droppedSegments).toBeGreaterThan(0);
+      expect(r.figures.keysLeft).toBe(0);
+      expect(r.figures.soloAvailability).toBeGreaterThanOrEqual(0.98);
       passed(r);
     },
     TIMEOUT,

@@ -330,7 +330,18 @@ export interface PauseRecord {
   resumedAt: bigint;
 }
 
-export interface FaultEnvOptions {
+/**
+ * What a {@link FaultEnv} drives of its lock nodes: RedisNodes (loopback), or the nodes of netns.ts
+ * (each in its own network namespace).
+ */
+export type LockNodes = Pick<
+  RedisNodes,
+  'urls' | 'url' | 'pid' | 'kill' | 'stop' | 'resume' | 'restart' | 'revive' | 'close'
+>;
+
+export interface FaultEnvOptions<N extends LockNodes = RedisNodes> {
+  /** Starts the lock nodes; default: RedisNodes on loopback. */
+  launch?: (count: number, options: { persistence?: Persistence; debugCommands?: boolean }) => Promise<N>;
   nodes?: number;
   persistence?: Persistence;
   debugCommands?: boolean;
@@ -342,7 +353,7 @@ export interface FaultEnvOptions {
 }
 
 /** Lock nodes, a fenced store, workers and their histories for one scenario run. */
-export class FaultEnv {
+export class FaultEnv<N extends LockNodes = RedisNodes> {
   readonly workers: WorkerProcess[] = [];
   readonly windows: FaultWindow[] = [];
   private readonly histories: string[] = [];
@@ -351,17 +362,21 @@ export class FaultEnv {
   private closed = false;
 
   private constructor(
-    readonly redis: RedisNodes,
+    readonly redis: N,
     readonly store: RedisNodes,
     readonly dir: string,
   ) {}
 
-  static async start(options: FaultEnvOptions = {}): Promise<FaultEnv> {
+  static async start<N extends LockNodes = RedisNodes>(
+    options: FaultEnvOptions<N> = {},
+  ): Promise<FaultEnv<N>> {
     assertBuilt();
     const store = await RedisNodes.start(1);
-    let redis: RedisNodes;
+    const launch =
+      options.launch ?? ((count, o) => RedisNodes.start(count, o) as Promise<LockNodes> as Promise<N>);
+    let redis: N;
     try {
-      redis = await RedisNodes.start(options.nodes ?? 5, {
+      redis = await launch(options.nodes ?? 5, {
         persistence: options.persistence,
         debugCommands: options.debugCommands,
       });

@@ -8,6 +8,7 @@ import { attemptsWithin, check, readHistory, type Report } from './checker.js';
 import {
   between,
   FaultEnv,
+  type LockNodes,
   firstMessage,
   now,
   nsToMs,
@@ -16,9 +17,11 @@ import {
   type WorkerConfig,
   type WorkerProcess,
 } from './harness.js';
+import type { RedisNodes } from '../../lib/testing/index.js';
+import { timelinesWanted, writeTimeline } from './timeline.js';
 
 export const FULL = process.env.FAULTS_FULL === '1';
-const pick = <T>(reduced: T, full: T): T => (FULL ? full : reduced);
+export const pick = <T>(reduced: T, full: T): T => (FULL ? full : reduced);
 
 export interface ScenarioResult {
   id: string;
@@ -34,18 +37,23 @@ export interface ScenarioResult {
   passed?: boolean;
 }
 
-type WorkerOptions = Omit<WorkerConfig, 'id' | 'history' | 'nodes' | 'store'>;
+export type WorkerOptions = Omit<WorkerConfig, 'id' | 'history' | 'nodes' | 'store'>;
 type Summary = { figures?: Record<string, number>; note: string };
 
-/** Runs `body` in a fresh environment, then checks every history written. */
-async function scenario(
+/**
+ * Runs `body` in a fresh environment, then checks every history written (and, in the full run,
+ * draws them: timeline.ts).
+ */
+export async function scenario<N extends LockNodes = RedisNodes>(
   id: string,
   title: string,
-  envOptions: FaultEnvOptions,
-  body: (env: FaultEnv) => Promise<{ resources: string[]; summarise: (r: Report, env: FaultEnv) => Summary }>,
+  envOptions: FaultEnvOptions<N>,
+  body: (
+    env: FaultEnv<N>,
+  ) => Promise<{ resources: string[]; summarise: (r: Report, env: FaultEnv<N>) => Summary }>,
 ): Promise<ScenarioResult> {
   const started = performance.now();
-  const env = await FaultEnv.start(envOptions);
+  const env = await FaultEnv.start<N>(envOptions);
   try {
     const { resources, summarise } = await body(env);
     const histories = env.historyFiles().map(readHistory);
@@ -55,6 +63,7 @@ async function scenario(
       await Promise.all(resources.map(async (r) => [r, await env.counter(r)])),
     );
     const report = check(histories, finals);
+    if (timelinesWanted()) writeTimeline({ id, title, report, windows: env.windows });
     const { figures = {}, note } = summarise(report, env);
     return { id, title, report, figures, note, seconds: (performance.now() - started) / 1000 };
   } finally {
@@ -62,10 +71,10 @@ async function scenario(
   }
 }
 
-const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+export const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 /** `count` distinct random node indices out of `of`. */
-function randomNodes(count: number, of = 5): number[] {
+export function randomNodes(count: number, of = 5): number[] {
   const all = range(of);
   for (let i = all.length - 1; i > 0; i--) {
     const j = Math.floor(Math.random() * (i + 1));
@@ -75,8 +84,8 @@ function randomNodes(count: number, of = 5): number[] {
 }
 
 /** Spawns `count` workers, waits until all are connected. */
-async function spawnReady(
-  env: FaultEnv,
+export async function spawnReady(
+  env: FaultEnv<LockNodes>,
   count: number,
   options: (k: number) => WorkerOptions,
 ): Promise<WorkerProcess[]> {
@@ -86,8 +95,8 @@ async function spawnReady(
 }
 
 /** Runs the workers until `nemesis` resolves, then stops them and waits for their jobs to end. */
-async function runWhile(
-  env: FaultEnv,
+export async function runWhile(
+  env: FaultEnv<LockNodes>,
   workers: WorkerProcess[],
   nemesis: () => Promise<void>,
 ): Promise<void> {
@@ -100,8 +109,9 @@ async function runWhile(
   await env.finish(env.workers);
 }
 
-const windowsMs = (env: FaultEnv) => env.windows.map((w) => ({ start: nsToMs(w.start), end: nsToMs(w.end) }));
-const pct = (x: number) => `${(100 * x).toFixed(x >= 0.9995 || x === 0 ? 0 : 1)}%`;
+export const windowsMs = (env: FaultEnv<LockNodes>) =>
+  env.windows.map((w) => ({ start: nsToMs(w.start), end: nsToMs(w.end) }));
+export const pct = (x: number) => `${(100 * x).toFixed(x >= 0.9995 || x === 0 ? 0 : 1)}%`;
 
 // ---- control and S0 ----------------------------------------------------------------------------
 
