@@ -8,6 +8,7 @@ import { Leases } from './lease/leases.js';
 import { inspectLock, type LockInspection } from './inspect.js';
 import { JoinedLock, type Lock } from './lock.js';
 import { LockContext } from './lock-context.js';
+import { Preflight } from './preflight.js';
 import { consoleLogger } from './logger.js';
 import {
   normaliseResources,
@@ -44,6 +45,8 @@ export class Redlock {
   private readonly wakes: WakeChannel;
   private readonly context = new LockContext();
   private readonly events = new LockEvents();
+  /** Undefined when preflight is off. */
+  private readonly preflight: Preflight | undefined;
   private detachTelemetry: Promise<(() => void) | undefined> | undefined;
   private closed = false;
 
@@ -67,11 +70,13 @@ export class Redlock {
       turnMs,
       queueIdleMs: 10 * QUEUE_RECHECK_MS + turnMs,
     };
+    this.preflight = resolved.preflight === 'off' ? undefined : new Preflight(resolved.preflight, logger);
     const context: VoterContext = {
       scripts: engineScripts(settings),
       settings,
       logger,
       connectTimeout: resolved.connectTimeout,
+      preflight: this.preflight,
     };
     const voters = new Voters(
       options.nodes.map((node) => createVoter(node, context)),
@@ -106,14 +111,23 @@ export class Redlock {
   }
 
   /**
-   * Waits until every node is connected, at most `connectTimeout` ms, and logs the nodes that are
-   * not. Resolves with each node's status (it does not throw: a minority may well be down).
+   * Waits until every node is connected and checked (preflight), at most `connectTimeout` ms, and
+   * logs the nodes that are not. Resolves with each node's status: a minority may well be down.
+   * @throws NodeConfigurationError under `preflight: 'error'` when a node that answered breaks
+   * Redlock's assumptions (one error naming every node, problem and fix); the engine is closed
+   * first, so that a failed bootstrap leaves no connection open.
    */
   async connect(): Promise<NodeStatus[]> {
     // OpenTelemetry providers are registered before the app boots: look for them now.
     this.detachTelemetry ??= attachTelemetry(this.events);
     await this.detachTelemetry;
-    return this.parts.voters.connect(this.options.connectTimeout);
+    const statuses = await this.parts.voters.connect(this.options.connectTimeout);
+    const misconfigured = this.preflight?.bootstrapDone();
+    if (misconfigured) {
+      await this.close();
+      throw misconfigured;
+    }
+    return statuses;
   }
 
   /** Each node's reachability from its connection's state (no I/O). */

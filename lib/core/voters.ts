@@ -42,12 +42,14 @@ export class Voters {
   ) {
     this.quorum = quorumOf(list.length);
     this.abstaining = list.map(() => 0);
-    for (const voter of list) {
+    list.forEach((voter, index) => {
+      // The identity guard (voter/redis-admission.ts) decides on connecting, before any acquire.
+      voter.onAbstention?.((forMs, why) => this.noteAbstention(index, forMs, why));
       voter.onHealthChange((up, reason) => {
         if (!events.observed) return;
         events.emit({ type: up ? 'node-up' : 'node-down', resources: [], node: voter.label, reason });
       });
-    }
+    });
     if (list.length % 2 === 0) {
       logger.warn(
         `${list.length} Redis nodes configured: an even count tolerates no more failures than ` +
@@ -94,22 +96,32 @@ export class Voters {
 
   /**
    * Records that voter `index` abstains under the restart guard for `remainingMs`, logs it once
-   * per period (which node, why, until when), and returns the reason for error messages.
+   * per period (which node, why, until when), and returns the reason for error messages. `why`
+   * replaces the restart guard's reason (a missing marker) when the voter knows better.
    */
-  noteAbstention(index: number, remainingMs: number): string {
+  noteAbstention(index: number, remainingMs: number, why?: string): string {
     const now = Date.now();
     const until = now + remainingMs;
     if (this.abstaining[index]! < now) {
       this.logger.warn(
         `Redis node ${this.list[index]!.label} abstains from lock quorums until ${new Date(until).toISOString()}: ` +
-          'it has no restart-guard marker, so it restarted without persistence, lost its data, or is new, and ' +
-          `may have forgotten locks it granted. It rejoins after restartGuard (${String(this.restartGuard)} ms). ` +
-          'Nodes created just now cannot have granted anything: start the engine with restartGuard: false ' +
-          'for their first run, or wait.',
+          (why ??
+            'it has no restart-guard marker, so it restarted without persistence, lost its data, or is new') +
+          `, and may have forgotten locks it granted. It rejoins after restartGuard (${String(this.restartGuard)} ms).` +
+          (why
+            ? ''
+            : ' Nodes created just now cannot have granted anything: start the engine with restartGuard: false ' +
+              'for their first run, or wait.'),
       );
       if (this.events.observed) {
         const node = this.list[index]!.label;
-        this.events.emit({ type: 'node-abstaining', resources: [], node, durationMs: remainingMs });
+        this.events.emit({
+          type: 'node-abstaining',
+          resources: [],
+          node,
+          durationMs: remainingMs,
+          reason: why,
+        });
       }
     }
     this.abstaining[index] = until;

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from './free-port.js';
 
-/** How a node keeps its data across a restart. */
-export type Persistence = 'none' | 'aof-always';
+/** How a node keeps its data across a restart (`aof-everysec`: may lose the last second of writes). */
+export type Persistence = 'none' | 'aof-always' | 'aof-everysec';
 
 /** Options for the nodes {@link RedisNodes.start} launches. */
 export interface RedisNodesOptions {
@@ -250,8 +250,10 @@ export class RedisNodes {
       'notice',
     ];
     args.push('--save', '');
-    if (this.persistence[index] === 'aof-always') args.push('--appendonly', 'yes', '--appendfsync', 'always');
-    else args.push('--appendonly', 'no');
+    const fsync = { none: undefined, 'aof-always': 'always', 'aof-everysec': 'everysec' }[
+      this.persistence[index]!
+    ];
+    args.push('--appendonly', fsync ? 'yes' : 'no', ...(fsync ? ['--appendfsync', fsync] : []));
     if (o.tls) {
       args.push(
         '--port',

@@ -36,6 +36,15 @@ export function redisConnection(
     return { client: new Redis(node, defaults), label: redactUrl(node), owned: true };
   }
   const options = { ...defaults, ...node };
+  if (options.sentinels?.length) {
+    // A Sentinel-managed primary: the address changes with failovers; the name does not.
+    const sentinels = options.sentinels.map((s) => `${s.host ?? 'localhost'}:${s.port ?? 26379}`).join(',');
+    return {
+      client: new Redis(options),
+      label: `sentinel://${sentinels}/${options.name ?? ''}`,
+      owned: true,
+    };
+  }
   const user = options.username ? `${options.username}@` : '';
   const label = `${options.tls ? 'rediss' : 'redis'}://${user}${options.host ?? 'localhost'}:${options.port ?? 6379}`;
   return { client: new Redis(options), label, owned: true };

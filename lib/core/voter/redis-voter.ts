@@ -19,7 +19,7 @@ import {
   type LetGo,
   type LuaScript,
 } from '../scripts/index.js';
-import { settleWithin, startTimeout, TIMED_OUT } from '../timeouts.js';
+import { settleWithin, startTimeout } from '../timeouts.js';
 import { admitServer, type AdmissionSettings } from './redis-admission.js';
 import { describeError, redisConnection, type RedisConnection } from './redis-connection.js';
 import type { Voter, VoterContext } from './voter.js';

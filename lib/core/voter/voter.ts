@@ -66,7 +66,7 @@ export interface VoterContext {
   readonly logger: RedlockLogger;
   readonly connectTimeout: number;
   /** Reviews what a voter's server says of itself on each connection; undefined when preflight is off. */
-  readonly preflight?: Preflight;
+  readonly preflight?: Preflight | undefined;
 }
 
 /**

@@ -1,0 +1,75 @@
+import { RedisNodes } from '../../../lib/testing/index.js';
+import { Deployment } from './support.js';
+
+/**
+ * The minimal ACL of the lock user, as the README documents it ("Deploying safely"): the engine
+ * works under it (preflight included): acquire, waiting and hand-off, extend, release, inspect.
+ */
+export const MINIMAL_ACL = [
+  'on',
+  '>lock-secret',
+  'resetkeys',
+  '~redlock:*',
+  'resetchannels',
+  '&__redlock_wake__:*',
+  '-@all',
+  // The engine itself: its scripts, health checks, wake-ups, and preflight.
+  '+evalsha',
+  '+eval',
+  '+script|load',
+  '+ping',
+  '+subscribe',
+  '+unsubscribe',
+  '+info',
+  '+config|get',
+  // What the scripts call: Redis checks a script's commands against the caller's ACL too.
+  '+get',
+  '+set',
+  '+del',
+  '+exists',
+  '+incr',
+  '+pexpire',
+  '+pttl',
+  '+time',
+  '+zadd',
+  '+zrem',
+  '+zpopmin',
+  '+publish',
+];
+
+describe('minimal ACL for the lock user', () => {
+  const deployment = new Deployment();
+  afterAll(() => deployment.close());
+
+  test('the engine works under it: acquire, wait and hand-off, extend, release, inspect', async () => {
+    const nodes = await deployment.nodes(3, { extraArgs: ['--user', 'locker', ...MINIMAL_ACL] });
+    const urls = nodes.ports.map((port) => `redis://locker:lock-secret@127.0.0.1:${port}`);
+    const { engine: a, logger } = deployment.engine(urls, { restartGuard: 60_000, ttl: 2000 });
+    const { engine: b } = deployment.engine(urls, { restartGuard: 60_000, ttl: 2000 });
+    // The guard is on: nodes initialised long ago (marker written by an admin).
+    await Promise.all([0, 1, 2].map((i) => nodes.client(i).set('redlock:__restart_guard__', '0')));
+    await a.connect();
+    await b.connect();
+    expect(a.status().every((s) => s.reachable)).toBe(true);
+
+    const first = await a.acquire('acl');
+    await first.extend(2000);
+    expect(await a.inspect('acl')).toMatchObject({ held: true, fencingToken: first.fencingToken });
+    const waiting = b.acquire('acl', { wait: 5000 }); // queued; handed over on release
+    setTimeout(() => void first.release(), 100);
+    const second = await waiting;
+    expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
+    await second.release();
+    expect((await b.inspect('acl')).held).toBe(false);
+    expect(logger.lines.filter((l) => /NOPERM|error:/.test(l))).toEqual([]);
+  });
+
+  test('every command the scripts call is needed: without INCR, no lock is granted', async () => {
+    const acl = MINIMAL_ACL.filter((rule) => rule !== '+incr');
+    const nodes: RedisNodes = await deployment.nodes(3, { extraArgs: ['--user', 'locker', ...acl] });
+    const urls = nodes.ports.map((port) => `redis://locker:lock-secret@127.0.0.1:${port}`);
+    const { engine } = deployment.engine(urls);
+    await engine.connect();
+    await expect(engine.acquire('acl')).rejects.toThrow(/user executing the script can't run this command/);
+  });
+});

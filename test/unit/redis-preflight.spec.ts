@@ -1,0 +1,118 @@
+import { Preflight } from '../../lib/core/preflight.js';
+import {
+  checkServer,
+  parseInfo,
+  trustedAcrossRestarts,
+  type ServerFacts,
+} from '../../lib/core/voter/redis-preflight.js';
+import { NodeConfigurationError } from '../../lib/index.js';
+import { MemoryLogger } from '../support/cluster.js';
+
+/** Preflight's pure checks, over facts objects (no Redis). */
+const healthy: ServerFacts = {
+  runId: 'a'.repeat(40),
+  redisMode: 'standalone',
+  role: 'master',
+  connectedReplicas: 0,
+  secondReplOffset: -1,
+  maxmemoryPolicy: 'noeviction',
+  appendonly: 'no',
+  appendfsync: 'everysec',
+  clusterEnabled: 'no',
+  denied: [],
+  user: 'default',
+};
+const problems = (facts: Partial<ServerFacts>) =>
+  checkServer({ ...healthy, ...facts }).map((f) => `${f.severity}: ${f.problem}`);
+
+describe('checkServer', () => {
+  test('a healthy primary has nothing to report', () => {
+    expect(checkServer(healthy)).toEqual([]);
+  });
+
+  test.each([
+    'allkeys-lru',
+    'allkeys-lfu',
+    'allkeys-random',
+    'volatile-lru',
+    'volatile-lfu',
+    'volatile-random',
+    'volatile-ttl',
+  ])('maxmemory-policy %s is an error', (policy) => {
+    expect(problems({ maxmemoryPolicy: policy })).toEqual([
+      expect.stringMatching(`^error: maxmemory-policy is ${policy}`),
+    ]);
+  });
+
+  test('a replica, a cluster node, a primary with replicas', () => {
+    expect(problems({ role: 'slave', primary: '10.0.0.1:6379' })).toEqual([
+      expect.stringMatching(/^error: it is a replica of 10.0.0.1:6379/),
+    ]);
+    expect(problems({ clusterEnabled: 'yes' })).toEqual([expect.stringMatching(/^error: .*Cluster node/)]);
+    expect(problems({ redisMode: 'cluster' })).toEqual([expect.stringMatching(/^error: .*Cluster node/)]);
+    expect(problems({ connectedReplicas: 2 })).toEqual([expect.stringMatching(/^notice: it has 2 replica/)]);
+  });
+
+  test('NOPERM names the commands and the ACL rule that grants them', () => {
+    const [finding] = checkServer({
+      ...healthy,
+      denied: ['config|get'],
+      user: 'app',
+      maxmemoryPolicy: undefined,
+    });
+    expect(finding!.problem).toContain('ACL user "app" may not run CONFIG GET (NOPERM)');
+    expect(finding!.fix).toContain('ACL SETUSER app +config|get');
+  });
+});
+
+test('trustedAcrossRestarts: appendonly yes + appendfsync always, and not a promoted replica', () => {
+  expect(trustedAcrossRestarts({ ...healthy, appendonly: 'yes', appendfsync: 'always' })).toBe(true);
+  expect(trustedAcrossRestarts({ ...healthy, appendonly: 'yes', appendfsync: 'everysec' })).toBe(false);
+  expect(trustedAcrossRestarts({ ...healthy, appendonly: 'no', appendfsync: 'always' })).toBe(false);
+  expect(
+    trustedAcrossRestarts({ ...healthy, appendonly: 'yes', appendfsync: 'always', secondReplOffset: 1 }),
+  ).toBe(false);
+  expect(
+    trustedAcrossRestarts({
+      ...healthy,
+      appendonly: 'yes',
+      appendfsync: 'always',
+      secondReplOffset: undefined,
+    }),
+  ).toBe(false);
+});
+
+test('parseInfo reads field:value lines', () => {
+  expect(parseInfo('# Server\r\nrun_id:abc\r\nredis_mode:standalone\r\n')).toEqual({
+    run_id: 'abc',
+    redis_mode: 'standalone',
+  });
+});
+
+describe('Preflight (engine-wide)', () => {
+  const report = (serverId: string, findings: ReturnType<typeof checkServer> = []) => ({
+    serverId,
+    findings,
+  });
+
+  test('the same server behind two voters: the second is refused', () => {
+    const preflight = new Preflight('error', new MemoryLogger());
+    const [a, b] = [{}, {}];
+    expect(preflight.review(a, 'redis://127.0.0.1:6379', report('x'))).toBeUndefined();
+    const refusal = preflight.review(b, 'redis://localhost:6379', report('x'));
+    expect(refusal).toBeInstanceOf(NodeConfigurationError);
+    expect(refusal!.message).toContain('same Redis server as redis://127.0.0.1:6379 (run_id x)');
+    expect(preflight.bootstrapDone()!.node).toBe('redis://localhost:6379');
+  });
+
+  test("'warn' logs and lets the voter vote; errors after bootstrap are logged", () => {
+    const logger = new MemoryLogger();
+    const lru = checkServer({ ...healthy, maxmemoryPolicy: 'allkeys-lru' });
+    expect(new Preflight('warn', logger).review({}, 'n1', report('y', lru))).toBeUndefined();
+    expect(logger.lines[0]).toMatch(/^warn: Redis node n1: maxmemory-policy is allkeys-lru.*it votes anyway/);
+    const strict = new Preflight('error', logger);
+    expect(strict.bootstrapDone()).toBeUndefined();
+    expect(strict.review({}, 'n2', report('z', lru))).toBeInstanceOf(NodeConfigurationError);
+    expect(logger.lines.at(-1)).toMatch(/^error: Redis node n2: .*does not vote until it is fixed/s);
+  });
+});
