@@ -40,6 +40,12 @@ export interface RedisNodeInfo {
 }
 
 const live = new Set<ChildProcess>();
+/**
+ * Ports held by this process's open sets. `freePort` only asks the OS for a port that is free at
+ * that instant, so two sets started at once (Promise.all in a test) could both be handed it, and
+ * one of them fail to bind.
+ */
+const reserved = new Set<number>();
 let exitHookInstalled = false;
 
 /** Last resort: a test process that exits without calling close() still ends its nodes, by pid. */
@@ -92,8 +98,9 @@ export class RedisNodes {
     const ports: number[] = [];
     for (let i = 0; i < count; i++) {
       let port = await freePort(host);
-      while (ports.includes(port)) port = await freePort(host);
+      while (ports.includes(port) || reserved.has(port)) port = await freePort(host);
       ports.push(port);
+      reserved.add(port);
     }
     const nodes = new RedisNodes(
       dir,
@@ -220,6 +227,7 @@ export class RedisNodes {
       }),
     );
     rmSync(this.dir, { recursive: true, force: true });
+    for (const port of this.ports) reserved.delete(port);
   }
 
   private signal(index: number, signal: NodeJS.Signals): void {
