@@ -7,7 +7,10 @@ import { PostgresAccountStore } from './accounts/postgres-account-store.js';
 import { RedisAccountStore } from './accounts/redis-account-store.js';
 import { AccountsController } from './accounts/accounts.controller.js';
 import { AccountsService } from './accounts/accounts.service.js';
+import { AppEvents } from './app-events.js';
 import type { SampleConfig } from './config.js';
+import { DashboardController } from './dashboard/dashboard.controller.js';
+import { DashboardFeed } from './dashboard/dashboard-feed.js';
 import { SettlementJob } from './settlement/settlement.job.js';
 import { StatusController } from './status/status.controller.js';
 import { SAMPLE_CONFIG, STORE_PG, STORE_REDIS } from './tokens.js';
@@ -45,8 +48,8 @@ export class AppModule {
           }),
         }),
       ],
-      controllers: [AccountsController, StatusController],
-      providers: [...storeProviders(config), AccountsService, SettlementJob],
+      controllers: [AccountsController, StatusController, DashboardController],
+      providers: [...storeProviders(config), AccountsService, SettlementJob, AppEvents, DashboardFeed],
     };
   }
 }

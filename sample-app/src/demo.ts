@@ -8,12 +8,14 @@ import { freePort, PostgresServer, RedisNodes } from 'nest-quorum-lock/testing';
  * same accounts database (a PostgreSQL started here; `STORE=redis npm run demo` for a Redis one);
  * a few hundred concurrent withdrawals; one instance is paused (SIGSTOP) while it holds an
  * account lock until the lock expires, then resumed: the database refuses its stale write.
- * Prints what happened and ends every process it started.
+ * Prints what happened and ends every process it started; with `--keep` (`npm run demo -- --keep`)
+ * it leaves them running after the table, so that the live dashboards can be looked at, until Ctrl-C.
  */
 const ACCOUNTS = ['alice', 'bob', 'carol', 'dave'];
 const OPENING_BALANCE = 5_000;
 const REQUESTS = 300;
 const TTL_MS = 2000; // the sample app's lock ttl
+const KEEP = process.argv.includes('--keep');
 
 interface Instance {
   readonly name: string;
@@ -137,6 +139,11 @@ async function main(): Promise<void> {
     console.log(
       `3 instances on ports ${instances.map((i) => i.port).join(', ')}; 5 lock nodes; accounts in ${store.name}`,
     );
+    console.log(
+      `Live dashboard: http://localhost:${instances[0]!.port}/dashboard (instance A; C's, the instance ` +
+        `paused below, shows its stale write: http://localhost:${instances[2]!.port}/dashboard)` +
+        (KEEP ? '' : `\n  add --keep to leave them up after the run: npm run demo -- --keep`),
+    );
     for (const account of ACCOUNTS) await open(instances[0]!, account, OPENING_BALANCE);
 
     // The victim: instance C takes bob's lock for a withdrawal and is frozen mid-payment.
@@ -205,6 +212,10 @@ async function main(): Promise<void> {
     const width = Math.max(...rows.map(([k]) => k.length));
     console.log('\n' + rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n') + '\n');
     process.exitCode = final === expected && serial && staleRejected > 0 ? 0 : 1;
+    if (KEEP) {
+      console.log('--keep: the instances and the dashboards stay up; Ctrl-C stops them.');
+      await new Promise(() => undefined); // the SIGINT handler above stops everything and exits
+    }
   } finally {
     await stopAll();
   }

@@ -22,7 +22,11 @@ async function main(): Promise<void> {
   // Nodes started just now cannot have granted any lock yet, so the restart guard can be off
   // (REDLOCK_RESTART_GUARD=off says the same for nodes a script started for this app).
   const freshNodes = embedded.freshLockNodes || process.env.REDLOCK_RESTART_GUARD === 'off';
-  const app = await NestFactory.create(AppModule.forRoot(config, freshNodes ? { restartGuard: false } : {}));
+  // forceCloseConnections: an open dashboard's event stream ends at shutdown, but its socket would
+  // then idle as keep-alive and hold the close for the server's keepAliveTimeout (5 s).
+  const app = await NestFactory.create(AppModule.forRoot(config, freshNodes ? { restartGuard: false } : {}), {
+    forceCloseConnections: true,
+  });
   await app.listen(config.port);
   const url = `http://localhost:${config.port}`;
   logger.log(`Listening on ${url}  (instance ${config.instance})`);
@@ -33,6 +37,7 @@ async function main(): Promise<void> {
     `     curl -X POST ${url}/accounts/alice/withdraw -H 'content-type: application/json' -d '{"amount":100}'`,
   );
   logger.log(`     curl ${url}/status`);
+  logger.log(`Live dashboard: ${url}/dashboard`);
 
   let stopping = false;
   const stop = async (signal: string) => {

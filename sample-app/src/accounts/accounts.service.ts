@@ -6,6 +6,7 @@ import {
   UnprocessableEntityException,
 } from '@nestjs/common';
 import { DistributedLock, FencingToken, LockSignal } from 'nest-quorum-lock';
+import { AppEvents } from '../app-events.js';
 import { SAMPLE_CONFIG } from '../tokens.js';
 import type { SampleConfig } from '../config.js';
 import { AccountStore, type Account } from './account-store.js';
@@ -23,6 +24,7 @@ export class AccountsService {
   constructor(
     private readonly store: AccountStore,
     @Inject(SAMPLE_CONFIG) private readonly config: SampleConfig,
+    private readonly events: AppEvents,
   ) {}
 
   /**
@@ -40,8 +42,10 @@ export class AccountsService {
   ): Promise<Withdrawal> {
     const account = await this.store.readFenced(accountId, token!);
     if (account === undefined) throw new NotFoundException(`No account ${accountId}`);
-    if (account === 'stale')
+    if (account === 'stale') {
+      this.events.emit({ type: 'stale-rejected', account: accountId, fencingToken: token!, stage: 'read' });
       throw new ConflictException('A newer lock holder has already read this account.');
+    }
     if (account.balance < amount) {
       throw new UnprocessableEntityException(
         `Insufficient funds: balance ${account.balance}, requested ${amount}`,
@@ -50,6 +54,7 @@ export class AccountsService {
     await this.paymentProvider(signal!);
     const balance = account.balance - amount;
     if (!(await this.store.writeBalance(accountId, balance, token!))) {
+      this.events.emit({ type: 'stale-rejected', account: accountId, fencingToken: token!, stage: 'write' });
       throw new ConflictException(
         'This instance lost the account lock while paying; the write was rejected.',
       );
