@@ -1,6 +1,8 @@
 /** Suffixes of the keys kept beside a lock key, under its hash tag (the scripts derive them). */
 export const FENCE_SUFFIX = ':fence';
 export const QUEUE_SUFFIX = ':queue';
+/** The restart-guard marker's name after the prefix. */
+export const GUARD_MARKER_NAME = '__restart_guard__';
 
 /**
  * Key names. Each resource gets its own hash tag, so the keys kept beside its lock key (fence
@@ -11,7 +13,7 @@ export class KeySpace {
   readonly guardMarker: string;
 
   constructor(readonly prefix: string) {
-    this.guardMarker = `${prefix}__restart_guard__`;
+    this.guardMarker = prefix + GUARD_MARKER_NAME;
   }
 
   lock(resource: string): string {

@@ -1,3 +1,4 @@
+import { FENCE_SUFFIX, GUARD_MARKER_NAME } from '../keys.js';
 import { luaScript } from './lua-script.js';
 
 /*
@@ -15,6 +16,13 @@ import { luaScript } from './lua-script.js';
  * the server reported on that connection. A different run_id means the newest writes may be gone:
  * the script pushes the marker to now + restartGuard (server clock) and records the new run_id;
  * the client then abstains locally until the marker, without any I/O on the acquire path.
+ *
+ * Waiting is not enough for the fencing counters: the ones that came back may be behind tokens
+ * already issued, and a majority of such nodes would issue a smaller token after the guard. So the
+ * same script deletes this engine's counters (SCAN for `<prefix>*:fence`, once, atomically, while
+ * the node abstains anyway): a missing counter is seeded from the node's clock in microseconds,
+ * above every token issued before (fence.ts), exactly as after a restart without persistence. The
+ * scan blocks the node for as long as it takes (about 1 ms per 10,000 keys), once per event.
  *
  * Why every client sees it: a client connected before the event cannot still be connected after
  * it (the restart or failover dropped its connection), so it checks again on reconnecting; a
@@ -38,8 +46,9 @@ import { luaScript } from './lua-script.js';
 export const IDENTITY_SUFFIX = ':id';
 
 /**
- * KEYS: marker, identity record. ARGV: run_id, trusted ('1' / '0'), restartGuard ms.
- * Returns {ms to abstain, outcome, previous run_id or ''}.
+ * KEYS: marker, identity record. ARGV: run_id, trusted ('1' / '0'), restartGuard ms, the SCAN
+ * pattern of the fence counters. Returns {ms to abstain, outcome, previous run_id or '', counters
+ * deleted}.
  */
 export const IDENTITY_CHECK = luaScript(
   'identity-check',
@@ -55,15 +64,22 @@ local function left()
 end
 local writer, writer_trusted = nil, nil
 if record then writer, writer_trusted = string.match(record, '^(%S+) (%d)$') end
-if writer == run_id then return {left(), 'same', ''} end
+if writer == run_id then return {left(), 'same', '', 0} end
 redis.call('SET', KEYS[2], run_id .. ' ' .. trusted)
-if not marker then return {0, 'new', ''} end
-if not record then return {left(), 'adopted', ''} end
-if writer_trusted == '1' and trusted == '1' then return {left(), 'trusted', writer or ''} end
--- Another server: its newest lock keys and counters may be gone. Abstain for the guard.
+if not marker then return {0, 'new', '', 0} end
+if not record then return {left(), 'adopted', '', 0} end
+if writer_trusted == '1' and trusted == '1' then return {left(), 'trusted', writer, 0} end
+-- Another server: its newest lock keys and counters may be gone. Abstain for the guard, and
+-- drop the counters that may lag, so that they are seeded from the clock again.
 local ready = now + guard
 if left() < guard then redis.call('SET', KEYS[1], string.format('%.0f', ready)) end
-return {math.max(left(), guard), 'changed', writer or ''}
+local cursor, dropped = '0', 0
+repeat
+  local page = redis.call('SCAN', cursor, 'MATCH', ARGV[4], 'COUNT', 1000)
+  cursor = page[1]
+  for _, key in ipairs(page[2]) do dropped = dropped + redis.call('DEL', key) end
+until cursor == '0'
+return {math.max(left(), guard), 'changed', writer or '', dropped}
 `,
 );
 
@@ -79,16 +95,29 @@ export interface IdentityCheck {
   readonly outcome: 'same' | 'new' | 'adopted' | 'trusted' | 'changed';
   /** The run_id of the server that wrote the record, when it was another one. */
   readonly previous: string;
+  /** Fence counters deleted (outcome `changed`). */
+  readonly countersDropped: number;
 }
 
-/** IDENTITY_CHECK's arguments. */
-export function identityArgs(runId: string, trusted: boolean, guardMs: number): string[] {
-  return [runId, trusted ? '1' : '0', String(Math.ceil(guardMs))];
+/** IDENTITY_CHECK's arguments; `markerKey` is `<keyPrefix>__restart_guard__`. */
+export function identityArgs(runId: string, trusted: boolean, guardMs: number, markerKey: string): string[] {
+  const prefix = markerKey.slice(0, markerKey.length - GUARD_MARKER_NAME.length);
+  return [runId, trusted ? '1' : '0', String(Math.ceil(guardMs)), `${escapeGlob(prefix)}*${FENCE_SUFFIX}`];
+}
+
+/** A literal for a SCAN MATCH pattern. */
+function escapeGlob(text: string): string {
+  return text.replace(/[\\*?[\]]/g, (c) => `\\${c}`);
 }
 
 /** IDENTITY_CHECK's reply. */
 export function decodeIdentityReply(reply: unknown): IdentityCheck {
   if (!Array.isArray(reply)) throw new TypeError(`unexpected identity-check reply ${String(reply)}`);
-  const [abstainMs, outcome, previous] = reply as [number, IdentityCheck['outcome'], string];
-  return { abstainMs, outcome, previous };
+  const [abstainMs, outcome, previous, countersDropped] = reply as [
+    number,
+    IdentityCheck['outcome'],
+    string,
+    number,
+  ];
+  return { abstainMs, outcome, previous, countersDropped };
 }

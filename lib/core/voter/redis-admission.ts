@@ -2,7 +2,13 @@ import type { Redis } from 'ioredis';
 import type { NodeConfigurationError } from '../errors.js';
 import type { RedlockLogger } from '../logger.js';
 import type { Preflight } from '../preflight.js';
-import { decodeIdentityReply, IDENTITY_CHECK, IDENTITY_SUFFIX, identityArgs } from '../scripts/identity.js';
+import {
+  decodeIdentityReply,
+  IDENTITY_CHECK,
+  IDENTITY_SUFFIX,
+  identityArgs,
+  type IdentityCheck,
+} from '../scripts/identity.js';
 import { runScript } from '../scripts/lua-script.js';
 import { settleWithin, TIMED_OUT } from '../timeouts.js';
 import { checkServer, readServerFacts, trustedAcrossRestarts, type ServerFacts } from './redis-preflight.js';
@@ -60,7 +66,7 @@ export async function admitServer(
     return { vote: true, abstainMs: 0 };
   }
   const keys = [settings.markerKey, settings.markerKey + IDENTITY_SUFFIX];
-  const args = identityArgs(facts.runId, trustedAcrossRestarts(facts), guardMs);
+  const args = identityArgs(facts.runId, trustedAcrossRestarts(facts), guardMs, settings.markerKey);
   const reply = await settleWithin(runScript(client, IDENTITY_CHECK, keys, args), settings.timeoutMs);
   if (reply === TIMED_OUT) throw new Error(`no reply to the identity check within ${settings.timeoutMs} ms`);
   const check = decodeIdentityReply(reply);
@@ -68,12 +74,12 @@ export async function admitServer(
   return {
     vote: true,
     abstainMs: check.abstainMs,
-    why: abstentionReason(check.outcome, check.previous, facts),
+    why: abstentionReason(check, facts),
   };
 }
 
 /** Why a node abstains, for the log line and the 'node-abstaining' event. */
-function abstentionReason(outcome: string, previous: string, facts: ServerFacts): string {
+function abstentionReason({ outcome, previous, countersDropped }: IdentityCheck, facts: ServerFacts): string {
   if (outcome !== 'changed') {
     return (
       'its restart-guard marker is still running: another client found that this server restarted, took over ' +
@@ -86,7 +92,8 @@ function abstentionReason(outcome: string, previous: string, facts: ServerFacts)
   return (
     `its server is not the one that wrote its restart-guard marker (run_id ${short(previous)} then, ` +
     `${short(facts.runId ?? '')} now${promoted}; ${persistence}): a restart or failover may have lost its ` +
-    'newest lock keys and fencing counters (only appendonly yes + appendfsync always is trusted across restarts)'
+    `newest lock keys and fencing counters (${countersDropped} counters dropped: they start again from the ` +
+    'clock; only appendonly yes + appendfsync always is trusted across restarts)'
   );
 }
 

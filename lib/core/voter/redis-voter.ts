@@ -54,6 +54,8 @@ export class RedisVoter implements Voter {
   private readonly admission: AdmissionSettings;
   private admitted = false;
   private admissions = 0;
+  /** The admission in flight, if any: calls made meanwhile wait for it (bounded by their round). */
+  private checking: Promise<void> | undefined;
   /** Why the current connection's server does not vote (refused, or not checked yet). */
   private refusal: string | undefined;
   private readonly admissionWaiters = new Set<() => void>();
@@ -98,6 +100,7 @@ export class RedisVoter implements Voter {
   }
 
   async acquire(keys: readonly string[], value: string, ttlMs: number, ticket: string): Promise<AcquireVote> {
+    if (!this.admitted && this.checking) await this.checking; // it may say to abstain
     if (this.abstainUntil !== 0) {
       // The identity guard, decided on connecting: no I/O until it ends.
       const forMs = this.abstainUntil - Date.now();
@@ -209,7 +212,11 @@ export class RedisVoter implements Voter {
     keys: readonly string[],
     args: readonly (string | number)[],
   ): Promise<unknown> {
-    if (!this.admitted) return Promise.reject(new Error(this.connectionError));
+    if (!this.admitted) {
+      const checked = () =>
+        this.admitted ? this.run(script, keys, args) : Promise.reject(new Error(this.connectionError));
+      return this.checking ? this.checking.then(checked) : checked();
+    }
     this.coalesceWrites();
     return runScript(this.client, script, keys, args);
   }
@@ -247,8 +254,9 @@ export class RedisVoter implements Voter {
     this.admitted = false;
     this.refusal = undefined;
     const current = () => attempt === this.admissions && this.client.status === 'ready';
-    admitServer(this.client, this, this.label, this.admission).then(
+    this.checking = admitServer(this.client, this, this.label, this.admission).then(
       (result) => {
+        if (attempt === this.admissions) this.checking = undefined;
         if (!current()) return;
         if (!result.vote) {
           this.refusal = result.refusal.message;
@@ -263,6 +271,7 @@ export class RedisVoter implements Voter {
         for (const settled of this.admissionWaiters) settled();
       },
       (err: unknown) => {
+        if (attempt === this.admissions) this.checking = undefined;
         if (!current()) return;
         this.refusal = `connected, but the server could not be checked yet: ${describeError(err)}`;
         startTimeout(ADMISSION_RETRY_MS, () => {
