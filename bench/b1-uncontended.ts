@@ -1,14 +1,17 @@
 import { QuorumPing } from './floor.js';
+import { costRows, medianCost, perCycle, startSlice, type CycleCost, type MedianCost } from './meter.js';
 import {
+  baselineCheck,
   FLOOR,
   type BenchContext,
   type BenchResult,
   type Benchmark,
   type Cell,
+  type Row,
   type TargetCheck,
 } from './report.js';
 import { interleave } from './rounds.js';
-import { now, rounded, summarise, type Summary } from './stats.js';
+import { median, now, rounded, summarise, type Summary } from './stats.js';
 
 /** Something B1 times: two sequential steps (acquire + release, or two quorum PINGs). */
 interface Contestant {
@@ -18,10 +21,31 @@ interface Contestant {
   close(): Promise<void>;
 }
 
-interface Latencies {
+/** One round of one contestant. */
+interface Round {
   readonly total: Summary;
   readonly first: Summary;
   readonly second: Summary;
+  readonly cost: CycleCost;
+}
+
+/** Every sample of one contestant (for the tail percentiles) and its rounds (for the medians). */
+interface Samples {
+  readonly total: number[];
+  readonly first: number[];
+  readonly second: number[];
+  readonly rounds: Round[];
+}
+
+/** What the table shows for one contestant. */
+interface Figures {
+  /** Medians of the per-round p50s. */
+  readonly p50: number;
+  readonly acquireP50: number;
+  readonly releaseP50: number;
+  /** Over all samples: a p99 of one round of 1,000 ops would rest on 10 samples. */
+  readonly p99: number;
+  readonly cost: MedianCost;
 }
 
 export const b1: Benchmark = {
@@ -32,7 +56,7 @@ export const b1: Benchmark = {
     const rounds = Math.min(ctx.config.rounds, ops);
     const settings = { ttl: ctx.config.ttl, wait: ctx.config.wait, nodeTimeout: ctx.config.nodeTimeout };
     const contestants: Contestant[] = [];
-    const samples = new Map<string, { total: number[]; first: number[]; second: number[] }>();
+    const samples = new Map<string, Samples>();
     try {
       for (const lib of ctx.libraries) {
         const client = await lib.open(ctx.urls, settings);
@@ -64,13 +88,17 @@ export const b1: Benchmark = {
         `B1: ${ops} sequential ops per library in ${rounds} interleaved rounds (floor: 2 quorum PING rounds)`,
       );
       for (const c of contestants) {
-        samples.set(c.id, { total: [], first: [], second: [] });
+        samples.set(c.id, { total: [], first: [], second: [], rounds: [] });
         for (let i = 0; i < warmup; i++) await c.once(() => undefined);
       }
       await interleave(contestants, rounds, async (c, round) => {
         const s = samples.get(c.id)!;
         const count = Math.floor(ops / rounds) + (round < ops % rounds ? 1 : 0);
         for (let i = 0; i < 20; i++) await c.once(() => undefined); // re-warm after the others ran
+        const total: number[] = [];
+        const first: number[] = [];
+        const second: number[] = [];
+        const stop = await startSlice(ctx.nodes);
         for (let i = 0; i < count; i++) {
           const t0 = now();
           let t1 = t0;
@@ -79,72 +107,121 @@ export const b1: Benchmark = {
             if (step === 1) t1 = now();
             else t2 = now();
           });
-          s.first.push(t1 - t0);
-          s.second.push(t2 - t1);
-          s.total.push(t2 - t0);
+          first.push(t1 - t0);
+          second.push(t2 - t1);
+          total.push(t2 - t0);
         }
+        const cost = perCycle(await stop(), count);
+        s.total.push(...total);
+        s.first.push(...first);
+        s.second.push(...second);
+        s.rounds.push({ total: summarise(total), first: summarise(first), second: summarise(second), cost });
       });
     } finally {
       await Promise.all(contestants.map((c) => c.close()));
     }
 
-    const measured: Record<string, Latencies> = {};
+    const measured: Record<string, Figures> = {};
     for (const [id, s] of samples) {
-      measured[id] = { total: summarise(s.total), first: summarise(s.first), second: summarise(s.second) };
+      measured[id] = {
+        p50: median(s.rounds.map((r) => r.total.p50)),
+        acquireP50: median(s.rounds.map((r) => r.first.p50)),
+        releaseP50: median(s.rounds.map((r) => r.second.p50)),
+        p99: summarise(s.total).p99,
+        cost: medianCost(s.rounds.map((r) => r.cost)),
+      };
     }
     const floor = measured[FLOOR]!;
-    const libraries = Object.entries(measured).filter(([id]) => id !== FLOOR);
-    const cells = (pick: (l: Latencies) => number) => {
+    const cells = (pick: (f: Figures) => number) => {
       const out: Record<string, Cell> = {};
-      for (const [id, l] of Object.entries(measured)) out[id] = pick(l);
+      for (const [id, f] of Object.entries(measured)) out[id] = pick(f);
       return out;
     };
-    const targets: TargetCheck[] = [];
-    const ours = measured.ours;
-    if (ours) {
-      const peers = libraries.filter(([id]) => !id.startsWith('ours'));
-      const faster = peers.filter(([, l]) => l.total.p50 < ours.total.p50).map(([id]) => id);
-      targets.push({
-        text: 'our p50 not slower than any peer',
-        met: faster.length === 0,
-        detail:
-          `ours ${ours.total.p50.toFixed(3)} ms; ` +
-          peers.map(([id, l]) => `${id} ${l.total.p50.toFixed(3)}`).join(', ') +
-          (faster.length ? `; faster: ${faster.join(', ')}` : ''),
-      });
-      const bound = 2.5 * floor.total.p50;
-      targets.push({
-        text: 'our p50 <= 2.5 x two floor round trips',
-        met: ours.total.p50 <= bound,
-        detail: `ours ${ours.total.p50.toFixed(3)} ms vs 2.5 x ${floor.total.p50.toFixed(3)} = ${bound.toFixed(3)} ms (${(ours.total.p50 / floor.total.p50).toFixed(2)}x the floor)`,
-      });
-    }
+    const rows: Row[] = [
+      { metric: 'acquire+release p50', unit: 'ms', better: 'lower', cells: cells((f) => f.p50) },
+      { metric: 'acquire+release p99', unit: 'ms', better: 'lower', cells: cells((f) => f.p99) },
+      { metric: 'acquire p50', unit: 'ms', better: 'lower', cells: cells((f) => f.acquireP50) },
+      { metric: 'release p50', unit: 'ms', better: 'lower', cells: cells((f) => f.releaseP50) },
+      ...costRows('per cycle', cells),
+    ];
     return {
       id: 'B1',
       title: this.title,
-      rows: [
-        { metric: 'acquire+release p50', unit: 'ms', better: 'lower', cells: cells((l) => l.total.p50) },
-        { metric: 'acquire+release p99', unit: 'ms', better: 'lower', cells: cells((l) => l.total.p99) },
-        { metric: 'acquire p50', unit: 'ms', better: 'lower', cells: cells((l) => l.first.p50) },
-        { metric: 'release p50', unit: 'ms', better: 'lower', cells: cells((l) => l.second.p50) },
-      ],
-      targets,
+      rows,
+      targets: targets(measured, floor),
       notes: [
-        `${ops} ops per library after ${warmup} warm-up ops, in ${rounds} rounds that alternate the libraries. ` +
+        `${ops} ops per library after ${warmup} warm-up ops, in ${rounds} rounds that alternate the libraries; ` +
+          `p50 and CPU are medians of the rounds' figures, p99 is over all ops. ` +
           `floor column: two sequential quorum PING rounds in place of acquire and release ` +
-          `(one round p50 ${floor.first.p50.toFixed(3)} ms, p99 ${floor.first.p99.toFixed(3)} ms)`,
+          `(one round p50 ${median(samples.get(FLOOR)!.rounds.map((r) => r.first.p50)).toFixed(3)} ms)`,
       ],
       details: {
         ops,
         warmup,
         rounds,
         results: Object.fromEntries(
-          Object.entries(measured).map(([id, l]) => [
+          [...samples].map(([id, s]) => [
             id,
-            { total: rounded(l.total), acquire: rounded(l.first), release: rounded(l.second) },
+            {
+              ...measured[id],
+              total: rounded(summarise(s.total)),
+              acquire: rounded(summarise(s.first)),
+              release: rounded(summarise(s.second)),
+              rounds: s.rounds.map((r) => ({ p50: r.total.p50, ...r.cost })),
+            },
           ]),
         ),
       },
     };
   },
 };
+
+/** Issue 17's and issue 11's checks on B1. */
+function targets(measured: Record<string, Figures>, floor: Figures): TargetCheck[] {
+  const out: TargetCheck[] = [];
+  const ours = measured.ours;
+  if (!ours) return out;
+  const peer = measured.redlock5;
+  if (peer) {
+    out.push({
+      text: "our p50 at least 1.0x redlock@5's speed (aim 1.2x)",
+      met: ours.p50 <= peer.p50,
+      detail: `ours ${ours.p50.toFixed(3)} ms vs redlock@5 ${peer.p50.toFixed(3)} ms (${(peer.p50 / ours.p50).toFixed(2)}x its speed)`,
+    });
+    out.push({
+      text: "our Node + Redis CPU per cycle at most 1.0x redlock@5's (aim 0.8x)",
+      met: ours.cost.totalCpuUs <= peer.cost.totalCpuUs,
+      detail:
+        `ours ${ours.cost.totalCpuUs.toFixed(0)} us (Node ${ours.cost.nodeCpuUs.toFixed(0)} + Redis ${ours.cost.redisCpuUs.toFixed(0)}) ` +
+        `vs redlock@5 ${peer.cost.totalCpuUs.toFixed(0)} us (Node ${peer.cost.nodeCpuUs.toFixed(0)} + Redis ${peer.cost.redisCpuUs.toFixed(0)}): ` +
+        `${(ours.cost.totalCpuUs / peer.cost.totalCpuUs).toFixed(2)}x`,
+    });
+  }
+  const bound = 2.5 * floor.p50;
+  out.push({
+    text: 'our p50 <= 2.5 x two floor round trips',
+    met: ours.p50 <= bound,
+    detail: `ours ${ours.p50.toFixed(3)} ms vs 2.5 x ${floor.p50.toFixed(3)} = ${bound.toFixed(3)} ms (${(ours.p50 / floor.p50).toFixed(2)}x the floor)`,
+  });
+  const ms = (v: number) => `${v.toFixed(3)} ms`;
+  const us = (v: number) => `${v.toFixed(0)} us`;
+  const pick = (f: (x: Figures) => number) =>
+    Object.fromEntries(Object.entries(measured).map(([id, x]) => [id, f(x)]));
+  out.push(
+    ...baselineCheck(
+      'p50',
+      pick((f) => f.p50),
+      'lower',
+      ms,
+    ),
+  );
+  out.push(
+    ...baselineCheck(
+      'Node + Redis CPU per cycle',
+      pick((f) => f.cost.totalCpuUs),
+      'lower',
+      us,
+    ),
+  );
+  return out;
+}

@@ -1,7 +1,16 @@
 import { QuorumPing } from './floor.js';
-import { FLOOR, type BenchContext, type BenchResult, type Benchmark, type Cell } from './report.js';
+import { costRows, medianCost, perCycle, startSlice, type CycleCost, type MedianCost } from './meter.js';
+import {
+  baselineCheck,
+  FLOOR,
+  type BenchContext,
+  type BenchResult,
+  type Benchmark,
+  type Cell,
+  type TargetCheck,
+} from './report.js';
 import { interleave } from './rounds.js';
-import { addCpu, cpuMeter, NO_CPU, now, rounded, summarise, type CpuTime, type Summary } from './stats.js';
+import { median, now, rounded, summarise } from './stats.js';
 
 /** Something B2 drives: one operation of loop `loop` (acquire + release of its own key). */
 interface Contestant {
@@ -10,31 +19,42 @@ interface Contestant {
   close(): Promise<void>;
 }
 
-interface Tally {
-  ops: number;
-  errors: number;
-  elapsedMs: number;
-  latencies: number[];
-  cpu: CpuTime;
+/** One round of one contestant. */
+interface Round {
+  readonly ops: number;
+  readonly opsPerSecond: number;
+  readonly cost: CycleCost;
+  /** Share of one core used by the bench process and by all nodes together while measured. */
+  readonly nodeShare: number;
+  readonly redisShare: number;
 }
 
-interface Throughput {
+interface Tally {
+  errors: number;
+  /** Every op's latency over all rounds (for the p99). */
+  latencies: number[];
+  rounds: Round[];
+}
+
+/** What the table shows for one contestant: medians of rounds, the p99 over all ops. */
+interface Figures {
   readonly opsPerSecond: number;
+  readonly p99: number;
+  readonly cost: MedianCost;
   readonly ops: number;
   readonly errors: number;
-  readonly latency: Summary;
-  readonly cpu: CpuTime;
+}
+
+/** Counts of one `drive`. */
+interface Driven {
+  ops: number;
+  errors: number;
+  readonly latencies: number[];
 }
 
 /** `loops` concurrent loops of `op` for `ms`; every loop finishes its op in flight before the clock stops. */
-async function drive(
-  c: Contestant,
-  loops: number,
-  ms: number,
-  into?: Tally,
-  redisPids: readonly (number | undefined)[] = [],
-) {
-  const meter = cpuMeter(redisPids);
+async function drive(c: Contestant, loops: number, ms: number): Promise<Driven & { elapsedMs: number }> {
+  const driven: Driven = { ops: 0, errors: 0, latencies: [] };
   const start = now();
   const end = start + ms;
   await Promise.all(
@@ -43,20 +63,15 @@ async function drive(
         const t0 = now();
         try {
           await c.op(loop);
-          if (into) {
-            into.ops++;
-            into.latencies.push(now() - t0);
-          }
+          driven.ops++;
+          driven.latencies.push(now() - t0);
         } catch {
-          if (into) into.errors++;
+          driven.errors++;
         }
       }
     }),
   );
-  if (into) {
-    into.elapsedMs += now() - start;
-    into.cpu = addCpu(into.cpu, meter());
-  }
+  return { ...driven, elapsedMs: now() - start };
 }
 
 const pct = (share: number) => `${Math.round(share * 100)}%`;
@@ -68,7 +83,6 @@ export const b2: Benchmark = {
     const { loops, seconds, warmupSeconds } = ctx.config.b2;
     const rounds = ctx.config.rounds;
     const settings = { ttl: ctx.config.ttl, wait: ctx.config.wait, nodeTimeout: ctx.config.nodeTimeout };
-    const pids = ctx.nodes.urls.map((_, i) => ctx.nodes.pid(i));
     const contestants: Contestant[] = [];
     const tallies = new Map<string, Tally>();
     try {
@@ -96,91 +110,90 @@ export const b2: Benchmark = {
       ctx.log(`B2: ${loops} loops, ${seconds} s per library in ${rounds} interleaved rounds`);
       for (const c of contestants) {
         await drive(c, loops, warmupSeconds * 1000);
-        tallies.set(c.id, { ops: 0, errors: 0, elapsedMs: 0, latencies: [], cpu: NO_CPU });
+        tallies.set(c.id, { errors: 0, latencies: [], rounds: [] });
       }
       await interleave(contestants, rounds, async (c) => {
-        await drive(c, loops, (seconds * 1000) / rounds, tallies.get(c.id), pids);
+        const tally = tallies.get(c.id)!;
+        const stop = await startSlice(ctx.nodes);
+        const driven = await drive(c, loops, (seconds * 1000) / rounds);
+        const cost = await stop();
+        tally.errors += driven.errors;
+        tally.latencies.push(...driven.latencies);
+        tally.rounds.push({
+          ops: driven.ops,
+          opsPerSecond: (driven.ops / driven.elapsedMs) * 1000,
+          cost: perCycle(cost, driven.ops),
+          nodeShare: cost.nodeCpuUs / 1000 / cost.wallMs,
+          redisShare: cost.redisCpuUs / 1000 / cost.wallMs,
+        });
       });
     } finally {
       await Promise.all(contestants.map((c) => c.close()));
     }
 
-    const measured: Record<string, Throughput> = {};
+    const measured: Record<string, Figures> = {};
     for (const [id, t] of tallies) {
       measured[id] = {
-        opsPerSecond: (t.ops / t.elapsedMs) * 1000,
-        ops: t.ops,
+        opsPerSecond: median(t.rounds.map((r) => r.opsPerSecond)),
+        p99: summarise(t.latencies).p99,
+        cost: medianCost(t.rounds.map((r) => r.cost)),
+        ops: t.rounds.reduce((sum, r) => sum + r.ops, 0),
         errors: t.errors,
-        latency: summarise(t.latencies),
-        cpu: t.cpu,
       };
     }
-    const cells = (pick: (t: Throughput) => number) => {
+    const cells = (pick: (f: Figures) => number) => {
       const out: Record<string, Cell> = {};
-      for (const [id, t] of Object.entries(measured)) out[id] = pick(t);
+      for (const [id, f] of Object.entries(measured)) out[id] = pick(f);
       return out;
     };
-    const perKiloOp = (ms: number, t: Throughput) => (ms / t.ops) * 1000;
-    const ours = measured.ours;
-    const peer = measured.redlock5;
     const notes = Object.entries(measured)
-      .filter(([, t]) => t.errors > 0)
-      .map(([id, t]) => `${id}: ${t.errors} failed operations`);
+      .filter(([, f]) => f.errors > 0)
+      .map(([id, f]) => `${id}: ${f.errors} failed operations`);
     notes.push(
-      `floor column: the same loops doing two quorum PING rounds (no lock). CPU while measured (share of one core, 2 cores in all): ` +
-        Object.entries(measured)
+      `ops/s and CPU are medians of the ${rounds} rounds, p99 is over all ops. floor column: the same loops doing ` +
+        `two quorum PING rounds (no lock). CPU while measured (median share of one core, 2 cores in all): ` +
+        [...tallies]
           .map(
             ([id, t]) =>
-              `${id} bench process ${pct(t.cpu.benchMs / t.cpu.wallMs)} + redis ${pct(t.cpu.redisMs / t.cpu.wallMs)}`,
+              `${id} bench process ${pct(median(t.rounds.map((r) => r.nodeShare)))} + redis ${pct(median(t.rounds.map((r) => r.redisShare)))}`,
           )
           .join('; '),
     );
+    const opsCells = cells((f) => f.opsPerSecond);
+    const ours = measured.ours;
+    const peer = measured.redlock5;
+    const targets: TargetCheck[] = [];
+    if (ours && peer) {
+      targets.push({
+        text: 'ours >= 2 x redlock@5 throughput',
+        met: ours.opsPerSecond >= 2 * peer.opsPerSecond,
+        detail: `ours ${Math.round(ours.opsPerSecond)} ops/s vs redlock@5 ${Math.round(peer.opsPerSecond)} (${(ours.opsPerSecond / peer.opsPerSecond).toFixed(2)}x)`,
+      });
+    }
+    targets.push(...baselineCheck('throughput', opsCells, 'higher', (v) => `${Math.round(v)} ops/s`));
     return {
       id: 'B2',
       title: this.title,
       rows: [
-        {
-          metric: `${loops} loops`,
-          unit: 'ops/s',
-          better: 'higher',
-          digits: 0,
-          cells: cells((t) => t.opsPerSecond),
-        },
-        { metric: 'op latency p99', unit: 'ms', better: 'lower', cells: cells((t) => t.latency.p99) },
-        {
-          metric: 'Node CPU per 1k ops',
-          unit: 'ms',
-          better: 'lower',
-          digits: 0,
-          cells: cells((t) => perKiloOp(t.cpu.benchMs, t)),
-        },
-        {
-          metric: 'Redis CPU per 1k ops',
-          unit: 'ms',
-          better: 'lower',
-          digits: 0,
-          cells: cells((t) => perKiloOp(t.cpu.redisMs, t)),
-        },
+        { metric: `${loops} loops`, unit: 'ops/s', better: 'higher', digits: 0, cells: opsCells },
+        { metric: 'op latency p99', unit: 'ms', better: 'lower', cells: cells((f) => f.p99) },
+        ...costRows('per op', cells),
       ],
-      targets:
-        ours && peer
-          ? [
-              {
-                text: 'ours >= 1.5 x redlock@5 throughput',
-                met: ours.opsPerSecond >= 1.5 * peer.opsPerSecond,
-                detail: `ours ${Math.round(ours.opsPerSecond)} ops/s vs redlock@5 ${Math.round(peer.opsPerSecond)} (${(ours.opsPerSecond / peer.opsPerSecond).toFixed(2)}x)`,
-              },
-            ]
-          : [],
+      targets,
       notes,
       details: {
         loops,
         seconds,
         rounds,
         results: Object.fromEntries(
-          Object.entries(measured).map(([id, t]) => [
+          [...tallies].map(([id, t]) => [
             id,
-            { ...t, opsPerSecond: Math.round(t.opsPerSecond), latency: rounded(t.latency) },
+            {
+              ...measured[id],
+              opsPerSecond: Math.round(measured[id]!.opsPerSecond),
+              latency: rounded(summarise(t.latencies)),
+              rounds: t.rounds,
+            },
           ]),
         ),
       },

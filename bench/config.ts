@@ -7,6 +7,11 @@ export interface BenchConfig {
   readonly scale: number;
   /** Libraries to run, by id (BENCH_LIBS, comma separated; default: ours and every peer). */
   readonly libraries: readonly string[] | undefined;
+  /**
+   * The dist/ directory of another build of this library (`--baseline <dir>` or BENCH_BASELINE),
+   * run as one more column, `ours@baseline`, in the same interleaved rounds as the current build.
+   */
+  readonly baseline: string | undefined;
   /** Lease of every lock in B1-B5, ms. The same for every library. */
   readonly ttl: number;
   /** How long an acquire may wait for a busy lock, ms: the same generous budget for every library. */
@@ -14,8 +19,9 @@ export interface BenchConfig {
   /** Our per-node timeout, ms (also the B5 latency bound). */
   readonly nodeTimeout: number;
   /**
-   * B1 and B2 split each library's run into `rounds` slices and alternate the libraries between
-   * slices, so that a burst of load from elsewhere on the machine hits all of them alike.
+   * B1, B2, B3 and B8 split each library's run into `rounds` slices and alternate the libraries
+   * between slices, so that a burst of load from elsewhere on the machine hits all of them alike;
+   * they report the median of the rounds.
    */
   readonly rounds: number;
   readonly b1: { readonly ops: number; readonly warmup: number };
@@ -26,6 +32,8 @@ export interface BenchConfig {
     readonly workMs: number;
     readonly pauseMs: number;
   };
+  /** First grants: `ops` acquire + release on never-used keys, and as many on one warm key. */
+  readonly b8: { readonly ops: number; readonly warmup: number };
   readonly b5: {
     readonly ops: number;
     /** Upper bound of one library's run while the node is stopped, s (a stalling peer must not stall the bench). */
@@ -51,8 +59,11 @@ function envNumber(name: string, fallback: number): number {
   return value;
 }
 
-/** Reads the configuration; throws on malformed values (a typo must not silently run the defaults). */
-export function readConfig(): BenchConfig {
+/**
+ * Reads the configuration; throws on malformed values (a typo must not silently run the defaults).
+ * `baseline` is the `--baseline` argument, which wins over BENCH_BASELINE.
+ */
+export function readConfig(baseline?: string): BenchConfig {
   const scale = envNumber('BENCH_SCALE', 1);
   const count = (n: number, min = 1) => Math.max(min, Math.round(n * scale));
   const seconds = (s: number, min = 0.5) => Math.max(min, s * scale);
@@ -62,6 +73,7 @@ export function readConfig(): BenchConfig {
   return {
     scale,
     libraries: libs && libs.length > 0 ? libs : undefined,
+    baseline: baseline ?? (process.env.BENCH_BASELINE || undefined),
     ttl: 10_000,
     wait: 10_000,
     nodeTimeout: 100,
@@ -69,6 +81,7 @@ export function readConfig(): BenchConfig {
     b1: { ops: count(5_000, 50), warmup: count(500, 20) },
     b2: { loops: 64, seconds: seconds(10), warmupSeconds: seconds(1, 0.2) },
     b3: { clients: 16, seconds: seconds(10, 1), workMs: 1, pauseMs: 5 },
+    b8: { ops: count(2_000, 50), warmup: count(200, 20) },
     b5: {
       ops: count(1_000, 20),
       budgetSeconds: envNumber('BENCH_B5_BUDGET_SECONDS', seconds(120, 10)),

@@ -1,6 +1,7 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Redis, type RedisOptions } from 'ioredis';
 import { Redlock as OurRedlock, type RedlockNode } from 'nest-quorum-lock';
 import Redlock from 'redlock';
@@ -9,7 +10,7 @@ import { createRedlock, IoredisAdapter } from 'redlock-universal';
 import { within, STALLED } from './stats.js';
 
 /** Identifies a library (a column of the result table). */
-export type LibraryId = 'ours' | 'ours-autopipe' | 'redlock5' | 'semaphore' | 'universal';
+export type LibraryId = 'ours' | 'ours-baseline' | 'ours-autopipe' | 'redlock5' | 'semaphore' | 'universal';
 
 /** What every benchmark needs from a held lock. */
 export interface HeldHandle {
@@ -62,20 +63,48 @@ function disconnectAll(clients: readonly Redis[]): Promise<void> {
   return Promise.resolve();
 }
 
+/**
+ * The part of our engine's API the benchmarks use, typed structurally so that another build (the
+ * baseline, loaded from its own dist/) fits as well as this repository's.
+ */
+interface Engine {
+  connect(): Promise<unknown>;
+  acquire(resource: string): Promise<HeldHandle>;
+  close(): Promise<unknown>;
+}
+
+/** The constructor options every build of our engine accepts. */
+interface EngineOptions {
+  nodes: RedlockNode[];
+  ttl: number;
+  wait: number;
+  nodeTimeout: number;
+}
+
+type EngineClass = new (options: EngineOptions) => Engine;
+
+const WAITING_OURS = (s: ClientSettings) =>
+  `wait ${s.wait} ms: FIFO queue on every node; a release hands the lock itself to the first waiter (pub/sub to it alone), who holds it once a majority has, without a round of its own; otherwise the holder's PTTL, re-checked every 1 s`;
+
 /** Our engine. Nodes are given as URLs (connections owned by the engine), like most users will. */
-function ours(id: 'ours' | 'ours-autopipe', label: string, nodeOptions: RedisOptions | undefined): Library {
+function ours(
+  id: 'ours' | 'ours-baseline' | 'ours-autopipe',
+  label: string,
+  pkg: string,
+  Engine: EngineClass,
+  nodeOptions: RedisOptions | undefined,
+): Library {
   return {
     id,
     label,
     packageName: 'nest-quorum-lock',
-    pkg: `nest-quorum-lock@${packageVersion('nest-quorum-lock')} (this repo, dist/)${nodeOptions ? ' with enableAutoPipelining' : ''}`,
-    describeWaiting: (s) =>
-      `wait ${s.wait} ms: FIFO queue on every node; a release hands the lock itself to the first waiter (pub/sub to it alone), who holds it once a majority has, without a round of its own; otherwise the holder's PTTL, re-checked every 1 s`,
+    pkg,
+    describeWaiting: WAITING_OURS,
     async open(urls, s) {
       const nodes: RedlockNode[] = urls.map((url) =>
         nodeOptions ? { ...redisOptionsFromUrl(url), ...nodeOptions } : url,
       );
-      const engine = new OurRedlock({ nodes, ttl: s.ttl, wait: s.wait, nodeTimeout: s.nodeTimeout });
+      const engine = new Engine({ nodes, ttl: s.ttl, wait: s.wait, nodeTimeout: s.nodeTimeout });
       await engine.connect();
       return {
         acquire: (resource) => engine.acquire(resource),
@@ -85,6 +114,43 @@ function ours(id: 'ours' | 'ours-autopipe', label: string, nodeOptions: RedisOpt
       };
     },
   };
+}
+
+/**
+ * Another build of our engine, from the dist/ directory of another commit (`--baseline <dir>`):
+ * measured in the same run as this build, in the same interleaved rounds, so that "no slower than
+ * before" is a ratio of one run instead of a comparison of two runs on a machine that drifts.
+ * The build resolves its own imports (ioredis) from where it sits; give it this repository's
+ * node_modules (a symlink) so that both builds run the same ioredis.
+ */
+export async function baselineLibrary(dir: string): Promise<Library> {
+  const root = resolve(dir);
+  const entry = join(root, 'index.js');
+  if (!existsSync(entry))
+    throw new Error(`--baseline ${dir}: no index.js there (give a built dist/ directory)`);
+  const loaded = (await import(pathToFileURL(entry).href)) as { Redlock?: EngineClass };
+  if (typeof loaded.Redlock !== 'function')
+    throw new Error(`--baseline ${dir}: index.js exports no Redlock class`);
+  return ours(
+    'ours-baseline',
+    'ours@baseline',
+    `nest-quorum-lock ${describeBuild(root)}`,
+    loaded.Redlock,
+    undefined,
+  );
+}
+
+/** "(commit abc1234, /tmp/baseline/dist)" when the build sits in a git work tree, else its path. */
+function describeBuild(root: string): string {
+  try {
+    const commit = execFileSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+    return `(commit ${commit}, ${root})`;
+  } catch {
+    return `(${root})`;
+  }
 }
 
 function redisOptionsFromUrl(url: string): RedisOptions {
@@ -165,18 +231,33 @@ const universal: Library = {
 
 /** Every library, in column order. `ours-autopipe` only runs when BENCH_LIBS names it. */
 export const ALL_LIBRARIES: readonly Library[] = [
-  ours('ours', 'ours', undefined),
+  ours(
+    'ours',
+    'ours',
+    `nest-quorum-lock@${packageVersion('nest-quorum-lock')} (this repo, dist/)`,
+    OurRedlock,
+    undefined,
+  ),
   redlock5,
   semaphore,
   universal,
-  ours('ours-autopipe', 'ours+autopipelining', { enableAutoPipelining: true }),
+  ours(
+    'ours-autopipe',
+    'ours+autopipelining',
+    `nest-quorum-lock@${packageVersion('nest-quorum-lock')} (this repo, dist/) with enableAutoPipelining`,
+    OurRedlock,
+    { enableAutoPipelining: true },
+  ),
 ];
 
 const DEFAULT_LIBRARIES: readonly LibraryId[] = ['ours', 'redlock5', 'semaphore', 'universal'];
 
-/** The libraries selected by BENCH_LIBS (ids), or the default set. Throws on an unknown id. */
-export function selectLibraries(ids: readonly string[] | undefined): Library[] {
-  const wanted = ids ?? DEFAULT_LIBRARIES;
+/**
+ * The libraries selected by BENCH_LIBS (ids), or the default set, with the baseline build (if
+ * any) right after ours so that the two builds sit side by side. Throws on an unknown id.
+ */
+export function selectLibraries(ids: readonly string[] | undefined, baseline?: Library): Library[] {
+  const wanted = (ids ?? DEFAULT_LIBRARIES).filter((id) => id !== 'ours-baseline');
   for (const id of wanted) {
     if (!ALL_LIBRARIES.some((l) => l.id === id)) {
       throw new Error(
@@ -184,7 +265,14 @@ export function selectLibraries(ids: readonly string[] | undefined): Library[] {
       );
     }
   }
-  return ALL_LIBRARIES.filter((l) => wanted.includes(l.id));
+  if (!baseline && ids?.includes('ours-baseline')) {
+    throw new Error(
+      'BENCH_LIBS names ours-baseline: give the build with --baseline <dist dir> or BENCH_BASELINE',
+    );
+  }
+  const selected = ALL_LIBRARIES.filter((l) => wanted.includes(l.id));
+  if (baseline) selected.splice(selected.findIndex((l) => l.id === 'ours') + 1, 0, baseline);
+  return selected;
 }
 
 /**

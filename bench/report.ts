@@ -20,6 +20,8 @@ export interface Row {
   readonly cells: Readonly<Record<Column, Cell>>;
   /** Digits after the decimal point (default 3). */
   readonly digits?: number;
+  /** False for a row that is itself a ratio (e.g. fresh / warm): no "x the reference" beside it. */
+  readonly ratio?: false;
 }
 
 /** A target from the issue, checked against the figures. */
@@ -70,8 +72,8 @@ function formatNumber(value: number, digits: number): string {
   return value.toFixed(digits);
 }
 
-/** `0.412 (1.31x)`: the value, and its ratio to ours (peer / ours). */
-function formatCell(row: Row, column: Column, ours: number | undefined): string {
+/** `0.412 (1.31x)`: the value, and its ratio to the reference column (library / reference). */
+function formatCell(row: Row, column: Column, reference: Column, base: number | undefined): string {
   const cell = row.cells[column];
   if (cell === undefined) return '';
   const digits = row.digits ?? 3;
@@ -79,32 +81,38 @@ function formatCell(row: Row, column: Column, ours: number | undefined): string 
   let text = value === undefined ? '' : formatNumber(value, digits);
   if (typeof cell !== 'number') text = text ? `${text} ${cell.note}` : cell.note;
   if (
-    column !== 'ours' &&
+    row.ratio !== false &&
+    column !== reference &&
     value !== undefined &&
-    ours !== undefined &&
-    ours !== 0 &&
+    base !== undefined &&
+    base !== 0 &&
     Number.isFinite(value)
   ) {
-    text += ` (${(value / ours).toFixed(2)}x)`;
+    text += ` (${(value / base).toFixed(2)}x)`;
   }
   return text;
 }
 
-/** The results as a plain-text table, one row per metric, then targets and notes. */
+/**
+ * The results as a plain-text table, one row per metric and one column per library, then targets
+ * and notes. Every cell carries its ratio to the `reference` column (redlock@5 when it runs: the
+ * library most users compare against, and the one the targets are stated against).
+ */
 export function renderTable(
   results: readonly BenchResult[],
   columns: ReadonlyArray<{ id: Column; label: string }>,
+  reference: Column,
 ): string {
   const header = ['bench', 'metric', 'better', ...columns.map((c) => c.label)];
   const lines: string[][] = [header];
   for (const result of results) {
     for (const row of result.rows) {
-      const ours = cellValue(row.cells.ours);
+      const base = cellValue(row.cells[reference]);
       lines.push([
         result.id,
         `${row.metric} (${row.unit})`,
         row.better,
-        ...columns.map((c) => formatCell(row, c.id, ours)),
+        ...columns.map((c) => formatCell(row, c.id, reference, base)),
       ]);
     }
   }
@@ -113,7 +121,8 @@ export function renderTable(
   const render = (l: string[]) => used.map((i, k) => l[i]!.padEnd(widths[k]!)).join(' | ');
   const out = [render(header), widths.map((w) => '-'.repeat(w)).join('-|-')];
   for (const l of lines.slice(1)) out.push(render(l));
-  out.push('', 'Ratios in parentheses: library / ours (read with the "better" column).');
+  const label = columns.find((c) => c.id === reference)?.label ?? reference;
+  out.push('', `Ratios in parentheses: library / ${label} (read with the "better" column).`);
 
   const targets = results.flatMap((r) => r.targets.map((t) => ({ id: r.id, ...t })));
   if (targets.length > 0) {
@@ -123,4 +132,35 @@ export function renderTable(
   const notes = results.flatMap((r) => r.notes.map((n) => `  ${r.id}: ${n}`));
   if (notes.length > 0) out.push('', 'Notes:', ...notes);
   return out.join('\n');
+}
+
+/**
+ * How much worse than the baseline build a figure may be and still count as "no worse" (issue 11):
+ * within one interleaved run, B1 and B2 medians of rounds move by about this much between two
+ * runs of the same build on this machine.
+ */
+export const BASELINE_TOLERANCE = 0.05;
+
+/**
+ * "ours no worse than ours@baseline" for one figure, or nothing when no baseline runs. `better`
+ * says which direction is good.
+ */
+export function baselineCheck(
+  what: string,
+  cells: Readonly<Record<Column, Cell>>,
+  better: 'lower' | 'higher',
+  format: (value: number) => string,
+): TargetCheck[] {
+  const ours = cellValue(cells.ours);
+  const baseline = cellValue(cells['ours-baseline']);
+  if (ours === undefined || baseline === undefined) return [];
+  // ratio > 1 means ours is better, whichever the direction.
+  const ratio = better === 'lower' ? baseline / ours : ours / baseline;
+  return [
+    {
+      text: `${what} no worse than ours@baseline (within ${BASELINE_TOLERANCE * 100} %)`,
+      met: ratio >= 1 - BASELINE_TOLERANCE,
+      detail: `ours ${format(ours)} vs ours@baseline ${format(baseline)} (${better === 'lower' ? 'baseline / ours' : 'ours / baseline'} ${ratio.toFixed(3)})`,
+    },
+  ];
 }

@@ -1,7 +1,8 @@
 /**
- * `npm run bench [-- B1 B3 ...]`: starts 5 local redis-server nodes, runs the selected
- * benchmarks for our engine and the peer libraries against the same nodes, prints a table and
- * writes bench/results.json. See bench/README.md for the knobs.
+ * `npm run bench [-- B1 B3 ... --baseline <dist dir>]`: starts 5 local redis-server nodes,
+ * runs the selected benchmarks for our engine (and another build of it, with --baseline) and the
+ * peer libraries against the same nodes, prints a table and writes bench/results.json. See
+ * bench/README.md for the knobs.
  */
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
@@ -13,14 +14,18 @@ import { b3 } from './b3-contention.js';
 import { b4 } from './b4-http.js';
 import { b5 } from './b5-stopped-node.js';
 import { b6 } from './b6-watchdog.js';
+import { b8 } from './b8-first-grant.js';
 import { readConfig } from './config.js';
-import { packageEngines, selectLibraries, smokeTest, type Library } from './libraries.js';
+import { baselineLibrary, packageEngines, selectLibraries, smokeTest, type Library } from './libraries.js';
 import { startNodes } from './nodes.js';
 import { FLOOR, renderTable, type BenchContext, type BenchResult, type Benchmark } from './report.js';
 import { settle } from './stats.js';
 
 /** Every benchmark, in run order. */
-const BENCHMARKS: readonly Benchmark[] = [b1, b2, b3, b4, b5, b6];
+const BENCHMARKS: readonly Benchmark[] = [b1, b2, b3, b8, b4, b5, b6];
+
+/** The column every ratio is taken against when it runs (else ours). */
+const REFERENCE = 'redlock5';
 
 const NODE_COUNT = 5;
 const RESULTS_FILE = fileURLToPath(new URL('../results.json', import.meta.url));
@@ -52,16 +57,38 @@ function closeOnSignals(nodes: RedisNodes): void {
   process.once('SIGTERM', onSignal);
 }
 
+/** Splits `--baseline <dir>` (or `--baseline=<dir>`) off the benchmark ids. */
+function parseArgs(argv: readonly string[]): { ids: string[]; baseline: string | undefined } {
+  const ids: string[] = [];
+  let baseline: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--baseline') {
+      baseline = argv[++i];
+      if (baseline === undefined) throw new Error('--baseline needs a directory (a built dist/)');
+    } else if (arg.startsWith('--baseline=')) {
+      baseline = arg.slice('--baseline='.length);
+    } else {
+      ids.push(arg);
+    }
+  }
+  return { ids, baseline };
+}
+
 async function main(): Promise<number> {
-  const args = process.argv.slice(2);
-  if (args.includes('--help') || args.includes('-h')) {
-    console.log('usage: npm run bench [-- B1 B2 B3 B5 B6]   (env: see bench/README.md)');
+  const argv = process.argv.slice(2);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(
+      'usage: npm run bench [-- B1 B2 B3 B8 B4 B5 B6] [--baseline <dist dir>]   (env: see bench/README.md)',
+    );
     return 0;
   }
-  const benchmarks = selectBenchmarks(args);
+  const args = parseArgs(argv);
+  const benchmarks = selectBenchmarks(args.ids);
   const loadAtStart = loadavg()[0]!;
-  const config = readConfig();
-  const candidates = selectLibraries(config.libraries);
+  const config = readConfig(args.baseline);
+  const baseline = config.baseline === undefined ? undefined : await baselineLibrary(config.baseline);
+  const candidates = selectLibraries(config.libraries, baseline);
 
   log(`starting ${NODE_COUNT} redis-server nodes`);
   const nodes = await startNodes(NODE_COUNT);
@@ -131,7 +158,8 @@ async function main(): Promise<number> {
       ...libraries.map((l) => ({ id: l.id, label: l.label })),
       { id: FLOOR, label: 'floor (no lock)' },
     ];
-    const table = renderTable(results, columns);
+    const reference = libraries.some((l) => l.id === REFERENCE) ? REFERENCE : 'ours';
+    const table = renderTable(results, columns, reference);
     const setup = setupNotes.length > 0 ? `\nSetup:\n${setupNotes.map((n) => `  ${n}`).join('\n')}\n` : '';
     console.log(
       `\n${NODE_COUNT} local redis-server ${redisVersion} nodes, Node ${process.version}, ${cpus().length} CPUs, scale ${config.scale}, ${load}\n${setup}\n${table}\n`,

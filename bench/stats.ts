@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { setTimeout as delay } from 'node:timers/promises';
 
 /** Monotonic milliseconds (fractional). */
@@ -76,50 +75,15 @@ export async function forEachLimited(
   await Promise.all(Array.from({ length: Math.min(concurrency, count) }, worker));
 }
 
-/** CPU time (user + system, ms) of a process from /proc, or NaN where /proc is unavailable. */
-function processCpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may contain spaces) start after the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
-  } catch {
-    return NaN;
-  }
-}
-
-/** Linux USER_HZ: /proc reports CPU time in these ticks (100 on every mainstream kernel). */
-const CLOCK_TICKS = 100;
-
-/** CPU time used by this process and by the given processes (the redis nodes) over an interval. */
-export interface CpuTime {
-  /** ms of CPU used by the bench process (every library runs in it). */
-  readonly benchMs: number;
-  /** ms of CPU used by all redis-server processes together. */
-  readonly redisMs: number;
-  /** Wall-clock ms of the interval. */
-  readonly wallMs: number;
-}
-
-/** Sums intervals (for runs split into rounds). */
-export function addCpu(a: CpuTime, b: CpuTime): CpuTime {
-  return { benchMs: a.benchMs + b.benchMs, redisMs: a.redisMs + b.redisMs, wallMs: a.wallMs + b.wallMs };
-}
-
-export const NO_CPU: CpuTime = { benchMs: 0, redisMs: 0, wallMs: 0 };
-
-/** Starts measuring; call the returned function at the end of the interval. */
-export function cpuMeter(redisPids: readonly (number | undefined)[]): () => CpuTime {
-  const pids = redisPids.filter((p): p is number => p !== undefined);
-  const start = now();
-  const self = process.cpuUsage();
-  const redis = pids.reduce((sum, pid) => sum + processCpuMs(pid), 0);
-  return () => {
-    const used = process.cpuUsage(self);
-    return {
-      benchMs: (used.user + used.system) / 1000,
-      redisMs: pids.reduce((sum, pid) => sum + processCpuMs(pid), 0) - redis,
-      wallMs: now() - start,
-    };
-  };
+/**
+ * Median of `values` (the mean of the two middle ones for an even count), NaN when empty. Each
+ * benchmark reports the median of its rounds: one round that a burst of load from elsewhere on
+ * the machine slowed down moves it less than it moves a mean or a pooled percentile.
+ */
+export function median(values: readonly number[]): number {
+  const n = values.length;
+  if (n === 0) return NaN;
+  const sorted = Float64Array.from(values).sort();
+  const mid = n >> 1;
+  return n % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
