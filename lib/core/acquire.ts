@@ -86,8 +86,9 @@ export class Acquirer {
     const { voters } = this.parts;
     const { ttl } = request.opts;
     const started = performance.now();
+    const seedUs = this.parts.seedProposalUs();
     const round = await voters.round(
-      (voter) => voter.acquire(request.lockKeys, value, ttl, request.ticket),
+      (voter) => voter.acquire(request.lockKeys, value, ttl, request.ticket, seedUs),
       (vote, index) => this.classify(vote, index),
       {
         observe: (index, vote) => {

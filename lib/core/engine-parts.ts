@@ -14,6 +14,8 @@ export interface EngineParts {
    * claim), ms: a waiter that died or stalls holds the lock up no longer than this.
    */
   readonly turnMs: number;
+  /** The fence seed an attempt proposes now, microseconds (see scripts/fence.ts). */
+  seedProposalUs(): number;
   /** Clock drift allowance for a lease of `ttl` ms: ttl * driftFactor + 2 ms. */
   drift(ttl: number): number;
 }

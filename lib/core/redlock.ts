@@ -28,6 +28,9 @@ import { Voters, type NodeStatus } from './voters.js';
 import { RedisVoter } from './voter/redis-voter.js';
 import { isVoterFactory, type Voter, type VoterContext } from './voter/voter.js';
 
+/** Largest window above a voter's clock within which it seeds a new counter with the caller's proposal, ms. */
+const SEED_WINDOW_MS = 200;
+
 /**
  * The Redlock engine: a mutex over N independent voters (Redis masters) with quorum fencing
  * tokens. Framework-free; `LockService` is its NestJS face.
@@ -63,12 +66,17 @@ export class Redlock {
     // holds the lock up for less than a retry delay would.
     const turnMs = Math.max(4 * resolved.nodeTimeout, 200);
     const keys = new KeySpace(resolved.keyPrefix);
+    const guardMs = resolved.restartGuard === false ? 0 : resolved.restartGuard;
+    // Seeds agree when voters' clocks agree within the window; it stays well below the times after
+    // which a counter can be seeded again (restart guard, idle expiry), which keeps seeds increasing.
+    const seedWindowMs = Math.min(SEED_WINDOW_MS, (guardMs || Infinity) / 2, resolved.fenceIdleTtl / 2);
     const settings: ScriptSettings = {
-      guardMs: resolved.restartGuard === false ? 0 : resolved.restartGuard,
+      guardMs,
       guardKey: keys.guardMarker,
       fenceIdleMs: resolved.fenceIdleTtl,
       turnMs,
       queueIdleMs: 10 * QUEUE_RECHECK_MS + turnMs,
+      seedWindowMs,
     };
     this.preflight = resolved.preflight === 'off' ? undefined : new Preflight(resolved.preflight, logger);
     const context: VoterContext = {
@@ -93,6 +101,9 @@ export class Redlock {
       keys,
       values: new LockValues(),
       turnMs,
+      // The middle of the window above the caller's clock: voters whose clocks are within half a
+      // window of the caller's all take it.
+      seedProposalUs: () => Math.floor((performance.timeOrigin + performance.now()) * 1000 + seedWindowMs * 500),
       drift: (ttl) => Math.floor(ttl * driftFactor) + 2,
     };
     this.leases = new Leases(voters, resolved, this.parts.drift, this.events);

@@ -39,6 +39,14 @@ import {
   s19Asymmetric,
 } from './scenarios-network.js';
 import { s1PgFenced, s1PgUnfenced } from './scenarios-pg.js';
+import {
+  s15Failover,
+  s15FailoverNoGuard,
+  s5Aof,
+  s5AofNoGuard,
+  s5Flush,
+  s5FlushNoGuard,
+} from './scenarios-deploy.js';
 
 const TIMEOUT = FULL ? 15 * 60_000 : 60_000;
 
@@ -434,6 +442,74 @@ describe(`fault injection against real redis-server nodes (${FULL ? 'full' : 're
       expect(r.figures.droppedSegments).toBeGreaterThan(0);
       expect(r.figures.keysLeft).toBe(0);
       expect(r.figures.soloAvailability).toBeGreaterThanOrEqual(0.98);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+  // ---- real deployments (scenarios-deploy.ts): full run only, each takes 15-40 s ----
+  const deployTest = FULL || process.env.FAULTS_DEPLOY === '1' ? test : test.skip;
+  /** A guard-off control must show what the guard prevents: overlapping holds or tokens going back. */
+  const expectViolation = (r: ScenarioResult) =>
+    expect(r.report.overlaps + r.report.tokenOrderViolations + r.report.duplicateTokens).toBeGreaterThan(0);
+
+  deployTest(
+    'S5-aof: granting nodes crash with AOF everysec and lose their last writes: they abstain, no overlap, tokens go on',
+    async () => {
+      const r = await run(s5Aof);
+      expectSafe(r);
+      expect(r.figures.crashes).toBeGreaterThanOrEqual(FULL ? 6 : 2);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  deployTest(
+    'S5-aof control: the same with the guard off shows overlaps or tokens going back',
+    async () => {
+      const r = await run(s5AofNoGuard);
+      expectViolation(r);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  deployTest(
+    'S5-flush: FLUSHALL on granting nodes: they abstain, no overlap, tokens go on',
+    async () => {
+      const r = await run(s5Flush);
+      expectSafe(r);
+      expect(r.figures.flushes).toBeGreaterThanOrEqual(FULL ? 8 : 3);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  deployTest(
+    'S5-flush control: the same with the guard off shows overlaps',
+    async () => {
+      const r = await run(s5FlushNoGuard);
+      expectViolation(r);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  deployTest(
+    'S15: Sentinel failovers to lagging replicas: the promoted replicas abstain, no overlap, tokens go on',
+    async () => {
+      const r = await run(s15Failover);
+      expectSafe(r);
+      expect(r.figures.failovers).toBeGreaterThanOrEqual(3);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  deployTest(
+    'S15 control: the same with the guard off shows overlaps or tokens going back',
+    async () => {
+      const r = await run(s15FailoverNoGuard);
+      expectViolation(r);
       passed(r);
     },
     TIMEOUT,

@@ -62,7 +62,8 @@ export function staleBuildWarning(): string | undefined {
 export interface WorkerConfig {
   id: string;
   history: string;
-  nodes: string[];
+  /** URLs, or ioredis options (e.g. a Sentinel-managed primary: `{ sentinels, name }`). */
+  nodes: Array<string | object>;
   store: string;
   resource: string;
   /** false: the control run, unlocked and unfenced read-modify-write. */
@@ -337,7 +338,10 @@ export interface PauseRecord {
 export type LockNodes = Pick<
   RedisNodes,
   'urls' | 'url' | 'pid' | 'kill' | 'stop' | 'resume' | 'restart' | 'revive' | 'close'
->;
+> & {
+  /** What the workers get as `nodes`, when not `urls` (S15: Sentinel-managed primaries). */
+  workerNodes?(): Array<string | object>;
+};
 
 export interface FaultEnvOptions<N extends LockNodes = RedisNodes> {
   /** Starts the lock nodes; default: RedisNodes on loopback. */
@@ -416,7 +420,8 @@ export class FaultEnv<N extends LockNodes = RedisNodes> {
     this.workerCount++;
     const history = join(this.dir, `${id}.jsonl`);
     const worker = leaseWorker();
-    worker.start({ ...config, id, history, nodes: this.redis.urls, store: this.store.url(0) });
+    const nodes = this.redis.workerNodes?.() ?? this.redis.urls;
+    worker.start({ ...config, id, history, nodes, store: this.store.url(0) });
     this.workers.push(worker);
     this.histories.push(history);
     return worker;

@@ -24,7 +24,8 @@ export type AcquireVote =
 
 /**
  * Acquire on one node, all-or-none over its resources.
- * KEYS: lock keys. ARGV: value, ttl ms, ticket ('' = do not queue: the caller will not wait).
+ * KEYS: lock keys. ARGV: value, ttl ms, ticket ('' = do not queue: the caller will not wait), and
+ * optionally the seed the caller proposes for a missing fence counter (microseconds, see fence.ts).
  *
  * A caller that will wait joins the queue of each busy resource, by its ticket. A lock released
  * while someone waits goes to the first waiter in line (see queue.ts), so a release wakes one
@@ -76,7 +77,7 @@ end
 local out = n > 1 and {1}
 for i = 1, n do
   -- A missing counter: a new resource, its idle expiry, or a node that lost its data.
-  local token, abstain = next_token(KEYS[i] .. '${FENCE_SUFFIX}', true)
+  local token, abstain = next_token(KEYS[i] .. '${FENCE_SUFFIX}', true, tonumber(ARGV[4]))
   if not token then
     -- Abstaining: undo this grant, so that it counts for nobody.
     for j = 1, n do
@@ -93,8 +94,10 @@ return out
 }
 
 /** The acquire script's arguments: the same for every node. */
-export function acquireArgs(value: string, ttlMs: number, ticket: string): string[] {
-  return [value, String(Math.ceil(ttlMs)), ticket];
+export function acquireArgs(value: string, ttlMs: number, ticket: string, seedUs?: number): string[] {
+  const args = [value, String(Math.ceil(ttlMs)), ticket];
+  if (seedUs !== undefined) args.push(seedUs.toFixed(0));
+  return args;
 }
 
 /** Reads the acquire script's reply (see acquireScript). */

@@ -11,15 +11,17 @@ import type { ScriptSettings } from './settings.js';
  *   and such a node must not vote until every lease it may have granted and forgotten has run
  *   out. '0' means the guard has passed on this node.
  *
- * next_token(fence, guarded): the next token of the counter `fence`. A missing counter is
- *   seeded from the node's clock in microseconds, so it starts above any token issued before it
- *   was lost; its idle expiry is set when seeded and renewed every 64 grants (a counter that
+ * next_token(fence, guarded, proposal): the next token of the counter `fence`. A missing counter
+ *   is seeded from the node's clock in microseconds, so it starts above any token issued before
+ *   it was lost, or from the caller's `proposal` when that lies within seedWindowMs above the
+ *   node's clock (still above every earlier token: a counter is lost and seeded again no sooner
+ *   than the restart guard or its idle expiry, both longer than the window); its idle expiry is set when seeded and renewed every 64 grants (a counter that
  *   expires anyway is seeded again, above every earlier token). A node that lost its data has
  *   lost every counter too, so with `guarded` the restart guard is read only when the counter is
  *   missing: the usual grant reads neither the marker nor the clock. Returns nil, ms (and leaves
  *   no counter behind, so that the next attempt checks again) while the node abstains.
  */
-export function fenceFunctionsLua({ guardMs, guardKey, fenceIdleMs }: ScriptSettings): string {
+export function fenceFunctionsLua({ guardMs, guardKey, fenceIdleMs, seedWindowMs }: ScriptSettings): string {
   const guard =
     guardMs <= 0
       ? `
@@ -46,7 +48,7 @@ local function restart_guard()
   return 0, t
 end`;
   return `${guard}
-local function next_token(fence, guarded)
+local function next_token(fence, guarded, proposal)
   local token = redis.call('INCR', fence)
   if token == 1 then
     local t = nil
@@ -60,6 +62,10 @@ local function next_token(fence, guarded)
     end
     t = t or redis.call('TIME')
     token = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    -- The caller's proposal, the same on every voter of its attempt, within the window above this
+    -- voter's clock: voters whose clocks agree within the window seed the same token, and the
+    -- grant needs no second fencing round.
+    if proposal and proposal > token then token = math.min(proposal, token + ${seedWindowMs * 1000}) end
     redis.call('SET', fence, string.format('%.0f', token), 'PX', ${fenceIdleMs})
   elseif token % 64 == 0 then
     redis.call('PEXPIRE', fence, ${fenceIdleMs})

@@ -13,6 +13,12 @@ export interface ScriptSettings {
    * this often (they re-check every second), so it only ends queues whose waiters are all gone.
    */
   readonly queueIdleMs: number;
+  /**
+   * How far above its own clock a voter may seed a missing fence counter to agree with the
+   * caller's proposal, ms (see fence.ts). Below the restart guard and the counters' idle expiry:
+   * a counter is never lost and seeded again sooner than that.
+   */
+  readonly seedWindowMs: number;
 }
 
 /** Settings rounded to whole milliseconds, as Lua receives them. */
@@ -24,5 +30,6 @@ export function compileSettings(settings: ScriptSettings): ScriptSettings {
     fenceIdleMs: exact(settings.fenceIdleMs),
     turnMs: exact(settings.turnMs),
     queueIdleMs: exact(settings.queueIdleMs),
+    seedWindowMs: Math.max(0, Math.floor(settings.seedWindowMs)),
   };
 }

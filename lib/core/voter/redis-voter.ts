@@ -99,7 +99,13 @@ export class RedisVoter implements Voter {
     return this.lastError ?? this.client.status;
   }
 
-  async acquire(keys: readonly string[], value: string, ttlMs: number, ticket: string): Promise<AcquireVote> {
+  async acquire(
+    keys: readonly string[],
+    value: string,
+    ttlMs: number,
+    ticket: string,
+    seedUs?: number,
+  ): Promise<AcquireVote> {
     if (!this.admitted && this.checking) await this.checking; // it may say to abstain
     if (this.abstainUntil !== 0) {
       // The identity guard, decided on connecting: no I/O until it ends.
@@ -107,7 +113,7 @@ export class RedisVoter implements Voter {
       if (forMs > 0) return { kind: 'abstaining', forMs };
       this.abstainUntil = 0;
     }
-    return decodeAcquireReply(await this.run(this.scripts.acquire, keys, acquireArgs(value, ttlMs, ticket)));
+    return decodeAcquireReply(await this.run(this.scripts.acquire, keys, acquireArgs(value, ttlMs, ticket, seedUs)));
   }
 
   async raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean> {

@@ -28,8 +28,12 @@ export interface Voter {
   readonly connectionError: string | undefined;
   /** Resolves true once connected, false when `timeoutMs` passes first. */
   waitReady(timeoutMs: number): Promise<boolean>;
-  /** Takes the lock keys for `value` (all or none), queueing it with `ticket` when busy ('' = do not queue). */
-  acquire(keys: readonly string[], value: string, ttlMs: number, ticket: string): Promise<AcquireVote>;
+  /**
+   * Takes the lock keys for `value` (all or none), queueing it with `ticket` when busy ('' = do not
+   * queue). `seedUs`: the token the attempt proposes for a resource's first grant (the same on
+   * every voter, so that they agree; see scripts/fence.ts).
+   */
+  acquire(keys: readonly string[], value: string, ttlMs: number, ticket: string, seedUs?: number): Promise<AcquireVote>;
   /** Raises the fence counters of `keys` to `tokens` while `value` still holds them. */
   raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean>;
   /** Extends each lock of the batch that still holds its value; one answer per lock. */
