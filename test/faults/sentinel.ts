@@ -22,19 +22,19 @@ import { sleep } from './harness.js';
 
 /** A TCP proxy that delays what flows from `upstreamPort` to the client by `lagMs`. */
 class LagProxy {
-  private readonly sockets = new Set<Socket>();
   private constructor(
     private readonly server: Server,
+    private readonly sockets: Set<Socket>,
     readonly port: number,
   ) {}
 
   static async start(upstreamPort: number, lagMs: number): Promise<LagProxy> {
     const port = await freePort('127.0.0.1');
-    let proxy: LagProxy | undefined;
+    const sockets = new Set<Socket>();
     const server = createServer((down) => {
       const up = connect(upstreamPort, '127.0.0.1');
       const held = new Set<NodeJS.Timeout>();
-      proxy!.sockets.add(down).add(up);
+      sockets.add(down).add(up);
       const drop = () => {
         for (const t of held) clearTimeout(t); // what the primary sent last never arrives
         held.clear();
@@ -52,8 +52,7 @@ class LagProxy {
       for (const s of [up, down]) s.on('error', drop).on('close', drop);
     });
     await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-    proxy = new LagProxy(server, port);
-    return proxy;
+    return new LagProxy(server, sockets, port);
   }
 
   close(): void {
