@@ -175,3 +175,37 @@ describe('fencing tokens across node restarts without persistence (S5)', () => {
     expect(clientSets[1]!.every((c) => c.status === 'ready')).toBe(true);
   });
 });
+
+describe('first grants: the majority agrees on the seed (no second fencing round)', () => {
+  let redis: RedisNodes;
+  let engine: Redlock;
+
+  beforeAll(async () => {
+    redis = await RedisNodes.start(5);
+    engine = new Redlock({ nodes: redis.urls, restartGuard: false, logger: new MemoryLogger() });
+    await engine.connect();
+  });
+  afterAll(async () => {
+    await engine?.close();
+    await redis?.close();
+  });
+
+  test('on never-used keys every node seeds the same counter, the token, and no node is raised', async () => {
+    const admin = redis.urls.map((_, i) => redis.client(i));
+    await Promise.all(admin.map((c) => c.config('RESETSTAT')));
+    for (let i = 0; i < 20; i++) {
+      const lock = await engine.acquire(`first-${i}`);
+      await lock.release();
+      await sleep(5); // the release resolves at a majority: let every node catch up
+      const counters = await Promise.all(admin.map((c) => c.get(`redlock:{first-${i}}:fence`)));
+      expect(counters).toEqual(new Array(5).fill(String(lock.fencingToken)));
+    }
+    // One acquire and one release per node per lock: 40 script calls each, no raise-fence round.
+    const calls = await Promise.all(
+      admin.map(async (c) =>
+        Number(/cmdstat_evalsha:calls=(\d+)/.exec(await c.info('commandstats'))?.[1] ?? 0),
+      ),
+    );
+    expect(calls).toEqual(new Array(5).fill(40));
+  });
+});
