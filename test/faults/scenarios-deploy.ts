@@ -61,12 +61,18 @@ async function appendFile(env: FaultEnv, index: number): Promise<string> {
  * node's AOF, waits for the next grant (at most 900 ms), SIGKILLs the nodes, cuts their AOF back
  * to the noted size (the disk as of the last fsync), and starts them on the same directory. The
  * holder's lock key and its fencing-counter increment are then gone from those nodes, while the
- * guard marker (written long before) is back.
+ * guard marker (written long before) is back. Holds are long (1.5-2.5 s of a 3 s ttl), so that the
+ * holder still holds when the nodes are back: without the guard another worker then wins the 3 of
+ * them, with the token the holder already has (their counters lost its increment).
  */
 function aofScenario(id: string, title: string, guard: number | false): Promise<ScenarioResult> {
   const cycles = pick(2, 8);
   return scenario(id, title, { persistence: 'aof-everysec', seedGuardMarker: true }, async (env) => {
-    const ws = await spawnReady(env, pick(3, 4), () => pollers(id.toLowerCase(), guard));
+    const ws = await spawnReady(env, pick(3, 4), () => ({
+      ...pollers(id.toLowerCase(), guard),
+      ttl: AOF_TTL,
+      holdMs: [1500, 2500],
+    }));
     let crashes = 0;
     let lostMs = 0;
     await runWhile(env, ws, async () => {
@@ -101,11 +107,12 @@ function aofScenario(id: string, title: string, guard: number | false): Promise<
   });
 }
 
+const AOF_TTL = 3000;
 export const s5Aof = () =>
   aofScenario(
     'S5-aof',
     'granting nodes crash with AOF everysec, last writes lost; identity guard = ttl',
-    TTL,
+    AOF_TTL,
   );
 export const s5AofNoGuard = () =>
   aofScenario('S5-aof-noguard', 'same, guard OFF (must show overlaps or tokens going back)', false);
