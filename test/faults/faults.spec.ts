@@ -73,6 +73,13 @@ const LEGEND = `
 - S1-pg is S1 with the counter in a PostgreSQL row behind the library's FencedTable (fenced read, then
   fenced write: one statement each); S1-pg-control is the same workload with plain SQL and no token
   check, which loses the updates the paused holders overwrite.
+- S5-aof: right after a grant, 3 nodes running \`appendonly yes\` + \`appendfsync everysec\` are SIGKILLed,
+  their AOF cut back to its size before the grant, and started on the same directory: what a machine
+  crash leaves (a killed or SIGSTOPped process loses nothing with everysec, since Redis writes the AOF
+  before it replies: 9 tries of 5,000 writes lost 0). S5-flush: FLUSHALL on 3 nodes right after a grant.
+  S15: 3 of 5 voters are Sentinel-managed primaries whose replicas lag 500 ms (a proxy holds the
+  replication stream); right after a grant the primaries are SIGKILLed and a real Sentinel promotes the
+  replicas. The \`-noguard\` rows run the same with \`restartGuard: false\` and must show violations.
 - S5-noguard is deliberately unsafe (restart guard off, 3 of 5 nodes restarted empty while a lock is
   held): the overlaps it shows prove that the checker sees them. Even there, the fenced store kept
   every stale write out (the newer holder's token is seeded from the node clock, so it is higher).

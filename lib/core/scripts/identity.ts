@@ -22,7 +22,8 @@ import { luaScript } from './lua-script.js';
  * same script deletes this engine's counters (SCAN for `<prefix>*:fence`, once, atomically, while
  * the node abstains anyway): a missing counter is seeded from the node's clock in microseconds,
  * above every token issued before (fence.ts), exactly as after a restart without persistence. The
- * scan blocks the node for as long as it takes (about 1 ms per 10,000 keys), once per event.
+ * scan blocks the node for as long as it takes (measured: 10 ms for 20,000 keys, 132 ms for
+ * 200,000), once per event.
  *
  * Why every client sees it: a client connected before the event cannot still be connected after
  * it (the restart or failover dropped its connection), so it checks again on reconnecting; a

@@ -142,7 +142,7 @@ export function checkServer(facts: ServerFacts): Finding[] {
       problem:
         'it is a Redis Cluster node given as a plain node: it serves only its own hash slots, so most lock keys ' +
         'would be MOVED elsewhere, and its shards are not independent voters',
-      fix: 'list standalone servers (cluster-enabled no), each an independent primary',
+      fix: 'list standalone servers (cluster-enabled no), or give the whole cluster as ONE voter: { cluster: [{ host, port }, ...] }',
     });
   }
   if ((facts.connectedReplicas ?? 0) > 0 && facts.role !== 'slave') {
