@@ -3,7 +3,7 @@ import type { NodeFailure } from './errors.js';
 import type { HeldLock } from './lease/held-lock.js';
 import type { Leases } from './lease/leases.js';
 import type { ResolvedLockOptions } from './options.js';
-import type { AcquireVote } from './scripts/index.js';
+import { RELEASE, type AcquireVote } from './scripts/index.js';
 import type { RoundOutcome, Vote } from './voter/quorum-round.js';
 
 /*
@@ -68,10 +68,10 @@ export interface AttemptFollower {
   cleanUp(round: RoundOutcome<AcquireVote>): Promise<void>;
 }
 
-/** A voter's grant: its index and one token per lock key. */
+/** A voter's grant: its index and one token per lock key (a round's `yes` entries are such). */
 export interface VoterGrant {
   readonly index: number;
-  readonly tokens: readonly number[];
+  readonly reply: { readonly tokens: readonly number[] };
 }
 
 /** Makes attempts; grants locks. */
@@ -89,20 +89,21 @@ export class Acquirer {
     const seedUs = this.parts.seedProposalUs();
     const round = await voters.round(
       (voter) => voter.acquire(request.lockKeys, value, ttl, request.ticket, seedUs),
-      (vote, index) => this.classify(vote, index),
-      {
-        observe: (index, vote) => {
-          // Also after the decision: every voter that abstains is known (health, Retry-After).
-          if (vote?.kind === 'abstaining') voters.noteAbstention(index, vote.forMs);
-          follower?.observe(index, vote, started);
-        },
-      },
+      this.classify,
+      follower
+        ? {
+            observe: (index, vote) => {
+              this.noteLateAbstention(index, vote);
+              follower.observe(index, vote, started);
+            },
+          }
+        : this.plainRound,
     );
 
     let tokensSettled = true;
     if (round.ok) {
-      const grants = round.yes.map(({ index, reply }) => ({ index, tokens: grantedTokens(reply) }));
-      const tokens = await this.settleTokens(request, value, grants);
+      // Only granting votes are 'yes': their replies carry the tokens.
+      const tokens = await this.settleTokens(request, value, round.yes as readonly VoterGrant[]);
       tokensSettled = tokens !== undefined;
       const now = performance.now();
       const validity = ttl - (now - started) - this.parts.drift(ttl);
@@ -142,14 +143,18 @@ export class Acquirer {
     value: string,
     grants: readonly VoterGrant[],
   ): Promise<number[] | undefined> {
-    const tokens = new Array<number>(request.lockKeys.length).fill(0);
-    for (const grant of grants) {
-      grant.tokens.forEach((token, i) => {
-        if (token > tokens[i]!) tokens[i] = token;
-      });
+    // Plain loops: this runs on every grant.
+    const count = request.lockKeys.length;
+    const tokens = new Array<number>(count).fill(0);
+    for (const { reply } of grants) {
+      for (let i = 0; i < count; i++) if (reply.tokens[i]! > tokens[i]!) tokens[i] = reply.tokens[i]!;
     }
-    const behind = grants.filter((grant) => grant.tokens.some((token, i) => token !== tokens[i]));
-    if (behind.length === 0) return tokens;
+    let agreed = true;
+    for (const { reply } of grants) {
+      for (let i = 0; i < count; i++) if (reply.tokens[i] !== tokens[i]) agreed = false;
+    }
+    if (agreed) return tokens;
+    const behind = grants.filter(({ reply }) => reply.tokens.some((token, i) => token !== tokens[i]));
     const voters = behind.map(({ index }) => this.parts.voters.list[index]!);
     const round = await this.parts.voters.round(
       (voter) => voter.raiseFence(request.lockKeys, value, tokens),
@@ -195,25 +200,25 @@ export class Acquirer {
     const { list } = this.parts.voters;
     const mayHold = list.filter((_, i) => round.votes[i] !== 'no' && round.votes[i] !== 'declined');
     if (mayHold.length > 0) {
-      const how =
-        request.ticket === ''
-          ? ({ op: 'release' } as const)
-          : { op: 'requeue' as const, ticket: request.ticket };
+      const how = request.ticket === '' ? RELEASE : { op: 'requeue' as const, ticket: request.ticket };
       void this.parts.voters.letGo(request.lockKeys, value, how, mayHold);
     }
     return Promise.resolve();
   }
 
-  private classify(vote: AcquireVote, index: number): Vote {
+  // Built once: rounds run on every acquire.
+  private readonly classify = (vote: AcquireVote, index: number): Vote => {
     if (vote.kind === 'granted') return 'yes';
     if (vote.kind === 'busy') return 'no';
     return { declined: this.parts.voters.noteAbstention(index, vote.forMs) };
-  }
-}
+  };
 
-/** The tokens of a granting vote. */
-function grantedTokens(vote: AcquireVote): readonly number[] {
-  return vote.kind === 'granted' ? vote.tokens : [];
+  /** Also after a round's decision: every voter that abstains is known (health, Retry-After). */
+  private readonly noteLateAbstention = (index: number, vote: AcquireVote | undefined): void => {
+    if (vote?.kind === 'abstaining') this.parts.voters.noteAbstention(index, vote.forMs);
+  };
+
+  private readonly plainRound = { observe: this.noteLateAbstention };
 }
 
 /** Whether the busy replies show one owner on a majority (a real holder, not colliding acquirers). */

@@ -1,6 +1,7 @@
 import { LockLostError, RedlockOptionsError } from '../errors.js';
 import type { LockEvent, LockEvents } from '../events.js';
 import type { ResolvedOptions } from '../options.js';
+import { RELEASE } from '../scripts/index.js';
 import type { Voters } from '../voters.js';
 import { ExtendBatcher } from './extend-batcher.js';
 import { HeldLock, type Grant, type LockOwner } from './held-lock.js';
@@ -104,14 +105,14 @@ export class Leases implements LockOwner {
       );
       return;
     }
-    await this.voters.letGo(lock.keys, lock.value, { op: 'release' });
+    await this.voters.letGo(lock.keys, lock.value, RELEASE);
   }
 
   /** LockOwner: forgets a lost lock and frees what is left of it. */
   lost(lock: HeldLock, reason: string): void {
     this.held.delete(lock);
     if (this.events.observed) this.emit('lost', lock, reason);
-    void this.voters.letGo(lock.keys, lock.value, { op: 'release' });
+    void this.voters.letGo(lock.keys, lock.value, RELEASE);
   }
 
   /** Releases every lock still held (shutdown). */

@@ -62,7 +62,7 @@ export class SingleResourceWaiter {
     const { quorum } = parts.voters;
     const usable = countHandOffs(handOffs, this.clocks, this.value, quorum, parts.turnMs, parts.drift);
     if (!usable) return undefined;
-    const grants = usable.counted.map((h) => ({ index: h.node, tokens: [h.token] }));
+    const grants = usable.counted.map((h) => ({ index: h.node, reply: { tokens: [h.token] } }));
     const tokens = await this.acquirer.settleTokens(request, this.value, grants);
     const now = performance.now();
     const { ttl } = request.opts;

@@ -46,7 +46,7 @@ export {
   type ExtendRequest,
 } from './extend.js';
 export { decodeRaiseFenceReply, raiseFenceArgs } from './fence.js';
-export { letGoArgs, type LetGo } from './release.js';
+export { letGoArgs, RELEASE, type LetGo } from './release.js';
 export { decodeInspectReply, type KeyView } from './inspect.js';
 export { runScript, type LuaScript } from './lua-script.js';
 export { decodeWakeMessage, encodeWakeMessage, type WakeMessage } from './wake-message.js';

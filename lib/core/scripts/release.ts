@@ -112,6 +112,9 @@ export type LetGo =
   /** A waiter that gives up. */
   | { readonly op: 'leave-queue' };
 
+/** A holder's release (one shared instance: it is on every lock's path). */
+export const RELEASE: LetGo = Object.freeze({ op: 'release' });
+
 /** The script arguments of a {@link LetGo} operation. */
 export function letGoArgs(value: string, letGo: LetGo): string[] {
   if (letGo.op !== 'requeue') return [value];

@@ -99,49 +99,49 @@ export class RedisVoter implements Voter {
     return this.lastError ?? this.client.status;
   }
 
-  async acquire(
+  // The operations below are plain promise chains, not async functions: they are on the hot path
+  // of every lock, once per voter, and a suspended async frame per call costs garbage collection.
+
+  acquire(
     keys: readonly string[],
     value: string,
     ttlMs: number,
     ticket: string,
     seedUs?: number,
   ): Promise<AcquireVote> {
-    if (!this.admitted && this.checking) await this.checking; // it may say to abstain
-    if (this.abstainUntil !== 0) {
-      // The identity guard, decided on connecting: no I/O until it ends.
-      const forMs = this.abstainUntil - Date.now();
-      if (forMs > 0) return { kind: 'abstaining', forMs };
-      this.abstainUntil = 0;
+    // A server still being checked may yet be told to abstain: vote once the check is done.
+    if (!this.admitted && this.checking) {
+      return this.checking.then(() => this.vote(keys, value, ttlMs, ticket, seedUs));
     }
-    return decodeAcquireReply(await this.run(this.scripts.acquire, keys, acquireArgs(value, ttlMs, ticket, seedUs)));
+    return this.vote(keys, value, ttlMs, ticket, seedUs);
   }
 
-  async raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean> {
+  raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean> {
     const args = raiseFenceArgs(value, this.fenceIdleMs, tokens);
-    return decodeRaiseFenceReply(await this.run(this.scripts.raiseFence, keys, args));
+    return this.run(this.scripts.raiseFence, keys, args).then(decodeRaiseFenceReply);
   }
 
-  async extend(batch: readonly ExtendRequest[]): Promise<boolean[]> {
+  extend(batch: readonly ExtendRequest[]): Promise<boolean[]> {
     if (batch.length === 1) {
       const only = batch[0]!;
-      return [decodeExtendReply(await this.run(this.scripts.extend, only.keys, extendArgs(only)))];
+      return this.run(this.scripts.extend, only.keys, extendArgs(only)).then((r) => [decodeExtendReply(r)]);
     }
     const { keys, args } = extendManyCall(batch);
-    return decodeExtendManyReply(await this.run(this.scripts.extendMany, keys, args), batch.length);
+    return this.run(this.scripts.extendMany, keys, args).then((r) => decodeExtendManyReply(r, batch.length));
   }
 
-  async letGo(keys: readonly string[], value: string, how: LetGo): Promise<void> {
+  letGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
     const script =
       how.op === 'release'
         ? this.scripts.release
         : how.op === 'requeue'
           ? this.scripts.requeue
           : this.scripts.leaveQueue;
-    await this.run(script, keys, letGoArgs(value, how));
+    return this.run(script, keys, letGoArgs(value, how));
   }
 
-  async inspect(lockKey: string): Promise<KeyView> {
-    return decodeInspectReply(await this.run(this.scripts.inspect, [lockKey], []));
+  inspect(lockKey: string): Promise<KeyView> {
+    return this.run(this.scripts.inspect, [lockKey], []).then(decodeInspectReply);
   }
 
   async ping(): Promise<void> {
@@ -207,6 +207,24 @@ export class RedisVoter implements Voter {
     this.client.off('error', this.onError);
     this.client.off('ready', this.onReady);
     this.client.off('close', this.onClose);
+  }
+
+  /** The acquire vote once the server is checked: the identity guard's abstention, or the script's. */
+  private vote(
+    keys: readonly string[],
+    value: string,
+    ttlMs: number,
+    ticket: string,
+    seedUs: number | undefined,
+  ): Promise<AcquireVote> {
+    if (this.abstainUntil !== 0) {
+      // The identity guard, decided on connecting: no I/O until it ends.
+      const forMs = this.abstainUntil - Date.now();
+      if (forMs > 0) return Promise.resolve({ kind: 'abstaining', forMs });
+      this.abstainUntil = 0;
+    }
+    const args = acquireArgs(value, ttlMs, ticket, seedUs);
+    return this.run(this.scripts.acquire, keys, args).then(decodeAcquireReply);
   }
 
   onHealthChange(listener: (up: boolean, reason?: string) => void): void {

@@ -33,13 +33,19 @@ export interface Voter {
    * queue). `seedUs`: the token the attempt proposes for a resource's first grant (the same on
    * every voter, so that they agree; see scripts/fence.ts).
    */
-  acquire(keys: readonly string[], value: string, ttlMs: number, ticket: string, seedUs?: number): Promise<AcquireVote>;
+  acquire(
+    keys: readonly string[],
+    value: string,
+    ttlMs: number,
+    ticket: string,
+    seedUs?: number,
+  ): Promise<AcquireVote>;
   /** Raises the fence counters of `keys` to `tokens` while `value` still holds them. */
   raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean>;
   /** Extends each lock of the batch that still holds its value; one answer per lock. */
   extend(batch: readonly ExtendRequest[]): Promise<boolean[]>;
   /** Lets go of the keys `value` holds, and of its places in line (see scripts/release.ts). */
-  letGo(keys: readonly string[], value: string, how: LetGo): Promise<void>;
+  letGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown>;
   /** Reads a lock key, its lease and its fence counter (writes nothing). */
   inspect(lockKey: string): Promise<KeyView>;
   /** A round trip that proves the voter answers (health checks). */
