@@ -7,6 +7,9 @@ export type { RedlockOptions, LockOptions, RedlockNode, PreflightMode } from './
 export type { RedlockLogger } from './logger.js';
 export type { Voter, VoterContext, VoterFactory } from './voter/voter.js';
 export { MemoryVoter } from './voter/memory-voter.js';
+export { ClusterVoter } from './voter/cluster-voter.js';
+export type { ClusterVoterNode } from './voter/cluster-connection.js';
+export { CrossSlotLockError } from './voter/cluster-slots.js';
 export { MemoryState } from './voter/memory-state.js';
 export type { AcquireVote, ExtendRequest, KeyView, LetGo } from './scripts/index.js';
 export {

@@ -1,14 +1,16 @@
-import type { Redis, RedisOptions } from 'ioredis';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { RedlockOptionsError } from './errors.js';
 import type { RedlockLogger } from './logger.js';
+import { isClusterNode, validateClusterNode, type ClusterVoterNode } from './voter/cluster-connection.js';
 import type { VoterFactory } from './voter/voter.js';
 
 /**
- * One voter of the quorum: a Redis master as a `redis://` / `rediss://` URL, ioredis options, or
- * a ready ioredis client; or a {@link VoterFactory} (e.g. the in-memory voter of
- * `nest-quorum-lock/testing`).
+ * One voter of the quorum: a Redis master as a `redis://` / `rediss://` URL, ioredis options
+ * (with `sentinels` and `name`: a Sentinel-managed primary), or a ready ioredis client; a Redis
+ * Cluster as ONE voter (an ioredis `Cluster`, or `{ cluster: [{ host, port }, ...], options? }`);
+ * or a {@link VoterFactory} (e.g. the in-memory voter of `nest-quorum-lock/testing`).
  */
-export type RedlockNode = string | RedisOptions | Redis | VoterFactory;
+export type RedlockNode = string | RedisOptions | Redis | Cluster | ClusterVoterNode | VoterFactory;
 
 /**
  * What preflight does with a node that breaks Redlock's assumptions (see voter/redis-preflight.ts):
@@ -274,8 +276,11 @@ function validateNodes(nodes: unknown): void {
       throw new RedlockOptionsError(
         `nodes[${i}]`,
         `got ${String(node)}`,
-        'Use a redis:// URL, ioredis options or an ioredis client.',
+        'Use a redis:// URL, ioredis options, an ioredis client, or a Redis Cluster ({ cluster: [...] } or a Cluster client).',
       );
+    } else if (isClusterNode(node) || ('cluster' in node && typeof node.cluster !== 'function')) {
+      // (an ioredis client has a cluster() command method: not a cluster voter)
+      validateClusterNode(node, `nodes[${i}]`);
     }
   });
 }

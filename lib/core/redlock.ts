@@ -26,6 +26,8 @@ import { waitForLock, WaitExhausted } from './queue/waiting.js';
 import { engineScripts, LockValues, type ScriptSettings } from './scripts/index.js';
 import { Voters, type NodeStatus } from './voters.js';
 import { RedisVoter } from './voter/redis-voter.js';
+import { isClusterNode } from './voter/cluster-connection.js';
+import { assertLockFitsVoters, ClusterVoter } from './voter/cluster-voter.js';
 import { isVoterFactory, type Voter, type VoterContext } from './voter/voter.js';
 
 /** Largest window above a voter's clock within which it seeds a new counter with the caller's proposal, ms. */
@@ -271,6 +273,8 @@ export class Redlock {
       ticket: opts.wait > 0 ? String(Date.now()) : '',
       opts,
     };
+    // A Redis Cluster voter takes a lock's keys in one script: they must share a slot.
+    if (sorted.length > 1) assertLockFitsVoters(this.parts.voters.list, sorted, request.lockKeys);
     if (opts.wait === 0) {
       opts.signal?.throwIfAborted();
       const attempt = await this.acquirer.attempt(request, this.parts.values.next(names.length > 1));
@@ -304,5 +308,6 @@ export class Redlock {
 
 /** The voter for one entry of `nodes`. */
 function createVoter(node: RedlockNode, context: VoterContext): Voter {
-  return isVoterFactory(node) ? node.createVoter(context) : RedisVoter.from(node, context);
+  if (isVoterFactory(node)) return node.createVoter(context);
+  return isClusterNode(node) ? ClusterVoter.from(node, context) : RedisVoter.from(node, context);
 }

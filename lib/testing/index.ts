@@ -6,3 +6,5 @@ export { PostgresServer } from './postgres-server.js';
 export type { PostgresServerOptions } from './postgres-server.js';
 export { RedlockTestingModule, InMemoryLocks } from './redlock-testing.module.js';
 export type { RedlockTestingOptions } from './redlock-testing.module.js';
+export { SentinelGroup } from './sentinel-group.js';
+export type { SentinelGroupOptions } from './sentinel-group.js';
