@@ -142,7 +142,7 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
   if (typeof driftFactor !== 'number' || !(driftFactor >= 0 && driftFactor < 0.5)) {
     throw new RedlockOptionsError(
       'driftFactor',
-      `got ${String(driftFactor)}`,
+      `got ${show(driftFactor)}`,
       'Use a number in [0, 0.5), e.g. 0.01.',
     );
   }
@@ -172,7 +172,7 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
     retryJitter: nonNegative('retryJitter', options.retryJitter ?? DEFAULTS.retryJitter),
     keyPrefix,
     restartGuard,
-    fenceIdleTtl: positive('fenceIdleTtl', options.fenceIdleTtl ?? DEFAULTS.fenceIdleTtl),
+    fenceIdleTtl: positive('fenceIdleTtl', options.fenceIdleTtl ?? DEFAULTS.fenceIdleTtl, MAX_FENCE_IDLE_MS),
     connectTimeout: nonNegative('connectTimeout', options.connectTimeout ?? DEFAULTS.connectTimeout),
     maxHold: positiveOrInfinity('maxHold', options.maxHold ?? DEFAULTS.maxHold),
     preflight: preflightMode(options.preflight ?? DEFAULTS.preflight),
@@ -181,7 +181,7 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
 
 function preflightMode(mode: unknown): PreflightMode {
   if (mode === 'error' || mode === 'warn' || mode === 'off') return mode;
-  throw new RedlockOptionsError('preflight', `got ${String(mode)}`, "Use 'error', 'warn' or 'off'.");
+  throw new RedlockOptionsError('preflight', `got ${show(mode)}`, "Use 'error', 'warn' or 'off'.");
 }
 
 /** Merges per-call options over the engine's, validating them. */
@@ -275,7 +275,7 @@ function validateNodes(nodes: unknown): void {
     } else if (node === null || typeof node !== 'object') {
       throw new RedlockOptionsError(
         `nodes[${i}]`,
-        `got ${String(node)}`,
+        `got ${show(node)}`,
         'Use a redis:// URL, ioredis options, an ioredis client, or a Redis Cluster ({ cluster: [...] } or a Cluster client).',
       );
     } else if (isClusterNode(node) || ('cluster' in node && typeof node.cluster !== 'function')) {
@@ -283,6 +283,19 @@ function validateNodes(nodes: unknown): void {
       validateClusterNode(node, `nodes[${i}]`);
     }
   });
+}
+
+/**
+ * A value for an error message. String() throws on an object without a usable toString (e.g.
+ * `Object.create(null)` from a config parser), which would replace the RedlockOptionsError by a
+ * TypeError that names no option.
+ */
+function show(value: unknown): string {
+  try {
+    return String(value);
+  } catch {
+    return `a ${typeof value} without toString`;
+  }
 }
 
 function checkTtlWithinGuard(option: string, ttl: number, restartGuard: number): void {
@@ -295,28 +308,42 @@ function checkTtlWithinGuard(option: string, ttl: number, restartGuard: number):
   }
 }
 
-function positive(option: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+/**
+ * The longest delay Node's timers take: a longer one fires after 1 ms (with a
+ * TimeoutOverflowWarning), so a `wait`, `retryDelay` or `retryJitter` above it would end at once instead.
+ */
+const MAX_DELAY_MS = 2 ** 31 - 1;
+
+/**
+ * Upper bound of `fenceIdleTtl` (10 years). It is not a timer, but it is written into the fence
+ * script's source, where JavaScript prints 1e21 and above in exponent form, a PX that Redis
+ * refuses: with `fenceIdleTtl: 1e21` the counters lost their clock seed (tokens 2, 3, ...).
+ */
+const MAX_FENCE_IDLE_MS = 10 * 365 * 24 * 3600 * 1000;
+
+function positive(option: string, value: unknown, max = MAX_DELAY_MS): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > max) {
     throw new RedlockOptionsError(
       option,
-      `got ${String(value)}`,
-      'Use a finite number of milliseconds above 0.',
+      `got ${show(value)}`,
+      `Use a finite number of milliseconds above 0 and at most ${max}.`,
     );
   }
   return value;
 }
 
+/** maxHold is compared with the clock, never given to a timer: no upper bound, and Infinity is allowed. */
 function positiveOrInfinity(option: string, value: unknown): number {
   if (value === Infinity) return value;
-  return positive(option, value);
+  return positive(option, value, Number.MAX_VALUE);
 }
 
 function nonNegative(option: string, value: unknown): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_DELAY_MS) {
     throw new RedlockOptionsError(
       option,
-      `got ${String(value)}`,
-      'Use a finite number of milliseconds, 0 or more.',
+      `got ${show(value)}`,
+      `Use a finite number of milliseconds, 0 or more and at most ${MAX_DELAY_MS}.`,
     );
   }
   return value;

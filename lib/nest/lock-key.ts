@@ -19,11 +19,17 @@ const PLACEHOLDER = /\{(\d+)((?:\.[A-Za-z_$][\w$]*)*)\}/g;
 export function compileLockKey(key: LockKey, where: string): KeyResolver {
   if (typeof key === 'function') {
     return (args) => {
-      const result = (key as (...a: unknown[]) => string | readonly string[])(...args);
-      return check(typeof result === 'string' ? [result] : [...(result ?? [])], where);
+      const result: unknown = (key as (...a: unknown[]) => unknown)(...args);
+      // Anything but a string or an array (a number id, an object, undefined) is refused by
+      // check(): spreading it would throw a TypeError that names nothing the user wrote.
+      return check(
+        typeof result === 'string' ? [result] : Array.isArray(result) ? [...result] : [result],
+        where,
+      );
     };
   }
-  const templates = typeof key === 'string' ? [key] : [...key];
+  // Plain JavaScript callers can pass anything; spreading a non-array would throw a TypeError.
+  const templates: unknown[] = typeof key === 'string' ? [key] : Array.isArray(key) ? [...key] : [];
   if (templates.length === 0 || templates.some((t) => typeof t !== 'string' || t.length === 0)) {
     throw new RedlockOptionsError(
       `@DistributedLock key of ${where}`,
@@ -31,7 +37,7 @@ export function compileLockKey(key: LockKey, where: string): KeyResolver {
       'Pass a non-empty string, array of strings or function.',
     );
   }
-  const compiled = templates.map((template) => compileTemplate(template, where));
+  const compiled = (templates as string[]).map((template) => compileTemplate(template, where));
   return (args) => compiled.map((resolve) => resolve(args));
 }
 
@@ -55,16 +61,12 @@ function compileTemplate(template: string, where: string): (args: readonly unkno
       let value: unknown = args[part.index];
       for (const name of part.path)
         value = value == null ? undefined : (value as Record<string, unknown>)[name];
-      if (
-        value === undefined ||
-        value === null ||
-        value === '' ||
-        (typeof value === 'object' && !(value instanceof Date))
-      ) {
+      const problem = unrenderable(value);
+      if (problem) {
         const ref = `{${[part.index, ...part.path].join('.')}}`;
         throw new RedlockOptionsError(
           `@DistributedLock('${template}') on ${where}`,
-          `${ref} is ${value === '' ? 'an empty string' : value === null ? 'null' : typeof value}`,
+          `${ref} is ${problem}`,
           'Each placeholder must read a string or number from the arguments; check the argument index and path.',
         );
       }
@@ -74,13 +76,41 @@ function compileTemplate(template: string, where: string): (args: readonly unkno
   };
 }
 
-function check(resources: string[], where: string): string[] {
+/**
+ * Why a placeholder's value has no sensible text (undefined when it has one). Besides missing
+ * values and objects: NaN (a failed parse: every bad id would share the lock "order:NaN"), an
+ * invalid Date (toISOString throws a RangeError), a function (e.g. `{0.toString}`: its source
+ * code would become the key) and a symbol.
+ */
+function unrenderable(value: unknown): string | undefined {
+  if (value === undefined) return 'undefined';
+  if (value === null) return 'null';
+  if (value === '') return 'an empty string';
+  if (typeof value === 'number' && Number.isNaN(value)) return 'NaN';
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'an invalid Date' : undefined;
+  if (typeof value === 'object' || typeof value === 'function' || typeof value === 'symbol')
+    return `a ${typeof value}`;
+  return undefined;
+}
+
+function check(resources: unknown[], where: string): string[] {
   if (resources.length === 0 || resources.some((r) => typeof r !== 'string' || r.length === 0)) {
     throw new RedlockOptionsError(
       `@DistributedLock key function of ${where}`,
-      `returned ${JSON.stringify(resources)}`,
+      `returned ${describeReturn(resources)}`,
       'Return a non-empty string or a non-empty array of non-empty strings.',
     );
   }
-  return resources;
+  return resources as string[];
+}
+
+/** The key function's result for the error message (JSON.stringify throws on a BigInt). */
+function describeReturn(resources: unknown[]): string {
+  try {
+    return (
+      JSON.stringify(resources, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v)) ?? String(resources)
+    );
+  } catch {
+    return `[${resources.map((r) => typeof r).join(', ')}]`;
+  }
 }
