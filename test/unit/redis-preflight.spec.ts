@@ -56,12 +56,20 @@ describe('checkServer', () => {
   test('NOPERM names the commands and the ACL rule that grants them', () => {
     const [finding] = checkServer({
       ...healthy,
-      denied: ['config|get'],
+      denied: ['+config|get'],
       user: 'app',
       maxmemoryPolicy: undefined,
     });
     expect(finding!.problem).toContain('ACL user "app" may not run CONFIG GET (NOPERM)');
     expect(finding!.fix).toContain('ACL SETUSER app +config|get');
+    expect(finding!.fix).toContain("preflight: 'off'");
+    const denied = ['+incr', '~redlock:*', '&__redlock_wake__:*'];
+    const [script] = checkServer({ ...healthy, denied, user: 'app' });
+    expect(script!.problem).toContain(
+      'may not run INCR, access the keys redlock:*, publish to __redlock_wake__:* (NOPERM)',
+    );
+    expect(script!.fix).toMatch(/^ACL SETUSER app \+incr ~redlock:\* &__redlock_wake__:\* /);
+    expect(script!.fix).not.toContain("preflight: 'off'");
   });
 });
 

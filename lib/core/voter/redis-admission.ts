@@ -9,8 +9,11 @@ import {
   identityArgs,
   type IdentityCheck,
 } from '../scripts/identity.js';
+import { GUARD_MARKER_NAME } from '../keys.js';
+import { wakeChannelOf } from '../scripts/lock-value.js';
 import { runScript } from '../scripts/lua-script.js';
 import { settleWithin, TIMED_OUT } from '../timeouts.js';
+import { missingAclRules } from './redis-acl-probe.js';
 import { checkServer, readServerFacts, trustedAcrossRestarts, type ServerFacts } from './redis-preflight.js';
 
 /**
@@ -51,8 +54,13 @@ export async function admitServer(
 ): Promise<Admission> {
   const { preflight, guardMs } = settings;
   if (!preflight && guardMs <= 0) return { vote: true, abstainMs: 0 };
-  const facts = await readServerFacts(client, settings.timeoutMs);
+  let facts = await readServerFacts(client, settings.timeoutMs);
   if (preflight) {
+    const prefix = settings.markerKey.slice(0, settings.markerKey.length - GUARD_MARKER_NAME.length);
+    const probe = missingAclRules(client, prefix, `${wakeChannelOf('')}*`, wakeChannelOf('preflight'));
+    const missing = await settleWithin(probe, settings.timeoutMs);
+    if (missing === TIMED_OUT) throw new Error(`no reply to the ACL probe within ${settings.timeoutMs} ms`);
+    facts = { ...facts, denied: [...new Set([...facts.denied, ...missing])] };
     const refusal = preflight.review(voter, label, { serverId: facts.runId, findings: checkServer(facts) });
     if (refusal) return { vote: false, refusal };
   }

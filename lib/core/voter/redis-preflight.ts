@@ -27,7 +27,10 @@ export interface ServerFacts {
   readonly appendonly?: string;
   readonly appendfsync?: string;
   readonly clusterEnabled?: string;
-  /** Commands the connection's ACL user may not run (NOPERM), as `ACL SETUSER` spells them. */
+  /**
+   * ACL rules the connection's user lacks (NOPERM), as `ACL SETUSER` spells them: `+info`,
+   * `+config|get`, and (redis-acl-probe.ts) `+incr`, `~redlock:*`, `&__redlock_wake__:*`...
+   */
   readonly denied: readonly string[];
   /** The ACL user of the connection (`default` when none is given). */
   readonly user?: string;
@@ -57,9 +60,9 @@ export async function readServerFacts(client: Redis, timeoutMs: number): Promise
       return undefined;
     });
   const reads = Promise.all([
-    allowed('info', client.info('server')),
-    allowed('info', client.info('replication')),
-    ...CONFIG_KEYS.map((key) => allowed('config|get', client.config('GET', key) as Promise<string[]>)),
+    allowed('+info', client.info('server')),
+    allowed('+info', client.info('replication')),
+    ...CONFIG_KEYS.map((key) => allowed('+config|get', client.config('GET', key) as Promise<string[]>)),
   ]);
   const replies = await settleWithin(reads, timeoutMs);
   if (replies === TIMED_OUT) throw new Error(`no reply to INFO / CONFIG GET within ${timeoutMs} ms`);
@@ -107,16 +110,25 @@ export function checkServer(facts: ServerFacts): Finding[] {
   const findings: Finding[] = [];
   if (facts.denied.length > 0) {
     const user = facts.user ?? 'default';
-    const commands = facts.denied.map((c) => c.replace('|', ' ').toUpperCase()).join(' and ');
+    const commands = facts.denied
+      .filter((r) => r.startsWith('+'))
+      .map((r) => r.slice(1).replace('|', ' ').toUpperCase());
+    const what = [
+      ...(commands.length > 0 ? [`run ${commands.join(' and ')}`] : []),
+      ...facts.denied.filter((r) => r.startsWith('~')).map((r) => `access the keys ${r.slice(1)}`),
+      ...facts.denied.filter((r) => r.startsWith('&')).map((r) => `publish to ${r.slice(1)}`),
+    ];
+    const forPreflight = facts.denied.includes('+info') || facts.denied.includes('+config|get');
     findings.push({
       severity: 'error',
       problem:
-        `its ACL user "${user}" may not run ${commands} (NOPERM), which preflight needs to read run_id, role, ` +
-        'replicas, maxmemory-policy and persistence',
+        `its ACL user "${user}" may not ${what.join(', ')} (NOPERM): preflight reads INFO and CONFIG GET, ` +
+        "the lock's scripts call the data commands, and waiters are woken on the channel",
       fix:
-        `ACL SETUSER ${user} ${facts.denied.map((c) => `+${c}`).join(' ')} (the minimal lock user is in the ` +
-        `README, "Deploying safely"), or preflight: 'off' (the identity guard then cannot tell a restarted ` +
-        'or failed-over server and is off for this node)',
+        `ACL SETUSER ${user} ${facts.denied.join(' ')} (the minimal lock user is in the README, "Deploying safely")` +
+        (forPreflight
+          ? ", or preflight: 'off' (the identity guard then cannot tell a restarted or failed-over server)"
+          : ''),
     });
   }
   const policy = facts.maxmemoryPolicy;

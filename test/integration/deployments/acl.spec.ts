@@ -1,4 +1,4 @@
-import { RedisNodes } from '../../../lib/testing/index.js';
+import { NodeConfigurationError } from '../../../lib/index.js';
 import { Deployment, until } from './support.js';
 
 /**
@@ -73,12 +73,20 @@ describe('minimal ACL for the lock user', () => {
     expect(logger.lines.filter((l) => /NOPERM|error:|could not be checked/.test(l))).toEqual([]);
   });
 
-  test('every command the scripts call is needed: without INCR, no lock is granted', async () => {
-    const acl = MINIMAL_ACL.filter((rule) => rule !== '+incr');
-    const nodes: RedisNodes = await deployment.nodes(3, { extraArgs: ['--user', 'locker', ...acl] });
+  test.each([
+    ['+incr', 'run INCR', '+incr'],
+    ['+zpopmin', 'run ZPOPMIN', '+zpopmin'],
+    ['~redlock:*', 'access the keys redlock:*', '~redlock:*'],
+    ['&__redlock_wake__:*', 'publish to __redlock_wake__:*', '&__redlock_wake__:*'],
+  ])('a user without %s gets a bootstrap error that names it', async (rule, problem, fix) => {
+    const acl = MINIMAL_ACL.filter((r) => r !== rule);
+    const nodes = await deployment.nodes(3, { extraArgs: ['--user', 'locker', ...acl] });
     const urls = nodes.ports.map((port) => `redis://locker:lock-secret@127.0.0.1:${port}`);
     const { engine } = deployment.engine(urls);
-    await engine.connect();
-    await expect(engine.acquire('acl')).rejects.toThrow(/user executing the script can't run this command/);
+    const err = (await engine.connect().catch((e: unknown) => e)) as NodeConfigurationError;
+    expect(err).toBeInstanceOf(NodeConfigurationError);
+    expect(err.errors).toHaveLength(3);
+    expect(err.errors[0]!.problem).toContain(`ACL user "locker" may not ${problem} (NOPERM)`);
+    expect(err.errors[0]!.fix).toContain(`ACL SETUSER locker ${fix} `);
   });
 });
