@@ -1,5 +1,6 @@
 import { Redlock, type RedlockOptions } from '../../lib/index.js';
 import { RedisNodes, type RedisNodesOptions } from '../../lib/testing/index.js';
+import { LOCK_USER, MINIMAL_ACL, underMinimalAcl } from './acl.js';
 import type { RedisVoter } from '../../lib/core/voter/redis-voter.js';
 
 /**
@@ -25,15 +26,30 @@ export class MemoryLogger {
 export class TestCluster {
   private readonly engines: Redlock[] = [];
 
-  private constructor(readonly redis: RedisNodes) {}
+  private constructor(
+    readonly redis: RedisNodes,
+    private readonly acl = false,
+  ) {}
 
   static async start(count = 5, options?: RedisNodesOptions): Promise<TestCluster> {
-    return new TestCluster(await RedisNodes.start(count, options));
+    // REDLOCK_TEST_ACL=1: the nodes also have the minimal lock user, and engines log in as it.
+    const acl = underMinimalAcl && !options?.tls && !options?.password && !options?.aclUser;
+    const extraArgs = [
+      ...(options?.extraArgs ?? []),
+      ...(acl ? ['--user', LOCK_USER.username, ...MINIMAL_ACL] : []),
+    ];
+    return new TestCluster(await RedisNodes.start(count, { ...options, extraArgs }), acl);
+  }
+
+  /** The URL engines use for node `index` (as the minimal lock user under REDLOCK_TEST_ACL=1). */
+  url(index: number): string {
+    if (!this.acl) return this.redis.url(index);
+    return `redis://${LOCK_USER.username}:${LOCK_USER.password}@127.0.0.1:${this.redis.port(index)}`;
   }
 
   /** An engine over the given node indices (default all), restart guard off unless set. */
   async engine(options: Partial<RedlockOptions> = {}, indices?: number[]): Promise<Redlock> {
-    const urls = (indices ?? this.redis.urls.map((_, i) => i)).map((i) => this.redis.url(i));
+    const urls = (indices ?? this.redis.urls.map((_, i) => i)).map((i) => this.url(i));
     const engine = new Redlock({ restartGuard: false, logger: new MemoryLogger(), nodes: urls, ...options });
     this.engines.push(engine);
     await engine.connect();

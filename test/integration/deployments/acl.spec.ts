@@ -1,42 +1,11 @@
 import { NodeConfigurationError } from '../../../lib/index.js';
+import { MINIMAL_ACL } from '../../support/acl.js';
 import { Deployment, until } from './support.js';
 
 /**
  * The minimal ACL of the lock user, as the README documents it ("Deploying safely"): the engine
  * works under it (preflight included): acquire, waiting and hand-off, extend, release, inspect.
  */
-export const MINIMAL_ACL = [
-  'on',
-  '>lock-secret',
-  'resetkeys',
-  '~redlock:*',
-  'resetchannels',
-  '&__redlock_wake__:*',
-  '-@all',
-  // The engine itself: its scripts, health checks, wake-ups, and preflight.
-  '+evalsha',
-  '+eval',
-  '+script|load',
-  '+ping',
-  '+subscribe',
-  '+unsubscribe',
-  '+info',
-  '+config|get',
-  // What the scripts call: Redis checks a script's commands against the caller's ACL too.
-  '+get',
-  '+set',
-  '+del',
-  '+exists',
-  '+incr',
-  '+pexpire',
-  '+pttl',
-  '+time',
-  '+zadd',
-  '+zrem',
-  '+zpopmin',
-  '+publish',
-  '+scan', // the identity guard drops the fence counters of a server that lost writes
-];
 
 describe('minimal ACL for the lock user', () => {
   const deployment = new Deployment();

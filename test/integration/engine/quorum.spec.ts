@@ -82,7 +82,7 @@ describe('quorum acquire over 5 real nodes', () => {
 
   test('an unreachable majority is reported as QuorumUnavailableError naming the nodes', async () => {
     const remote = await cluster.engine({
-      nodes: ['redis://127.0.0.1:1', 'redis://127.0.0.1:2', cluster.redis.url(0)],
+      nodes: ['redis://127.0.0.1:1', 'redis://127.0.0.1:2', cluster.url(0)],
     });
     const err = await remote.acquire('nowhere').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(QuorumUnavailableError);

@@ -55,7 +55,7 @@ describe('restart guard (S5)', () => {
     const loggerB = new MemoryLogger();
     const a = await cluster.engine({ restartGuard: GUARD, ttl: GUARD, nodeTimeout: 100, logger: loggerA });
     const b = await cluster.engine({
-      nodes: [...UNREACHABLE, cluster.redis.url(2), cluster.redis.url(3), cluster.redis.url(4)],
+      nodes: [...UNREACHABLE, cluster.url(2), cluster.url(3), cluster.url(4)],
       restartGuard: GUARD,
       ttl: GUARD,
       nodeTimeout: 100,
@@ -99,7 +99,9 @@ describe('restart guard (S5)', () => {
     const abstaining = loggerB.lines.filter((l) => l.includes('abstains'));
     expect(abstaining).toHaveLength(1);
     expect(abstaining[0]).toMatch(
-      new RegExp(`^warn: Redis node redis://127\\.0\\.0\\.1:${cluster.redis.port(2)} abstains`),
+      new RegExp(
+        `^warn: Redis node redis://(locker:\\*\\*\\*@)?127\\.0\\.0\\.1:${cluster.redis.port(2)} abstains`,
+      ),
     );
     // "until <ISO time>": the client's estimate of the node's marker (clock skew aside, within ms).
     const until = Date.parse(/until (\S+):/.exec(abstaining[0]!)?.[1] ?? '');
@@ -119,7 +121,7 @@ describe('restart guard (S5)', () => {
   test('control: with the guard off, B wins while A still holds the lock (the checker sees the violation)', async () => {
     const a = await cluster.engine({ restartGuard: false, ttl: GUARD, nodeTimeout: 100 });
     const b = await cluster.engine({
-      nodes: [...UNREACHABLE, cluster.redis.url(2), cluster.redis.url(3), cluster.redis.url(4)],
+      nodes: [...UNREACHABLE, cluster.url(2), cluster.url(3), cluster.url(4)],
       restartGuard: false,
       ttl: GUARD,
       nodeTimeout: 100,
