@@ -5,7 +5,8 @@ import {
   trustedAcrossRestarts,
   type ServerFacts,
 } from '../../lib/core/voter/redis-preflight.js';
-import { NodeConfigurationError } from '../../lib/index.js';
+import { resolveOptions } from '../../lib/core/options.js';
+import { NodeConfigurationError, RedlockOptionsError } from '../../lib/index.js';
 import { MemoryLogger } from '../support/cluster.js';
 
 /** Preflight's pure checks, over facts objects (no Redis). */
@@ -123,4 +124,12 @@ describe('Preflight (engine-wide)', () => {
     expect(strict.review({}, 'n2', report('z', lru))).toBeInstanceOf(NodeConfigurationError);
     expect(logger.lines.at(-1)).toMatch(/^error: Redis node n2: .*does not vote until it is fixed/s);
   });
+});
+
+test("the preflight option: 'error' by default, validated", () => {
+  expect(resolveOptions({ nodes: ['redis://a:6379'] }).preflight).toBe('error');
+  expect(resolveOptions({ nodes: ['redis://a:6379'], preflight: 'off' }).preflight).toBe('off');
+  expect(() => resolveOptions({ nodes: ['redis://a:6379'], preflight: 'strict' as 'off' })).toThrow(
+    RedlockOptionsError,
+  );
 });
