@@ -105,7 +105,8 @@ export class Redlock {
       turnMs,
       // The middle of the window above the caller's clock: voters whose clocks are within half a
       // window of the caller's all take it.
-      seedProposalUs: () => Math.floor((performance.timeOrigin + performance.now()) * 1000 + seedWindowMs * 500),
+      seedProposalUs: () =>
+        Math.floor((performance.timeOrigin + performance.now()) * 1000 + seedWindowMs * 500),
       drift: (ttl) => Math.floor(ttl * driftFactor) + 2,
     };
     this.leases = new Leases(voters, resolved, this.parts.drift, this.events);
@@ -200,8 +201,8 @@ export class Redlock {
    * it frees, and the last fencing token issued for it.
    * @throws QuorumUnavailableError when fewer than a majority answer.
    */
-  inspect(resource: string): Promise<LockInspection> {
-    const [name] = normaliseResources(resource);
+  async inspect(resource: string): Promise<LockInspection> {
+    const [name] = normaliseResources(resource); // a bad name rejects, as every other failure does
     return inspectLock(this.parts.voters, name!, this.parts.keys.lock(name!), this.options.nodeTimeout);
   }
 

@@ -1,7 +1,7 @@
 import { FENCE_SUFFIX, QUEUE_SUFFIX } from '../keys.js';
 import { TURN_MARK } from './lock-value.js';
 import { luaScript, type LuaScript } from './lua-script.js';
-import { fenceFunctionsLua } from './fence.js';
+import { nextTokenLua } from './fence.js';
 import type { ScriptSettings } from './settings.js';
 
 /** A node's answer to an acquire, decoded. */
@@ -39,7 +39,7 @@ export type AcquireVote =
 export function acquireScript(settings: ScriptSettings): LuaScript {
   return luaScript(
     'acquire',
-    `${fenceFunctionsLua(settings)}
+    `
 local n = #KEYS
 local value = ARGV[1]
 local granted = n == 1 and redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2])
@@ -77,8 +77,8 @@ end
 local out = n > 1 and {1}
 for i = 1, n do
   -- A missing counter: a new resource, its idle expiry, or a node that lost its data.
-  local token, abstain = next_token(KEYS[i] .. '${FENCE_SUFFIX}', true, tonumber(ARGV[4]))
-  if not token then
+  local fence = KEYS[i] .. '${FENCE_SUFFIX}'${nextTokenLua(settings, { fence: 'fence', guarded: true, proposal: 'tonumber(ARGV[4])' })}
+  if abstain then
     -- Abstaining: undo this grant, so that it counts for nobody.
     for j = 1, n do
       if redis.call('GET', KEYS[j]) == value then redis.call('DEL', KEYS[j]) end
@@ -93,10 +93,32 @@ return out
   );
 }
 
-/** The acquire script's arguments: the same for every node. */
-export function acquireArgs(value: string, ttlMs: number, ticket: string, seedUs?: number): string[] {
+/** The last arguments built: an attempt asks every voter with the same ones, in a row. */
+let last:
+  { value: string; ttlMs: number; ticket: string; seedUs?: number; args: readonly string[] } | undefined;
+
+/**
+ * The acquire script's arguments: the same for every voter of an attempt, so they are built once
+ * and shared (read-only) by the voters asked in a row, instead of once per voter on the hot path.
+ */
+export function acquireArgs(
+  value: string,
+  ttlMs: number,
+  ticket: string,
+  seedUs?: number,
+): readonly string[] {
+  if (
+    last &&
+    last.value === value &&
+    last.ttlMs === ttlMs &&
+    last.ticket === ticket &&
+    last.seedUs === seedUs
+  ) {
+    return last.args;
+  }
   const args = [value, String(Math.ceil(ttlMs)), ticket];
   if (seedUs !== undefined) args.push(seedUs.toFixed(0));
+  last = { value, ttlMs, ticket, seedUs, args };
   return args;
 }
 

@@ -1,5 +1,6 @@
 import { FENCE_SUFFIX, QUEUE_SUFFIX } from '../keys.js';
 import { luaIsMultiResource, luaWakeChannelOf, TURN_MARK } from './lock-value.js';
+import { nextTokenLua } from './fence.js';
 import type { ScriptSettings } from './settings.js';
 import { LUA_HANDED_MESSAGE, LUA_TURN_MESSAGE } from './wake-message.js';
 
@@ -27,9 +28,10 @@ import { LUA_HANDED_MESSAGE, LUA_TURN_MESSAGE } from './wake-message.js';
  * it out of the queue) and tells it on its engine's channel (see wake-message.ts). `cause` is the
  * value of the one handing over (releasing, giving up), out of the queue already. A waiter whose
  * engine does not listen on this node (its process is gone) is skipped. Returns whether someone
- * got it. Needs next_token (fence.ts).
+ * got it.
  */
-export function promoteFunctionLua({ turnMs }: ScriptSettings): string {
+export function promoteFunctionLua(settings: ScriptSettings): string {
+  const { turnMs } = settings;
   return `
 local function promote(key, cause)
   local queue = key .. '${QUEUE_SUFFIX}'
@@ -45,7 +47,7 @@ local function promote(key, cause)
     -- The clock is read before the lease starts, so that the waiter never overestimates it.
     local now = redis.call('TIME')
     redis.call('SET', key, head, 'PX', ${turnMs})
-    local token = next_token(key .. '${FENCE_SUFFIX}', false)
+    local fence = key .. '${FENCE_SUFFIX}'${nextTokenLua(settings, { fence: 'fence', guarded: false })}
     if redis.call('PUBLISH', channel, ${LUA_HANDED_MESSAGE}) > 0 then return true end
     redis.call('DEL', key)
   end

@@ -1,5 +1,4 @@
 import { QUEUE_SUFFIX } from '../keys.js';
-import { fenceFunctionsLua } from './fence.js';
 import { TURN_MARK } from './lock-value.js';
 import { luaScript, type LuaScript } from './lua-script.js';
 import { promoteFunctionLua } from './queue.js';
@@ -11,10 +10,9 @@ import type { ScriptSettings } from './settings.js';
  * queue.ts). Each replies with a count (freed keys, or queues left), which nobody needs to read.
  */
 
-/** Lua prelude of the scripts that hand locks on: next_token (fence.ts) and promote (queue.ts). */
+/** Lua prelude of the scripts that hand locks on: promote (queue.ts). */
 function handOnLua(settings: ScriptSettings): string {
-  // promote never consults the restart guard: compile it out.
-  return fenceFunctionsLua({ ...settings, guardMs: 0 }) + promoteFunctionLua(settings);
+  return promoteFunctionLua(settings);
 }
 
 /**
