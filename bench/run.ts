@@ -14,6 +14,7 @@ import { b3 } from './b3-contention.js';
 import { b4 } from './b4-http.js';
 import { b5 } from './b5-stopped-node.js';
 import { b6 } from './b6-watchdog.js';
+import { b7 } from './b7-cluster.js';
 import { b8 } from './b8-first-grant.js';
 import { readConfig } from './config.js';
 import { baselineLibrary, packageEngines, selectLibraries, smokeTest, type Library } from './libraries.js';
@@ -22,7 +23,7 @@ import { FLOOR, renderTable, type BenchContext, type BenchResult, type Benchmark
 import { settle } from './stats.js';
 
 /** Every benchmark, in run order. */
-const BENCHMARKS: readonly Benchmark[] = [b1, b2, b3, b8, b4, b5, b6];
+const BENCHMARKS: readonly Benchmark[] = [b1, b2, b3, b8, b4, b5, b6, b7];
 
 /** The column every ratio is taken against when it runs (else ours). */
 const REFERENCE = 'redlock5';
@@ -79,7 +80,7 @@ async function main(): Promise<number> {
   const argv = process.argv.slice(2);
   if (argv.includes('--help') || argv.includes('-h')) {
     console.log(
-      'usage: npm run bench [-- B1 B2 B3 B8 B4 B5 B6] [--baseline <dist dir>]   (env: see bench/README.md)',
+      'usage: npm run bench [-- B1 B2 B3 B8 B4 B5 B6 B7] [--baseline <dist dir>]   (env: see bench/README.md)',
     );
     return 0;
   }

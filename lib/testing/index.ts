@@ -8,3 +8,4 @@ export { RedlockTestingModule, InMemoryLocks } from './redlock-testing.module.js
 export type { RedlockTestingOptions } from './redlock-testing.module.js';
 export { SentinelGroup } from './sentinel-group.js';
 export type { SentinelGroupOptions } from './sentinel-group.js';
+export { RedisClusterNodes } from './redis-cluster.js';

@@ -1,12 +1,19 @@
 import { spawnSync } from 'node:child_process';
 import { Cluster, Redis } from 'ioredis';
-import { RedisNodes } from '../../lib/testing/index.js';
-import { keySlot } from '../../lib/core/voter/cluster-slots.js';
+import { keySlot } from '../core/voter/cluster-slots.js';
+import { RedisNodes } from './redis-nodes.js';
 
 /**
- * A local Redis Cluster of real `redis-server` processes (one master per shard, no replicas),
- * for the tests: started on free ports, joined with `redis-cli --cluster create`, and ended by pid
- * in {@link close} (RedisNodes owns the processes and their data directories).
+ * A local Redis Cluster of real `redis-server` processes (one master per shard, no replicas), for
+ * integration tests and benchmarks of code that locks over a cluster voter: started on free
+ * ports, joined with `redis-cli --cluster create`, and ended by pid in {@link close} (a
+ * {@link RedisNodes} set owns the processes and their data directories; kill, revive and friends
+ * work on `nodes`).
+ *
+ * ```ts
+ * const cluster = await RedisClusterNodes.start(3);
+ * const engine = new Redlock({ nodes: [{ cluster: cluster.startupNodes }, ...] });
+ * ```
  *
  * `cluster-require-full-coverage no`: a shard that is down makes only its own slots fail, which
  * is how a cluster voter should be deployed (see the README's deployment guide); the short
@@ -15,6 +22,7 @@ import { keySlot } from '../../lib/core/voter/cluster-slots.js';
 export class RedisClusterNodes {
   private constructor(readonly nodes: RedisNodes) {}
 
+  /** Starts `shards` masters (default 3) and joins them into one cluster that serves every slot. */
   static async start(shards = 3): Promise<RedisClusterNodes> {
     const nodes = await RedisNodes.start(shards, {
       extraArgs: [
@@ -24,24 +32,39 @@ export class RedisClusterNodes {
         '1000',
         '--cluster-require-full-coverage',
         'no',
+        // A node that never met another one does not know its own address (CLUSTER SLOTS would say "").
+        '--cluster-announce-ip',
+        '127.0.0.1',
       ],
     });
     const cluster = new RedisClusterNodes(nodes);
     try {
-      const create = spawnSync(
-        'redis-cli',
-        [
-          '--cluster',
-          'create',
-          ...nodes.ports.map((p) => `127.0.0.1:${p}`),
-          '--cluster-replicas',
-          '0',
-          '--cluster-yes',
-        ],
-        { encoding: 'utf8', timeout: 20_000 },
-      );
-      if (create.status !== 0)
-        throw new Error(`redis-cli --cluster create failed:\n${create.stdout}${create.stderr}`);
+      if (shards >= 3) {
+        const create = spawnSync(
+          'redis-cli',
+          [
+            '--cluster',
+            'create',
+            ...nodes.ports.map((p) => `127.0.0.1:${p}`),
+            '--cluster-replicas',
+            '0',
+            '--cluster-yes',
+          ],
+          { encoding: 'utf8', timeout: 20_000 },
+        );
+        if (create.status !== 0)
+          throw new Error(`redis-cli --cluster create failed:\n${create.stdout}${create.stderr}`);
+      } else {
+        // redis-cli wants 3 masters at least: join and split the slots by hand.
+        const first = nodes.client(0);
+        for (const port of nodes.ports.slice(1))
+          await first.call('CLUSTER', 'MEET', '127.0.0.1', String(port));
+        const per = Math.ceil(16384 / shards);
+        for (let i = 0; i < shards; i++) {
+          const to = Math.min(16383, (i + 1) * per - 1);
+          await nodes.client(i).call('CLUSTER', 'ADDSLOTSRANGE', String(i * per), String(to));
+        }
+      }
       await cluster.waitHealthy();
     } catch (err) {
       await nodes.close();

@@ -6,10 +6,9 @@ import {
   RedlockOptionsError,
   type RedlockOptions,
 } from '../../../lib/index.js';
-import { RedisNodes } from '../../../lib/testing/index.js';
+import { RedisClusterNodes, RedisNodes } from '../../../lib/testing/index.js';
 import { keySlot, slotMarkerKey } from '../../../lib/core/voter/cluster-slots.js';
 import { MemoryLogger } from '../../support/cluster.js';
-import { RedisClusterNodes } from '../../support/redis-cluster.js';
 import { contend } from './history.js';
 
 /*
