@@ -58,6 +58,8 @@ export class RedisVoter implements Voter {
   private checking: Promise<void> | undefined;
   /** Why the current connection's server does not vote (refused, or not checked yet). */
   private refusal: string | undefined;
+  /** The check on this connection said no (not merely failed to run): nothing to wait for. */
+  private refused = false;
   private readonly admissionWaiters = new Set<() => void>();
   /** Epoch ms until which the voter abstains under the identity guard (0: it votes). */
   private abstainUntil = 0;
@@ -180,6 +182,8 @@ export class RedisVoter implements Voter {
   /** Resolves once the server was admitted (true) or refused (false), or after `timeoutMs` (false). */
   waitReady(timeoutMs: number): Promise<boolean> {
     if (this.connected) return Promise.resolve(true);
+    // Refused on this connection (preflight): it will not vote until it reconnects; do not wait.
+    if (this.client.status === 'ready' && this.refused) return Promise.resolve(false);
     if (this.client.status === 'wait') this.client.connect().catch(() => undefined);
     let onSettled: (() => void) | undefined;
     const settled = new Promise<void>((resolve) => this.admissionWaiters.add((onSettled = resolve)));
@@ -277,6 +281,7 @@ export class RedisVoter implements Voter {
     const attempt = ++this.admissions;
     this.admitted = false;
     this.refusal = undefined;
+    this.refused = false;
     const current = () => attempt === this.admissions && this.client.status === 'ready';
     this.checking = admitServer(this.client, this, this.label, this.admission).then(
       (result) => {
@@ -284,6 +289,7 @@ export class RedisVoter implements Voter {
         if (!current()) return;
         if (!result.vote) {
           this.refusal = result.refusal.message;
+          this.refused = true;
         } else {
           this.abstainUntil = result.abstainMs > 0 ? Date.now() + result.abstainMs : 0;
           if (result.abstainMs > 0) {
