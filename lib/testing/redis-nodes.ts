@@ -1,9 +1,12 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
+import { assertRedisServerInstalled, endOnExit, endProcess } from './child-processes.js';
 import { freePort } from './free-port.js';
+
+export { assertRedisServerInstalled } from './child-processes.js';
 
 /** How a node keeps its data across a restart (`aof-everysec`: may lose the last second of writes). */
 export type Persistence = 'none' | 'aof-always' | 'aof-everysec';
@@ -39,30 +42,12 @@ export interface RedisNodeInfo {
   readonly pid: number | undefined;
 }
 
-const live = new Set<ChildProcess>();
 /**
  * Ports held by this process's open sets. `freePort` only asks the OS for a port that is free at
  * that instant, so two sets started at once (Promise.all in a test) could both be handed it, and
  * one of them fail to bind.
  */
 const reserved = new Set<number>();
-let exitHookInstalled = false;
-
-/** Last resort: a test process that exits without calling close() still ends its nodes, by pid. */
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on('exit', () => {
-    for (const child of live) {
-      try {
-        if (child.pid) process.kill(child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-  });
-}
-
 /**
  * Starts real `redis-server` processes on free loopback ports, for integration tests of code that
  * locks (yours and ours), and injects faults into them: kill (SIGKILL), stop (SIGSTOP), resume,
@@ -92,7 +77,6 @@ export class RedisNodes {
   /** Starts `count` nodes. Throws with install instructions when redis-server is not on PATH. */
   static async start(count = 5, options: RedisNodesOptions = {}): Promise<RedisNodes> {
     assertRedisServerInstalled();
-    installExitHook();
     const host = options.host ?? '127.0.0.1';
     const dir = mkdtempSync(join(tmpdir(), 'redis-nodes-'));
     const ports: number[] = [];
@@ -289,8 +273,7 @@ export class RedisNodes {
   private launch(index: number): Promise<void> {
     const proc = spawn('redis-server', this.args(index), { stdio: ['ignore', 'pipe', 'pipe'] });
     this.procs[index] = proc;
-    live.add(proc);
-    proc.once('exit', () => live.delete(proc));
+    endOnExit(proc);
     const timeout = this.options.startTimeout ?? 10_000;
     return new Promise((resolve, reject) => {
       let output = '';
@@ -327,30 +310,4 @@ export class RedisNodes {
       proc.once('exit', onExit);
     });
   }
-}
-
-/** Checks that redis-server can be run; otherwise says how to install it. */
-export function assertRedisServerInstalled(): void {
-  const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
-  if (probe.error || probe.status !== 0) {
-    throw new Error(
-      'redis-server was not found on PATH. Install it: `sudo apt-get install -y redis-server` (Debian/Ubuntu) ' +
-        'or `brew install redis` (macOS), then run again.',
-    );
-  }
-}
-
-function endProcess(proc: ChildProcess, signal: NodeJS.Signals): Promise<void> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    proc.once('exit', () => resolve());
-    try {
-      if (proc.pid) {
-        process.kill(proc.pid, 'SIGCONT'); // a stopped process must run to die cleanly
-        process.kill(proc.pid, signal);
-      }
-    } catch {
-      resolve();
-    }
-  });
 }
