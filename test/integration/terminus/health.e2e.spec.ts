@@ -214,7 +214,8 @@ describe('RedlockHealthIndicator and the restart guard (3 brand-new nodes)', () 
     for (const node of res.body.details.redlock.nodes.filter((n: { state: string }) => n.state !== 'up')) {
       const until = Date.parse(node.abstainingUntil);
       expect(until).toBeGreaterThan(before);
-      expect(until).toBeLessThanOrEqual(after + GUARD);
+      // The server's clock (ms, rounded) sets the end; ours is read around the call: a few ms of slack.
+      expect(until).toBeLessThanOrEqual(after + GUARD + 10);
     }
   });
 
