@@ -89,3 +89,27 @@ describe('quorum acquire over 5 real nodes', () => {
     expect((err as Error).message).toContain('127.0.0.1:1');
   });
 });
+
+describe('tryAcquire makes one attempt (the engine default wait does not apply)', () => {
+  let cluster: TestCluster;
+
+  beforeAll(async () => {
+    cluster = await TestCluster.start(3);
+  });
+  afterAll(() => cluster.close());
+
+  test('a busy lock gives null at once with a 5 s default wait; it waits only when its options pass wait', async () => {
+    const holder = await cluster.engine();
+    const engine = await cluster.engine({ wait: 5000 });
+    const lock = await holder.acquire('try-once', { ttl: 10_000 });
+    let started = performance.now();
+    expect(await engine.tryAcquire('try-once')).toBeNull();
+    expect(performance.now() - started).toBeLessThan(500);
+    setTimeout(() => void lock.release(), 300);
+    started = performance.now();
+    const waited = await engine.tryAcquire('try-once', { wait: 3000 });
+    expect(waited).not.toBeNull();
+    expect(performance.now() - started).toBeGreaterThanOrEqual(250);
+    await waited!.release();
+  });
+});
