@@ -2,6 +2,7 @@ export { Redlock } from './redlock.js';
 export type { NodeStatus } from './voters.js';
 export type { Lock } from './lock.js';
 export type { LockEvent } from './events.js';
+export type { TelemetryProviders } from './telemetry.js';
 export type { LockInspection } from './inspect.js';
 export type { RedlockOptions, LockOptions, RedlockNode, PreflightMode } from './options.js';
 export type { RedlockLogger } from './logger.js';

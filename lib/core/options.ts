@@ -1,6 +1,7 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { RedlockOptionsError } from './errors.js';
 import type { RedlockLogger } from './logger.js';
+import type { TelemetryProviders } from './telemetry.js';
 import { isClusterNode, validateClusterNode, type ClusterVoterNode } from './voter/cluster-connection.js';
 import type { VoterFactory } from './voter/voter.js';
 
@@ -55,6 +56,11 @@ export interface RedlockOptions {
   maxHold?: number;
   /** Where the engine reports unreachable or abstaining nodes. Default: warnings to stderr. */
   logger?: RedlockLogger;
+  /**
+   * OpenTelemetry: explicit providers to record metrics and spans with, or `false` for none.
+   * Default: the globally registered providers, when `@opentelemetry/api` is installed.
+   */
+  telemetry?: TelemetryProviders | false;
   /**
    * Checks of every Redis node when it (first) connects: eviction policy, the same server listed
    * twice, replicas, cluster nodes, missing ACL rights. Default `'error'`.

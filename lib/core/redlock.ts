@@ -53,6 +53,7 @@ export class Redlock {
   /** Undefined when preflight is off. */
   private readonly preflight: Preflight | undefined;
   private detachTelemetry: Promise<(() => void) | undefined> | undefined;
+  private readonly telemetry: RedlockOptions['telemetry'];
   private closed = false;
 
   /**
@@ -64,6 +65,7 @@ export class Redlock {
   constructor(options: RedlockOptions) {
     const resolved = resolveOptions(options);
     const logger = options.logger ?? consoleLogger;
+    this.telemetry = options.telemetry;
     // Long enough for a woken waiter to answer on a busy machine, short enough that a dead one
     // holds the lock up for less than a retry delay would.
     const turnMs = Math.max(4 * resolved.nodeTimeout, 200);
@@ -133,7 +135,7 @@ export class Redlock {
    */
   async connect(): Promise<NodeStatus[]> {
     // OpenTelemetry providers are registered before the app boots: look for them now.
-    this.detachTelemetry ??= attachTelemetry(this.events);
+    this.detachTelemetry ??= attachTelemetry(this.events, this.telemetry);
     await this.detachTelemetry;
     const statuses = await this.parts.voters.connect(this.options.connectTimeout);
     const misconfigured = this.preflight?.bootstrapDone();

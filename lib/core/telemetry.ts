@@ -5,6 +5,18 @@ export const INSTRUMENTATION_NAME = 'nest-quorum-lock';
 
 /** The part of `@opentelemetry/api` used here (an optional peer: imported on first use only). */
 type OtelApi = typeof import('@opentelemetry/api');
+type Meter = import('@opentelemetry/api').Meter;
+type Tracer = import('@opentelemetry/api').Tracer;
+
+/**
+ * Where the engine records (option `telemetry`): explicit OpenTelemetry providers (an SDK's
+ * `MeterProvider` / `TracerProvider`), or `false` for nothing. Default: the globally registered
+ * providers, looked up when the engine connects.
+ */
+export interface TelemetryProviders {
+  readonly meterProvider?: { getMeter(name: string): unknown };
+  readonly tracerProvider?: { getTracer(name: string): unknown };
+}
 
 /**
  * Records the engine's events as OpenTelemetry metrics and spans, when `@opentelemetry/api` is
@@ -16,22 +28,37 @@ type OtelApi = typeof import('@opentelemetry/api');
  * (counter, attribute `node`); a span `redlock.acquire` per acquire (tracer `nest-quorum-lock`).
  * Resolves with how to detach.
  */
-export async function attachTelemetry(events: LockEvents): Promise<(() => void) | undefined> {
+export async function attachTelemetry(
+  events: LockEvents,
+  providers?: TelemetryProviders | false,
+): Promise<(() => void) | undefined> {
+  if (providers === false) return undefined;
   let api: OtelApi;
   try {
     api = await import('@opentelemetry/api');
   } catch {
     return undefined; // not installed
   }
-  const meterProvider = api.metrics.getMeterProvider();
-  const tracerProvider = api.trace.getTracerProvider();
-  const delegate = (tracerProvider as Partial<InstanceType<OtelApi['ProxyTracerProvider']>>).getDelegate?.();
-  const metered = meterProvider.constructor.name !== 'NoopMeterProvider';
-  const traced = (delegate ?? tracerProvider).constructor.name !== 'NoopTracerProvider';
-  if (!metered && !traced) return undefined;
-
-  const meter = api.metrics.getMeter(INSTRUMENTATION_NAME);
-  const tracer = api.trace.getTracer(INSTRUMENTATION_NAME);
+  let meter: Meter | undefined;
+  let tracer: Tracer | undefined;
+  if (providers) {
+    meter = providers.meterProvider?.getMeter(INSTRUMENTATION_NAME) as Meter | undefined;
+    tracer = providers.tracerProvider?.getTracer(INSTRUMENTATION_NAME) as Tracer | undefined;
+  } else {
+    const meterProvider = api.metrics.getMeterProvider();
+    const tracerProvider = api.trace.getTracerProvider();
+    const delegate = (
+      tracerProvider as Partial<InstanceType<OtelApi['ProxyTracerProvider']>>
+    ).getDelegate?.();
+    if (meterProvider.constructor.name !== 'NoopMeterProvider')
+      meter = api.metrics.getMeter(INSTRUMENTATION_NAME);
+    if ((delegate ?? tracerProvider).constructor.name !== 'NoopTracerProvider') {
+      tracer = api.trace.getTracer(INSTRUMENTATION_NAME);
+    }
+  }
+  if (!meter && !tracer) return undefined;
+  meter ??= api.metrics.getMeter(INSTRUMENTATION_NAME); // the no-op meter: instruments that do nothing
+  const traced = tracer !== undefined;
   const acquireDuration = meter.createHistogram('redlock.acquire.duration', {
     unit: 'ms',
     description: 'Time an acquire took, by outcome',
@@ -53,7 +80,7 @@ export async function attachTelemetry(events: LockEvents): Promise<(() => void) 
       case 'unavailable': {
         acquireDuration.record(event.durationMs ?? 0, { outcome: event.type });
         if (event.type === 'acquired') held.add(1);
-        if (traced) recordAcquireSpan(api, tracer, event);
+        if (traced) recordAcquireSpan(api, tracer!, event);
         return;
       }
       case 'released':
@@ -72,11 +99,7 @@ export async function attachTelemetry(events: LockEvents): Promise<(() => void) 
 }
 
 /** A `redlock.acquire` span covering the acquire that just ended, in the caller's context. */
-function recordAcquireSpan(
-  api: OtelApi,
-  tracer: ReturnType<OtelApi['trace']['getTracer']>,
-  event: LockEvent,
-): void {
+function recordAcquireSpan(api: OtelApi, tracer: Tracer, event: LockEvent): void {
   const startTime = performance.timeOrigin + performance.now() - (event.durationMs ?? 0);
   const span = tracer.startSpan('redlock.acquire', {
     startTime,

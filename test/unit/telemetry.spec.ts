@@ -92,4 +92,34 @@ describe('OpenTelemetry (SDK in-memory reader and exporter; no Redis)', () => {
       expect(points(resourceMetrics, 'redlock.locks.held')[0]!.value).toBe(0);
     });
   });
+
+  test('explicit providers (option telemetry) record without any global registration; false records nothing', async () => {
+    const reader = new TestReader();
+    const meterProvider = new MeterProvider({ readers: [reader] });
+    const exporter = new InMemorySpanExporter();
+    const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    const engine = new Redlock({
+      nodes: [MemoryVoter.factory()],
+      restartGuard: false,
+      logger: quiet,
+      telemetry: { meterProvider, tracerProvider },
+    });
+    const off = new Redlock({
+      nodes: [MemoryVoter.factory()],
+      restartGuard: false,
+      logger: quiet,
+      telemetry: false,
+    });
+    await Promise.all([engine.connect(), off.connect()]);
+    await (await engine.acquire('explicit')).release();
+    await (await off.acquire('explicit')).release();
+    const { resourceMetrics } = await reader.collect();
+    expect((points(resourceMetrics, 'redlock.acquire.duration')[0]!.value as { count: number }).count).toBe(
+      1,
+    );
+    expect(exporter.getFinishedSpans().map((span) => span.name)).toEqual(['redlock.acquire']);
+    expect((off as unknown as { events: { observed: boolean } }).events.observed).toBe(false);
+    await Promise.all([engine.close(), off.close()]);
+    await Promise.all([meterProvider.shutdown(), tracerProvider.shutdown()]);
+  });
 });
