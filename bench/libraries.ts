@@ -7,10 +7,12 @@ import { Redlock as OurRedlock, type RedlockNode } from 'nest-quorum-lock';
 import Redlock from 'redlock';
 import { RedlockMutex } from 'redis-semaphore';
 import { createRedlock, IoredisAdapter } from 'redlock-universal';
+import { benchTelemetry } from './otel.js';
 import { within, STALLED } from './stats.js';
 
 /** Identifies a library (a column of the result table). */
-export type LibraryId = 'ours' | 'ours-baseline' | 'ours-autopipe' | 'redlock5' | 'semaphore' | 'universal';
+export type LibraryId =
+  'ours' | 'ours-baseline' | 'ours-autopipe' | 'ours-otel' | 'redlock5' | 'semaphore' | 'universal';
 
 /** What every benchmark needs from a held lock. */
 export interface HeldHandle {
@@ -79,6 +81,7 @@ interface EngineOptions {
   ttl: number;
   wait: number;
   nodeTimeout: number;
+  telemetry?: ReturnType<typeof benchTelemetry>;
 }
 
 type EngineClass = new (options: EngineOptions) => Engine;
@@ -88,11 +91,12 @@ const WAITING_OURS = (s: ClientSettings) =>
 
 /** Our engine. Nodes are given as URLs (connections owned by the engine), like most users will. */
 function ours(
-  id: 'ours' | 'ours-baseline' | 'ours-autopipe',
+  id: 'ours' | 'ours-baseline' | 'ours-autopipe' | 'ours-otel',
   label: string,
   pkg: string,
   Engine: EngineClass,
   nodeOptions: RedisOptions | undefined,
+  withTelemetry = false,
 ): Library {
   return {
     id,
@@ -104,12 +108,14 @@ function ours(
       const nodes: RedlockNode[] = urls.map((url) =>
         nodeOptions ? { ...redisOptionsFromUrl(url), ...nodeOptions } : url,
       );
-      const engine = new Engine({ nodes, ttl: s.ttl, wait: s.wait, nodeTimeout: s.nodeTimeout });
+      const telemetry = withTelemetry ? benchTelemetry() : undefined;
+      const engine = new Engine({ nodes, ttl: s.ttl, wait: s.wait, nodeTimeout: s.nodeTimeout, telemetry });
       await engine.connect();
       return {
         acquire: (resource) => engine.acquire(resource),
         close: async () => {
           await within(engine.close(), 5_000);
+          await telemetry?.shutdown();
         },
       };
     },
@@ -229,7 +235,7 @@ const universal: Library = {
   },
 };
 
-/** Every library, in column order. `ours-autopipe` only runs when BENCH_LIBS names it. */
+/** Every library, in column order. `ours-otel` and `ours-autopipe` only run when BENCH_LIBS names them. */
 export const ALL_LIBRARIES: readonly Library[] = [
   ours(
     'ours',
@@ -241,6 +247,14 @@ export const ALL_LIBRARIES: readonly Library[] = [
   redlock5,
   semaphore,
   universal,
+  ours(
+    'ours-otel',
+    'ours+otel',
+    `nest-quorum-lock@${packageVersion('nest-quorum-lock')} (this repo, dist/) with OpenTelemetry SDK providers (metrics + spans)`,
+    OurRedlock,
+    undefined,
+    true,
+  ),
   ours(
     'ours-autopipe',
     'ours+autopipelining',
