@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { RedlockLogger } from '../logger.js';
-import { clusterAcquireScript, SEED_SLOT_MARKERS } from '../scripts/cluster-scripts.js';
+import { clusterAcquireScript } from '../scripts/cluster-scripts.js';
 import { compileSettings } from '../scripts/settings.js';
 import {
   decodeAcquireReply,
@@ -23,7 +23,13 @@ import {
 } from '../scripts/index.js';
 import { settleWithin } from '../timeouts.js';
 import { ClusterSubscriber } from './cluster-subscriber.js';
-import { clusterConnection, type ClusterConnection, type ClusterVoterNode } from './cluster-connection.js';
+import { seedSlotMarkers } from './cluster-markers.js';
+import {
+  clusterConnection,
+  quitCluster,
+  type ClusterConnection,
+  type ClusterVoterNode,
+} from './cluster-connection.js';
 import { assertClusterPrefix, assertOneSlot, keySlot, slotMarkerKey } from './cluster-slots.js';
 import { describeError } from './redis-connection.js';
 import type { Voter, VoterContext } from './voter.js';
@@ -32,9 +38,6 @@ interface Corkable {
   cork(): void;
   uncork(): void;
 }
-
-/** Slots whose restart-guard markers one seeding call covers. */
-const SEED_CHUNK = 256;
 
 /**
  * A Redis Cluster as ONE voter of the quorum: the cluster holds one copy of the lock state,
@@ -76,6 +79,8 @@ export class ClusterVoter implements Voter {
   private up = false;
   private seeded = false;
   private corked = false;
+  /** This voter's acquires in flight, by lock value (see letGo). */
+  private readonly acquiring = new Map<string, Promise<unknown>>();
   private readonly owned: boolean;
   private readonly scripts: EngineScripts;
   /** The acquire script with the slot's marker as its last key (scripts/cluster-scripts.ts). */
@@ -138,7 +143,13 @@ export class ClusterVoter implements Voter {
     const slot = keys.length === 1 ? keySlot(keys[0]!) : assertOneSlot(keys, keys, this.label);
     const withMarker = [...keys, slotMarkerKey(this.guardKey, slot)];
     const args = acquireArgs(value, ttlMs, ticket, seedUs); // shared, read-only
-    return decodeAcquireReply(await this.run(this.acquireScript, withMarker, args));
+    const sent = this.run(this.acquireScript, withMarker, args);
+    this.acquiring.set(value, sent);
+    try {
+      return decodeAcquireReply(await sent);
+    } finally {
+      if (this.acquiring.get(value) === sent) this.acquiring.delete(value);
+    }
   }
 
   async raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean> {
@@ -180,6 +191,13 @@ export class ClusterVoter implements Voter {
         : how.op === 'requeue'
           ? this.scripts.requeue
           : this.scripts.leaveQueue;
+    // The engine frees a late grant by sending this after the acquire, trusting one connection to
+    // keep the order. A cluster client does not always: a command that meets MOVED, or a slot map
+    // being refreshed, is sent again later, after what followed it (seen here: the acquire of a
+    // fresh client landing 80 ms after its own release, a key left held for its whole lease).
+    // So a let-go waits for this voter's acquire of the same value to settle first.
+    const acquiring = this.acquiring.get(value);
+    if (acquiring) await acquiring.catch(() => undefined);
     await this.run(script, keys, letGoArgs(value, how));
   }
 
@@ -276,7 +294,7 @@ export class ClusterVoter implements Voter {
     this.loadScripts();
     if (!this.seeded) {
       this.seeded = true;
-      void this.seedMarkers();
+      void seedSlotMarkers(this.client, this.guardKey, this.guardMs);
     }
     if (this.up) return;
     this.up = true;
@@ -298,46 +316,6 @@ export class ClusterVoter implements Voter {
       }
     }
   }
-
-  /**
-   * Seeds the restart-guard markers of every slot, once, with SEED_SLOT_MARKERS on the shard that
-   * serves them, a chunk of slots per call (a short script: lock traffic goes on in between).
-   * A shard that fails to seed (it is down) gets its markers from the first acquire on each slot
-   * instead, which is as safe: it only starts the guard later.
-   */
-  private async seedMarkers(): Promise<void> {
-    const guard = String(this.guardMs);
-    const bySlotOwner = new Map<string, string[]>();
-    this.client.slots.forEach((owners, slot) => {
-      const master = owners[0];
-      if (master === undefined) return;
-      const markers = bySlotOwner.get(master) ?? [];
-      markers.push(slotMarkerKey(this.guardKey, slot));
-      bySlotOwner.set(master, markers);
-    });
-    await Promise.all(
-      this.client.nodes('master').map(async (node) => {
-        const markers = bySlotOwner.get(`${node.options.host}:${node.options.port}`) ?? [];
-        for (let from = 0; from < markers.length && node.status !== 'end'; from += SEED_CHUNK) {
-          const chunk = markers.slice(from, from + SEED_CHUNK);
-          await runScript(node, SEED_SLOT_MARKERS, [], [guard, ...chunk]).catch(() => undefined);
-        }
-      }),
-    );
-  }
-}
-
-/** QUIT (only when ready, at most `timeoutMs`), then drop the connections. */
-async function quitCluster(client: Cluster, timeoutMs: number): Promise<void> {
-  if (client.status === 'end') return;
-  const ended = new Promise((resolve) => client.once('end', resolve));
-  if (client.status === 'ready')
-    await settleWithin(
-      client.quit().catch(() => undefined),
-      timeoutMs,
-    );
-  client.disconnect();
-  await settleWithin(ended, 1000);
 }
 
 /**
