@@ -1,11 +1,11 @@
+import type { Observable } from 'rxjs';
 import { Acquirer, type AcquireRequest, type Attempt } from './acquire.js';
 import type { EngineParts } from './engine-parts.js';
 import { LockNotAcquiredError, QuorumUnavailableError, RedlockError } from './errors.js';
 import { LockEvents, type LockEvent } from './events.js';
-import { attachTelemetry } from './telemetry.js';
+import { inspectLock, type LockInspection } from './inspect.js';
 import { KeySpace } from './keys.js';
 import { Leases } from './lease/leases.js';
-import { inspectLock, type LockInspection } from './inspect.js';
 import { JoinedLock, type Lock } from './lock.js';
 import { LockContext } from './lock-context.js';
 import { Preflight } from './preflight.js';
@@ -19,11 +19,11 @@ import {
   type RedlockOptions,
   type ResolvedOptions,
 } from './options.js';
-import type { Observable } from 'rxjs';
 import { QUEUE_RECHECK_MS } from './queue/pause.js';
 import { WakeChannel } from './queue/wake-channel.js';
 import { waitForLock, WaitExhausted } from './queue/waiting.js';
 import { engineScripts, LockValues, type ScriptSettings } from './scripts/index.js';
+import { attachTelemetry } from './telemetry.js';
 import { Voters, type NodeStatus } from './voters.js';
 import { RedisVoter } from './voter/redis-voter.js';
 import { isClusterNode } from './voter/cluster-connection.js';
