@@ -11,6 +11,10 @@ import {
 } from './voter/quorum-round.js';
 import type { Voter } from './voter/voter.js';
 
+/** Every answer, or failure, of a voter letting go counts as done (see Voters.letGo). */
+const countsAsDone = (): 'yes' => 'yes';
+const ignore = (): undefined => undefined;
+
 /** Reachability of one voter, as reported by `Redlock.connect`, `status` and `probe`. */
 export interface NodeStatus {
   readonly node: string;
@@ -84,14 +88,14 @@ export class Voters {
    * answer still counts as done: the key expires there with its lease, and the next operation of
    * this engine reaches it after this one, on the same connection.
    */
-  letGo(keys: readonly string[], value: string, how: LetGo, voters = this.list): Promise<void> {
+  letGo(keys: readonly string[], value: string, how: LetGo, voters = this.list): Promise<unknown> {
     return quorumRound(
       voters,
       Math.min(this.quorum, voters.length),
       this.nodeTimeout,
-      (voter) => voter.letGo(keys, value, how).catch(() => undefined),
-      () => 'yes',
-    ).then(() => undefined);
+      (voter) => voter.letGo(keys, value, how).catch(ignore),
+      countsAsDone,
+    );
   }
 
   /**

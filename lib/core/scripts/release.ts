@@ -113,8 +113,14 @@ export type LetGo =
 /** A holder's release (one shared instance: it is on every lock's path). */
 export const RELEASE: LetGo = Object.freeze({ op: 'release' });
 
-/** The script arguments of a {@link LetGo} operation. */
-export function letGoArgs(value: string, letGo: LetGo): string[] {
-  if (letGo.op !== 'requeue') return [value];
+/** The last arguments built for a release: every voter gets the same ones, in a row. */
+let lastRelease: { value: string; args: readonly string[] } | undefined;
+
+/** The script arguments of a {@link LetGo} operation (shared, read-only). */
+export function letGoArgs(value: string, letGo: LetGo): readonly string[] {
+  if (letGo.op !== 'requeue') {
+    if (lastRelease?.value !== value) lastRelease = { value, args: [value] };
+    return lastRelease.args;
+  }
   return letGo.renamedTo === undefined ? [value, letGo.ticket] : [value, letGo.ticket, letGo.renamedTo];
 }

@@ -120,7 +120,7 @@ export class RedisVoter implements Voter {
 
   raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean> {
     const args = raiseFenceArgs(value, this.fenceIdleMs, tokens);
-    return this.run(this.scripts.raiseFence, keys, args).then(decodeRaiseFenceReply);
+    return this.run(this.scripts.raiseFence, keys, args, decodeRaiseFenceReply);
   }
 
   extend(batch: readonly ExtendRequest[]): Promise<boolean[]> {
@@ -143,7 +143,7 @@ export class RedisVoter implements Voter {
   }
 
   inspect(lockKey: string): Promise<KeyView> {
-    return this.run(this.scripts.inspect, [lockKey], []).then(decodeInspectReply);
+    return this.run(this.scripts.inspect, [lockKey], [], decodeInspectReply);
   }
 
   async ping(): Promise<void> {
@@ -228,25 +228,28 @@ export class RedisVoter implements Voter {
       this.abstainUntil = 0;
     }
     const args = acquireArgs(value, ttlMs, ticket, seedUs);
-    return this.run(this.scripts.acquire, keys, args).then(decodeAcquireReply);
+    return this.run(this.scripts.acquire, keys, args, decodeAcquireReply);
   }
 
   onHealthChange(listener: (up: boolean, reason?: string) => void): void {
     this.healthListeners.push(listener);
   }
 
-  private run(
+  private run<T = unknown>(
     script: LuaScript,
     keys: readonly string[],
     args: readonly (string | number)[],
-  ): Promise<unknown> {
+    decode?: (reply: unknown) => T,
+  ): Promise<T> {
     if (!this.admitted) {
-      const checked = () =>
-        this.admitted ? this.run(script, keys, args) : Promise.reject(new Error(this.connectionError));
+      const checked = (): Promise<T> =>
+        this.admitted
+          ? this.run(script, keys, args, decode)
+          : Promise.reject(new Error(this.connectionError));
       return this.checking ? this.checking.then(checked) : checked();
     }
     this.coalesceWrites();
-    return runScript(this.client, script, keys, args);
+    return runScript(this.client, script, keys, args, decode);
   }
 
   /**
