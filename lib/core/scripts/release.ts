@@ -10,11 +10,6 @@ import type { ScriptSettings } from './settings.js';
  * queue.ts). Each replies with a count (freed keys, or queues left), which nobody needs to read.
  */
 
-/** Lua prelude of the scripts that hand locks on: promote (queue.ts). */
-function handOnLua(settings: ScriptSettings): string {
-  return promoteFunctionLua(settings);
-}
-
 /**
  * A holder's release, or a failed attempt of a caller that does not wait.
  * KEYS: lock keys. ARGV: value. Hands each lock to the first waiter in its queue. A holder may
@@ -25,7 +20,7 @@ function handOnLua(settings: ScriptSettings): string {
 export function releaseScript(settings: ScriptSettings): LuaScript {
   return luaScript(
     'release',
-    `${handOnLua(settings)}
+    `${promoteFunctionLua(settings)}
 local value = ARGV[1]
 local freed = 0
 for i = 1, #KEYS do
@@ -56,7 +51,7 @@ return freed
 export function requeueScript(settings: ScriptSettings): LuaScript {
   return luaScript(
     'requeue',
-    `${handOnLua(settings)}
+    `${promoteFunctionLua(settings)}
 local value = ARGV[1]
 local ticket = ARGV[2]
 local renamed = ARGV[3] or value
@@ -85,7 +80,7 @@ return freed
 export function leaveQueueScript(settings: ScriptSettings): LuaScript {
   return luaScript(
     'leave-queue',
-    `${handOnLua(settings)}
+    `${promoteFunctionLua(settings)}
 local value = ARGV[1]
 local left = 0
 for i = 1, #KEYS do
