@@ -14,7 +14,7 @@ export class LockContext {
    * none of them is held. Throws when only some are held: acquiring the rest inside would order
    * locks differently from other callers and can deadlock.
    */
-  join(resources: readonly string[]): Lock | undefined {
+  join(resources: readonly string[]): JoinedLock | undefined {
     const held = this.storage.getStore();
     if (!held) return undefined;
     const owners = resources.map((r) => held.get(r));

@@ -21,7 +21,7 @@ import {
 } from './options.js';
 import { QUEUE_RECHECK_MS } from './queue/pause.js';
 import { WakeChannel } from './queue/wake-channel.js';
-import { waitForLock, WaitExhausted } from './queue/waiting.js';
+import { waitForLock } from './queue/waiting.js';
 import { engineScripts, LockValues, type ScriptSettings } from './scripts/index.js';
 import { attachTelemetry } from './telemetry.js';
 import { Voters, type NodeStatus } from './voters.js';
@@ -258,11 +258,41 @@ export class Redlock {
     );
   }
 
-  private async takeQuietly(
+  /**
+   * Not an async function: one acquire already passes through the waiting loop and the attempt,
+   * each a promise of its own, and this runs on every lock. Bad input still rejects, not throws.
+   */
+  private takeQuietly(
     resources: string | readonly string[],
     options: LockOptions | undefined,
     watchdogByDefault: boolean,
   ): Promise<Lock> {
+    let request: AcquireRequest;
+    try {
+      const prepared = this.prepare(resources, options, watchdogByDefault);
+      if (prepared instanceof JoinedLock) return Promise.resolve(prepared);
+      request = prepared;
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    if (request.opts.wait > 0) return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure);
+    try {
+      request.opts.signal?.throwIfAborted();
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return this.acquirer.attempt(request, this.parts.values.next(request.names.length > 1)).then((attempt) => {
+      if (attempt.outcome === 'granted') return attempt.lock;
+      throw this.failure(attempt, 1, request);
+    });
+  }
+
+  /** The request of an acquire, or the enclosing holder's lock that a nested acquire joins. */
+  private prepare(
+    resources: string | readonly string[],
+    options: LockOptions | undefined,
+    watchdogByDefault: boolean,
+  ): AcquireRequest | JoinedLock {
     if (this.closed) throw new RedlockError('The Redlock engine is closed (application shutting down).');
     const names = normaliseResources(resources);
     const opts = resolveLockOptions(this.options, options, watchdogByDefault);
@@ -278,23 +308,15 @@ export class Redlock {
     };
     // A Redis Cluster voter takes a lock's keys in one script: they must share a slot.
     if (sorted.length > 1) assertLockFitsVoters(this.parts.voters.list, sorted, request.lockKeys);
-    if (opts.wait === 0) {
-      opts.signal?.throwIfAborted();
-      const attempt = await this.acquirer.attempt(request, this.parts.values.next(names.length > 1));
-      if (attempt.outcome === 'granted') return attempt.lock;
-      throw this.failure(request, attempt, 1);
-    }
-    const result = await waitForLock(this.parts, this.acquirer, this.wakes, request);
-    if (result instanceof WaitExhausted) throw this.failure(request, result.attempt, result.attempts);
-    return result;
+    return request;
   }
 
-  /** The error for an acquire that did not get the lock. */
-  private failure(
-    request: AcquireRequest,
+  /** The error for an acquire that did not get the lock (built once: waitForLock calls it too). */
+  private readonly failure = (
     attempt: Exclude<Attempt, { outcome: 'granted' }>,
     attempts: number,
-  ): RedlockError {
+    request: AcquireRequest,
+  ): RedlockError => {
     if (attempt.outcome === 'busy') {
       return new LockNotAcquiredError(request.names, attempt.retryAfterMs, attempts, attempt.why);
     }
@@ -306,7 +328,7 @@ export class Redlock {
       attempt.failures,
       attempt.retryAfterMs,
     );
-  }
+  };
 }
 
 /** The voter for one entry of `nodes`. */

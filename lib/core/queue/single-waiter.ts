@@ -25,8 +25,8 @@ export class SingleResourceWaiter {
   value: string;
   /** Set when the value changed since the caller last looked (its wake-ups must follow it). */
   renamed = false;
-  /** Per voter index: the latest clock reading from a busy reply. */
-  private readonly clocks: Array<ClockReading | undefined> = [];
+  /** Per voter index: the latest clock reading from a busy reply (its attempts write it). */
+  readonly clocks: Array<ClockReading | undefined> = [];
 
   constructor(
     private readonly parts: EngineParts,
@@ -39,14 +39,7 @@ export class SingleResourceWaiter {
 
   /** What follows one attempt: records clocks, and frees a failed one (see {@link cleanUp}). */
   follow(): AttemptFollower {
-    const answers = new LateAnswers(this.parts.voters.count);
-    return {
-      observe: (index: number, vote: AcquireVote | undefined, sentAt: number) => {
-        if (vote?.kind === 'busy') this.clocks[index] = { sentAt, clockUs: vote.clockUs };
-        answers.record(vote?.kind === 'granted');
-      },
-      cleanUp: () => this.cleanUp(answers),
-    };
+    return new FollowedAttempt(this, this.parts.voters.count);
   }
 
   /**
@@ -90,9 +83,9 @@ export class SingleResourceWaiter {
    * to every voter, renames its place in every queue and hands what it had to the first in line
    * (itself, renamed, when it is first), and only hand-overs to the new value count.
    */
-  private async cleanUp(answers: LateAnswers): Promise<void> {
-    await answers.settled(LATE_ANSWER_WAIT_MS);
-    if (!answers.anyGranted()) return;
+  async cleanUp(attempt: FollowedAttempt): Promise<void> {
+    await attempt.settled(LATE_ANSWER_WAIT_MS);
+    if (!attempt.anyGranted()) return;
     const renamedTo = this.parts.values.next(false);
     const how = { op: 'requeue', ticket: this.request.ticket, renamedTo } as const;
     void this.parts.voters.letGo(this.request.lockKeys, this.value, how);
@@ -101,17 +94,29 @@ export class SingleResourceWaiter {
   }
 }
 
-/** Whether any voter granted an attempt, as the answers come in, also after the round's decision. */
-class LateAnswers {
+/**
+ * One attempt of a waiter, followed: it records the voters' clocks, and whether any voter granted,
+ * as the answers come in, also after the round's decision. One object per attempt (this runs on
+ * every acquire that may wait).
+ */
+class FollowedAttempt implements AttemptFollower {
   private granted = false;
   private known = 0;
   private onAllKnown: (() => void) | undefined;
 
-  constructor(private readonly count: number) {}
+  constructor(
+    private readonly waiter: SingleResourceWaiter,
+    private readonly count: number,
+  ) {}
 
-  record(granted: boolean): void {
-    if (granted) this.granted = true;
+  observe(index: number, vote: AcquireVote | undefined, sentAt: number): void {
+    if (vote?.kind === 'busy') this.waiter.clocks[index] = { sentAt, clockUs: vote.clockUs };
+    else if (vote?.kind === 'granted') this.granted = true;
     if (++this.known === this.count) this.onAllKnown?.();
+  }
+
+  cleanUp(): Promise<void> {
+    return this.waiter.cleanUp(this);
   }
 
   /** Resolves once every voter answered, or after `timeoutMs`. */

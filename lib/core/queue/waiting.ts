@@ -6,13 +6,12 @@ import { SingleResourceWaiter } from './single-waiter.js';
 import type { WakeChannel } from './wake-channel.js';
 import type { WakeSubscription } from './wake-subscription.js';
 
-/** A failed attempt when the caller's `wait` ran out: the caller turns it into the error. */
-export class WaitExhausted {
-  constructor(
-    readonly attempt: Exclude<Attempt, { outcome: 'granted' }>,
-    readonly attempts: number,
-  ) {}
-}
+/** The error for the last failed attempt when the caller's `wait` ran out (the engine words it). */
+export type WaitExhausted = (
+  attempt: Exclude<Attempt, { outcome: 'granted' }>,
+  attempts: number,
+  request: AcquireRequest,
+) => Error;
 
 /**
  * Waits for a busy lock, up to the request's `wait`: attempts (acquire.ts) until one is granted,
@@ -21,14 +20,16 @@ export class WaitExhausted {
  * in line and tells only it (wake-channel.ts). A waiter for one resource takes a lock handed over
  * by a majority without an attempt of its own (single-waiter.ts); others try again when a
  * majority gave them their turn, when the holder's lease should have run out, or at the latest
- * every QUEUE_RECHECK_MS. Resolves with the lock, or with {@link WaitExhausted}.
+ * every QUEUE_RECHECK_MS. Resolves with the lock; rejects with `exhausted`'s error when the wait
+ * ran out.
  */
 export async function waitForLock(
   parts: EngineParts,
   acquirer: Acquirer,
   wakes: WakeChannel,
   request: AcquireRequest,
-): Promise<HeldLock | WaitExhausted> {
+  exhausted: WaitExhausted,
+): Promise<HeldLock> {
   const { opts } = request;
   const firstValue = parts.values.next(request.names.length > 1);
   const single =
@@ -56,7 +57,7 @@ export async function waitForLock(
         subscription = undefined;
       }
       const remaining = deadline - performance.now();
-      if (remaining <= 0) return new WaitExhausted(attempt, attempts);
+      if (remaining <= 0) throw exhausted(attempt, attempts, request);
       if (!subscription) {
         // The attempt queued us: listen for our turn. A wake-up that arrived before this is kept
         // for us by the channel, unless the channel was not subscribed yet when we were queued:

@@ -124,17 +124,33 @@ export function acquireArgs(
 
 /** Reads the acquire script's reply (see acquireScript). */
 export function decodeAcquireReply(reply: unknown): AcquireVote {
-  if (typeof reply === 'number') return { kind: 'granted', tokens: [reply] };
+  if (typeof reply === 'number') return new Granted([reply]);
   if (!Array.isArray(reply)) throw new TypeError(`unexpected acquire reply ${String(reply)}`);
   const tag = reply[0] as number;
-  if (tag === 1) return { kind: 'granted', tokens: (reply as number[]).slice(1) };
-  if (tag === 0) {
-    return {
-      kind: 'busy',
-      retryAfterMs: reply[1] as number,
-      holder: String(reply[2]),
-      clockUs: reply[3] as number,
-    };
-  }
-  return { kind: 'abstaining', forMs: reply[1] as number };
+  if (tag === 1) return new Granted((reply as number[]).slice(1));
+  if (tag === 0) return new Busy(reply[1] as number, String(reply[2]), reply[3] as number);
+  return new Abstaining(reply[1] as number);
+}
+
+// The votes are class instances, not object literals: one is built per voter per acquire, and
+// literals are what V8 may start allocating straight in the old generation (see the Pending
+// time-out in timeouts.ts for what that cost).
+
+class Granted {
+  readonly kind = 'granted';
+  constructor(readonly tokens: readonly number[]) {}
+}
+
+class Busy {
+  readonly kind = 'busy';
+  constructor(
+    readonly retryAfterMs: number,
+    readonly holder: string,
+    readonly clockUs: number,
+  ) {}
+}
+
+class Abstaining {
+  readonly kind = 'abstaining';
+  constructor(readonly forMs: number) {}
 }
