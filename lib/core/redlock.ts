@@ -275,16 +275,19 @@ export class Redlock {
     } catch (err) {
       return Promise.reject(err);
     }
-    if (request.opts.wait > 0) return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure);
+    if (request.opts.wait > 0)
+      return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure);
     try {
       request.opts.signal?.throwIfAborted();
     } catch (err) {
       return Promise.reject(err);
     }
-    return this.acquirer.attempt(request, this.parts.values.next(request.names.length > 1)).then((attempt) => {
-      if (attempt.outcome === 'granted') return attempt.lock;
-      throw this.failure(attempt, 1, request);
-    });
+    return this.acquirer
+      .attempt(request, this.parts.values.next(request.names.length > 1))
+      .then((attempt) => {
+        if (attempt.outcome === 'granted') return attempt.lock;
+        throw this.failure(attempt, 1, request);
+      });
   }
 
   /** The request of an acquire, or the enclosing holder's lock that a nested acquire joins. */
