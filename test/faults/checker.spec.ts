@@ -1,5 +1,5 @@
 /** The history checker must see each kind of violation (synthetic histories, no Redis needed). */
-import { check, parseHistory, type History } from './checker.js';
+import { check, parseHistory, pausedWrites, type History } from './checker.js';
 
 const ns = (ms: number) => String(BigInt(Math.round(ms * 1e6)) + 1_000_000_000_000n);
 
@@ -128,5 +128,36 @@ describe('history checker', () => {
       [150, 'grant', { i: 1, resource: 'r', token: 1, validityEnd: 160 }],
     ]);
     expect(check([a], {}).lateGrants).toBe(1);
+  });
+
+  test('a paused write is stale only when a newer token was granted before it was sent', () => {
+    /** Worker `w` grants token 10 at 0 ms, pauses in its hold, and writes at `writeAt` (accepted or not). */
+    const pausedHolder = (writeAt: number, ok: boolean) =>
+      history('w', [
+        [-1, 'request', { i: 1, resource: 'r', ttl: 500, wait: 1000 }],
+        [0, 'grant', { i: 1, resource: 'r', token: 10, validityEnd: 490 }],
+        [0.1, 'read-req', { i: 1, resource: 'r', token: 10 }],
+        [0.2, 'read-ack', { i: 1, resource: 'r', token: 10, ok: true, value: 0 }],
+        [0.3, 'pause', { i: 1, at: 'hold' }],
+        [writeAt, 'write-req', { i: 1, resource: 'r', token: 10, value: 1 }],
+        [writeAt + 0.1, 'write-ack', { i: 1, resource: 'r', token: 10, ok }],
+      ]);
+    const other = history('o', hold(1, 600, 700, 11, { value: 1 }));
+
+    // Superseded (token 11 granted at 600 ms, the write at 750 ms) and accepted: a stale write.
+    const stale = check([pausedHolder(750, true), other], {});
+    expect(pausedWrites(stale)).toEqual({ pauses: 1, writes: 1, rejected: 0, accepted: 1, notSuperseded: 0 });
+    // The same rejected by the store: fencing worked.
+    const fenced = check([pausedHolder(750, false), other], {});
+    expect(pausedWrites(fenced)).toEqual({
+      pauses: 1,
+      writes: 1,
+      rejected: 1,
+      accepted: 0,
+      notSuperseded: 0,
+    });
+    // Nobody took the lock before the write (the other grant came later): not stale.
+    const alone = check([pausedHolder(550, true), other], {});
+    expect(pausedWrites(alone)).toEqual({ pauses: 1, writes: 1, rejected: 0, accepted: 0, notSuperseded: 1 });
   });
 });

@@ -442,3 +442,51 @@ export function attemptsWithin(
   );
   return { attempts: inside.length, grants: inside.filter((a) => a.outcome === 'granted').length };
 }
+
+/** The writes of holders paused between their read and their write (S1), sorted by what they risk. */
+export interface PausedWrites {
+  /** Holders that paused in their hold. */
+  readonly pauses: number;
+  /** Writes sent after the pause, all of them. */
+  readonly writes: number;
+  /** Superseded writes (a newer token was granted first) that the store rejected: fencing worked. */
+  readonly rejected: number;
+  /** Superseded writes the store accepted: a stale write got in. Must be 0 with fencing. */
+  readonly accepted: number;
+  /**
+   * Writes nobody superseded: no newer token was granted during the pause (e.g. the run ended and
+   * every other worker had stopped), so the write is not stale, and the store rightly took it.
+   */
+  readonly notSuperseded: number;
+}
+
+/**
+ * Sorts the writes of paused holders: a write is stale only if a newer token (of the same
+ * resource) was granted before it was sent; a paused holder whose lock nobody took in the
+ * meantime writes last, and rightly so.
+ */
+export function pausedWrites(report: Pick<Report, 'acquires' | 'ops'>): PausedWrites {
+  const paused = report.acquires.filter((a) => a.pausedInHold);
+  const writes = report.ops.filter(
+    (o) => o.kind === 'write' && paused.some((a) => a.worker === o.worker && a.i === o.i),
+  );
+  const superseded = (o: StoreOp) =>
+    report.acquires.some(
+      (a) =>
+        a.outcome === 'granted' &&
+        a.resource === o.resource &&
+        a.token !== undefined &&
+        o.token !== undefined &&
+        a.token > o.token &&
+        a.end !== undefined &&
+        a.end < o.request,
+    );
+  const stale = writes.filter(superseded);
+  return {
+    pauses: paused.length,
+    writes: writes.length,
+    rejected: stale.filter((o) => o.ok === false).length,
+    accepted: stale.filter((o) => o.ok === true).length,
+    notSuperseded: writes.length - stale.length,
+  };
+}

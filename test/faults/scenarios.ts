@@ -4,7 +4,7 @@
  * parameters run in the normal `npm test`; FAULTS_FULL=1 runs longer, with more workers and more
  * fault cycles.
  */
-import { attemptsWithin, check, readHistory, type Report } from './checker.js';
+import { attemptsWithin, check, pausedWrites, readHistory, type Report } from './checker.js';
 import {
   between,
   FaultEnv,
@@ -222,20 +222,19 @@ function holderPause(id: string, title: string, fencing: 'register' | 'writer'):
     return {
       resources: [id.toLowerCase()],
       summarise: (r) => {
-        const paused = r.acquires.filter((a) => a.pausedInHold);
-        const pausedWrites = r.ops.filter(
-          (o) => o.kind === 'write' && paused.some((a) => a.worker === o.worker && a.i === o.i),
-        );
+        const w = pausedWrites(r);
         return {
           figures: {
-            pauses: paused.length,
-            pausedWritesRejected: pausedWrites.filter((o) => o.ok === false).length,
-            pausedWritesAccepted: pausedWrites.filter((o) => o.ok === true).length,
+            pauses: w.pauses,
+            pausedWritesRejected: w.rejected,
+            pausedWritesAccepted: w.accepted,
+            pausedWritesNotSuperseded: w.notSuperseded,
           },
           note:
-            `${paused.length} holders paused between read and write; their ${pausedWrites.length} writes after ` +
-            `resuming: ${pausedWrites.filter((o) => o.ok === false).length} rejected by the store, ` +
-            `${pausedWrites.filter((o) => o.ok === true).length} accepted`,
+            `${w.pauses} holders paused between read and write; of their ${w.writes} writes after resuming, ` +
+            `${w.writes - w.notSuperseded} came after a newer token's grant: ${w.rejected} rejected by the store, ` +
+            `${w.accepted} accepted` +
+            (w.notSuperseded ? `; ${w.notSuperseded} not superseded (nobody took the lock meanwhile)` : ''),
         };
       },
     };
