@@ -94,6 +94,13 @@ export interface LockOptions {
    * by an instance whose clock is a little late. Default 0. At most `restartGuard`.
    */
   holdAtLeast?: number;
+  /**
+   * What a call that must not wait in vain does when the lock is still busy after `wait`:
+   * `'throw'` (default) or `'skip'`. Read by callers that may skip their work, such as the NestJS
+   * `@DistributedLock` (which then does not run the method); `acquire`, `tryAcquire` and `using`
+   * themselves always report a busy lock (an error, or `null` from `tryAcquire`).
+   */
+  onBusy?: 'throw' | 'skip';
   /** Cancels waiting for the lock. */
   signal?: AbortSignal;
 }

@@ -1,6 +1,6 @@
 import { Inject, Logger } from '@nestjs/common';
 import { catchError, EMPTY, Observable, throwError } from 'rxjs';
-import { LockNotAcquiredError, type LockOptions } from '../core/index.js';
+import { LockNotAcquiredError, RedlockOptionsError, type LockOptions } from '../core/index.js';
 import { callLockedAsync, callLockedObservable } from './locked-call.js';
 import { compileLockKey, type LockKey } from './lock-key.js';
 import { LockService } from './lock.service.js';
@@ -11,16 +11,14 @@ import {
   LOCK_SIGNAL_PARAM,
 } from './redlock.constants.js';
 
-/** Per-method options of `@DistributedLock` (module defaults apply to what is left out). */
-export interface DistributedLockOptions extends Omit<LockOptions, 'signal'> {
-  /**
-   * What a call does when the lock is still busy after `wait`: `'throw'` (default) raises
-   * `LockNotAcquiredError` (HTTP 409); `'skip'` does not run the method and resolves `undefined`
-   * (an Observable method completes empty), logged at debug level: for scheduled jobs that only
-   * one instance should run, with `holdAtLeast` so that a short job is not run twice per tick.
-   */
-  onBusy?: 'throw' | 'skip';
-}
+/**
+ * Per-method options of `@DistributedLock` (module defaults apply to what is left out). `onBusy`:
+ * what a call does when the lock is still busy after `wait`: `'throw'` (default) raises
+ * `LockNotAcquiredError` (HTTP 409); `'skip'` does not run the method and resolves `undefined` (an
+ * Observable method completes empty), logged at debug level: for scheduled jobs that only one
+ * instance should run, with `holdAtLeast` so that a short job is not run twice per tick.
+ */
+export type DistributedLockOptions = Omit<LockOptions, 'signal'>;
 
 /** Where skipped calls are logged (debug level). */
 const skipLog = new Logger('DistributedLock');
@@ -87,6 +85,14 @@ export function DistributedLock(
     const signalIndex = Reflect.getMetadata(LOCK_SIGNAL_PARAM, target, propertyKey) as number | undefined;
     const returnsObservable = Reflect.getMetadata('design:returntype', target, propertyKey) === Observable;
     const { onBusy = 'throw', ...lockOptions } = options;
+    if (onBusy !== 'throw' && onBusy !== 'skip') {
+      // A typo must not quietly turn a scheduled job's 'skip' into errors every tick.
+      throw new RedlockOptionsError(
+        `@DistributedLock onBusy on ${where}`,
+        `got ${String(onBusy)}`,
+        "Use 'throw' or 'skip'.",
+      );
+    }
     const skipWhenBusy = onBusy === 'skip';
     // Only our own acquire is skipped: a LockNotAcquiredError the method itself raised passes.
     const skipped = <T>(err: unknown, resources: string[], ran: boolean, value: T): T => {
