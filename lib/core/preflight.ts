@@ -72,11 +72,12 @@ export class Preflight {
 
   /**
    * At the end of bootstrap: under 'error', what the reviews so far found, as one error (it names
-   * every node and fix), else undefined. Later reviews are logged instead.
+   * every node and fix, in the order of `voters`, the configured order, not the order in which
+   * the servers happened to answer), else undefined. Later reviews are logged instead.
    */
-  bootstrapDone(): NodeConfigurationError | undefined {
+  bootstrapDone(voters: readonly object[]): NodeConfigurationError | undefined {
     this.bootstrapped = true;
-    const errors = [...this.found.values()].flat();
+    const errors = voters.flatMap((voter) => this.found.get(voter) ?? []);
     return this.mode === 'error' && errors.length > 0 ? NodeConfigurationError.of(errors) : undefined;
   }
 

@@ -138,7 +138,7 @@ export class Redlock {
     this.detachTelemetry ??= attachTelemetry(this.events, this.telemetry);
     await this.detachTelemetry;
     const statuses = await this.parts.voters.connect(this.options.connectTimeout);
-    const misconfigured = this.preflight?.bootstrapDone();
+    const misconfigured = this.preflight?.bootstrapDone(this.parts.voters.list);
     if (misconfigured) {
       await this.close();
       throw misconfigured;
@@ -267,27 +267,20 @@ export class Redlock {
     options: LockOptions | undefined,
     watchdogByDefault: boolean,
   ): Promise<Lock> {
-    let request: AcquireRequest;
+    let request: AcquireRequest | JoinedLock;
     try {
-      const prepared = this.prepare(resources, options, watchdogByDefault);
-      if (prepared instanceof JoinedLock) return Promise.resolve(prepared);
-      request = prepared;
+      request = this.prepare(resources, options, watchdogByDefault);
     } catch (err) {
       return Promise.reject(err);
     }
+    if (request instanceof JoinedLock) return Promise.resolve(request);
     if (request.opts.wait > 0)
       return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure);
-    try {
-      request.opts.signal?.throwIfAborted();
-    } catch (err) {
-      return Promise.reject(err);
-    }
-    return this.acquirer
-      .attempt(request, this.parts.values.next(request.names.length > 1))
-      .then((attempt) => {
-        if (attempt.outcome === 'granted') return attempt.lock;
-        throw this.failure(attempt, 1, request);
-      });
+    const value = this.parts.values.next(request.names.length > 1);
+    return this.acquirer.attempt(request, value).then((attempt) => {
+      if (attempt.outcome === 'granted') return attempt.lock;
+      throw this.failure(attempt, 1, request);
+    });
   }
 
   /** The request of an acquire, or the enclosing holder's lock that a nested acquire joins. */
@@ -311,6 +304,7 @@ export class Redlock {
     };
     // A Redis Cluster voter takes a lock's keys in one script: they must share a slot.
     if (sorted.length > 1) assertLockFitsVoters(this.parts.voters.list, sorted, request.lockKeys);
+    opts.signal?.throwIfAborted();
     return request;
   }
 

@@ -111,7 +111,17 @@ describe('Preflight (engine-wide)', () => {
     const refusal = preflight.review(b, 'redis://localhost:6379', report('x'));
     expect(refusal).toBeInstanceOf(NodeConfigurationError);
     expect(refusal!.message).toContain('same Redis server as redis://127.0.0.1:6379 (run_id x)');
-    expect(preflight.bootstrapDone()!.node).toBe('redis://localhost:6379');
+    expect(preflight.bootstrapDone([a, b])!.node).toBe('redis://localhost:6379');
+  });
+
+  test('the bootstrap error lists the nodes in the configured order, not the order they answered in', () => {
+    const preflight = new Preflight('error', new MemoryLogger());
+    const lru = checkServer({ ...healthy, maxmemoryPolicy: 'allkeys-lru' });
+    const [a, b, c] = [{}, {}, {}];
+    preflight.review(c, 'n3', report('r3', lru)); // the last configured node answers first
+    preflight.review(a, 'n1', report('r1', lru));
+    preflight.review(b, 'n2', report('r2')); // a healthy one
+    expect(preflight.bootstrapDone([a, b, c])!.errors.map((e) => e.node)).toEqual(['n1', 'n3']);
   });
 
   test("'warn' logs and lets the voter vote; errors after bootstrap are logged", () => {
@@ -120,7 +130,7 @@ describe('Preflight (engine-wide)', () => {
     expect(new Preflight('warn', logger).review({}, 'n1', report('y', lru))).toBeUndefined();
     expect(logger.lines[0]).toMatch(/^warn: Redis node n1: maxmemory-policy is allkeys-lru.*it votes anyway/);
     const strict = new Preflight('error', logger);
-    expect(strict.bootstrapDone()).toBeUndefined();
+    expect(strict.bootstrapDone([])).toBeUndefined();
     expect(strict.review({}, 'n2', report('z', lru))).toBeInstanceOf(NodeConfigurationError);
     expect(logger.lines.at(-1)).toMatch(/^error: Redis node n2: .*does not vote until it is fixed/s);
   });
