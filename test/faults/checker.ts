@@ -490,3 +490,23 @@ export function pausedWrites(report: Pick<Report, 'acquires' | 'ops'>): PausedWr
     notSuperseded: writes.length - stale.length,
   };
 }
+
+/** The figures and the note of an S1 row: what became of the paused holders' writes at `store`. */
+export function describePausedWrites(
+  w: PausedWrites,
+  store: string,
+): { figures: Record<string, number>; note: string } {
+  return {
+    figures: {
+      pauses: w.pauses,
+      pausedWritesRejected: w.rejected,
+      pausedWritesAccepted: w.accepted,
+      pausedWritesNotSuperseded: w.notSuperseded,
+    },
+    note:
+      `${w.pauses} holders paused between read and write; of their ${w.writes} writes after resuming, ` +
+      `${w.writes - w.notSuperseded} came after a newer token's grant: ${w.rejected} rejected by ${store}, ` +
+      `${w.accepted} accepted` +
+      (w.notSuperseded ? `; ${w.notSuperseded} not superseded (nobody took the lock meanwhile)` : ''),
+  };
+}

@@ -7,7 +7,7 @@
 import pg from 'pg';
 import { FencedTable } from '../../lib/fencing/postgres/index.js';
 import { PostgresServer } from '../../lib/testing/index.js';
-import { check, pausedWrites, readHistory } from './checker.js';
+import { check, describePausedWrites, pausedWrites, readHistory } from './checker.js';
 import { FaultEnv } from './harness.js';
 import { FULL, type ScenarioResult } from './scenarios.js';
 
@@ -68,22 +68,11 @@ async function runPg(
     if (crashed) throw new Error(`worker ${crashed.worker} crashed: ${crashed.crash}`);
     const { rows } = await db.query('SELECT value FROM fault_counters WHERE resource = $1', [resource]);
     const report = check(histories, { [resource]: Number(rows[0]?.value ?? 0) });
-    const w = pausedWrites(report);
     return {
       id,
       title,
       report,
-      figures: {
-        pauses: w.pauses,
-        pausedWritesRejected: w.rejected,
-        pausedWritesAccepted: w.accepted,
-        pausedWritesNotSuperseded: w.notSuperseded,
-      },
-      note:
-        `${w.pauses} holders paused between read and write; of their ${w.writes} writes after resuming, ` +
-        `${w.writes - w.notSuperseded} came after a newer token's grant: ${w.rejected} rejected by PostgreSQL, ` +
-        `${w.accepted} accepted` +
-        (w.notSuperseded ? `; ${w.notSuperseded} not superseded (nobody took the lock meanwhile)` : ''),
+      ...describePausedWrites(pausedWrites(report), 'PostgreSQL'),
       seconds: (performance.now() - started) / 1000,
     };
   } finally {

@@ -4,7 +4,14 @@
  * parameters run in the normal `npm test`; FAULTS_FULL=1 runs longer, with more workers and more
  * fault cycles.
  */
-import { attemptsWithin, check, pausedWrites, readHistory, type Report } from './checker.js';
+import {
+  attemptsWithin,
+  check,
+  describePausedWrites,
+  pausedWrites,
+  readHistory,
+  type Report,
+} from './checker.js';
 import {
   between,
   FaultEnv,
@@ -221,22 +228,7 @@ function holderPause(id: string, title: string, fencing: 'register' | 'writer'):
     }
     return {
       resources: [id.toLowerCase()],
-      summarise: (r) => {
-        const w = pausedWrites(r);
-        return {
-          figures: {
-            pauses: w.pauses,
-            pausedWritesRejected: w.rejected,
-            pausedWritesAccepted: w.accepted,
-            pausedWritesNotSuperseded: w.notSuperseded,
-          },
-          note:
-            `${w.pauses} holders paused between read and write; of their ${w.writes} writes after resuming, ` +
-            `${w.writes - w.notSuperseded} came after a newer token's grant: ${w.rejected} rejected by the store, ` +
-            `${w.accepted} accepted` +
-            (w.notSuperseded ? `; ${w.notSuperseded} not superseded (nobody took the lock meanwhile)` : ''),
-        };
-      },
+      summarise: (r) => describePausedWrites(pausedWrites(r), 'the store'),
     };
   });
 }
