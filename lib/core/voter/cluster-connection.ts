@@ -1,6 +1,5 @@
 import { Cluster, type ClusterNode, type ClusterOptions } from 'ioredis';
 import { RedlockOptionsError } from '../errors.js';
-import { settleWithin } from '../timeouts.js';
 import { redactUrl } from './redis-connection.js';
 
 /**
@@ -112,16 +111,4 @@ export function validateClusterNode(node: unknown, option: string): void {
       'A Sentinel-managed primary is a node of its own: { sentinels: [...], name: "mymaster" }',
     );
   }
-}
-/** QUIT (only when ready, at most `timeoutMs`), then drop the connections. */
-export async function quitCluster(client: Cluster, timeoutMs: number): Promise<void> {
-  if (client.status === 'end') return;
-  const ended = new Promise((resolve) => client.once('end', resolve));
-  if (client.status === 'ready')
-    await settleWithin(
-      client.quit().catch(() => undefined),
-      timeoutMs,
-    );
-  client.disconnect();
-  await settleWithin(ended, 1000);
 }

@@ -24,14 +24,9 @@ import {
 import { settleWithin } from '../timeouts.js';
 import { ClusterSubscriber } from './cluster-subscriber.js';
 import { seedSlotMarkers } from './cluster-markers.js';
-import {
-  clusterConnection,
-  quitCluster,
-  type ClusterConnection,
-  type ClusterVoterNode,
-} from './cluster-connection.js';
+import { clusterConnection, type ClusterConnection, type ClusterVoterNode } from './cluster-connection.js';
 import { assertClusterPrefix, assertOneSlot, keySlot, slotMarkerKey } from './cluster-slots.js';
-import { describeError } from './redis-connection.js';
+import { describeError, quitConnection } from './redis-connection.js';
 import type { Voter, VoterContext } from './voter.js';
 
 interface Corkable {
@@ -242,7 +237,7 @@ export class ClusterVoter implements Voter {
 
   /** Closes the clusters we opened (bounded by `timeoutMs`); detaches from a client passed in. */
   async close(timeoutMs: number): Promise<void> {
-    await Promise.all([this.subscriber?.close(), this.owned && quitCluster(this.client, timeoutMs)]);
+    await Promise.all([this.subscriber?.close(), this.owned && quitConnection(this.client, timeoutMs)]);
     this.client.off('error', this.onError);
     this.client.off('node error', this.onNodeError);
     this.client.off('ready', this.onReady);

@@ -1,4 +1,5 @@
 import { Redis, type RedisOptions } from 'ioredis';
+import { settleWithin } from '../timeouts.js';
 
 /**
  * Settings for connections the library opens itself. A dead node must fail fast instead of
@@ -68,4 +69,30 @@ export function redactUrl(raw: string): string {
   } catch {
     return '<invalid url>';
   }
+}
+
+/** What {@link quitConnection} needs of a connection: an ioredis `Redis` or `Cluster`. */
+interface Quittable {
+  readonly status: string;
+  once(event: 'end', listener: () => void): unknown;
+  quit(): Promise<unknown>;
+  disconnect(): void;
+}
+
+/**
+ * QUIT (only on a live connection, at most `timeoutMs`: a paused node never answers, and must not
+ * stall shutdown), then drop the socket(s) and wait for them to close, so that nothing of ours
+ * outlives close(). For a single node and a Cluster alike.
+ */
+export async function quitConnection(client: Quittable, timeoutMs: number): Promise<void> {
+  if (client.status === 'end') return;
+  const ended = new Promise<void>((resolve) => client.once('end', resolve));
+  if (client.status === 'ready') {
+    await settleWithin(
+      client.quit().catch(() => undefined),
+      timeoutMs,
+    );
+  }
+  client.disconnect();
+  await settleWithin(ended, 1000);
 }

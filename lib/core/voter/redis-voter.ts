@@ -21,7 +21,7 @@ import {
 } from '../scripts/index.js';
 import { settleWithin, startTimeout } from '../timeouts.js';
 import { admitServer, type AdmissionSettings } from './redis-admission.js';
-import { describeError, redisConnection, type RedisConnection } from './redis-connection.js';
+import { describeError, quitConnection, redisConnection, type RedisConnection } from './redis-connection.js';
 import type { Voter, VoterContext } from './voter.js';
 
 /** How soon a failed admission (a time-out, a replica refusing a write) is tried again. */
@@ -205,8 +205,8 @@ export class RedisVoter implements Voter {
   async close(timeoutMs: number): Promise<void> {
     this.admissions++; // no retry of an admission after this
     await Promise.all([
-      this.subscriber && quit(this.subscriber, timeoutMs),
-      this.owned && quit(this.client, timeoutMs),
+      this.subscriber && quitConnection(this.subscriber, timeoutMs),
+      this.owned && quitConnection(this.client, timeoutMs),
     ]);
     this.client.off('error', this.onError);
     this.client.off('ready', this.onReady);
@@ -329,18 +329,4 @@ export class RedisVoter implements Voter {
     this.up = false;
     for (const listener of this.healthListeners) listener(false, this.lastError ?? 'connection closed');
   }
-}
-
-/** QUIT (only on a live connection, at most `timeoutMs`), then drop the socket and wait for it to close. */
-async function quit(client: Redis, timeoutMs: number): Promise<void> {
-  if (client.status === 'end') return;
-  const ended = new Promise((resolve) => client.once('end', resolve));
-  if (client.status === 'ready')
-    await settleWithin(
-      client.quit().catch(() => undefined),
-      timeoutMs,
-    );
-  client.disconnect();
-  // Resolve once the socket is closed, so nothing of ours outlives close().
-  await settleWithin(ended, 1000);
 }
