@@ -11,7 +11,7 @@
  * ```
  *
  * `--loops N` runs the cycles in N concurrent loops, each on its own key (B2's shape); without it,
- * one loop on one key (B1's). `--cpu <file.cpuprofile>` profiles the measured cycles only (no
+ * one loop on one key (B1's). `--fresh` takes a never-used key on every cycle (B8's first grants). `--cpu <file.cpuprofile>` profiles the measured cycles only (no
  * start-up, no redis-server spawning: what `--cpu-prof` would add). `--alloc <file.heapprofile>` samples allocations during the measured
  * cycles, garbage included (what `--heap-prof` leaves out: it keeps only what is still alive), for
  * when the CPU profile shows the garbage collector high: `profile-top.js` reads that file too.
@@ -37,6 +37,7 @@ async function main(): Promise<void> {
   const loops = Number(option('--loops') ?? 1);
   const allocFile = option('--alloc');
   const cpuFile = option('--cpu');
+  const fresh = rest.includes('--fresh');
   const lib = selectLibraries([id], baseline).find((l) => l.id === id);
   if (!lib || !Number.isInteger(count) || count <= 0 || !Number.isInteger(loops) || loops <= 0) {
     throw new Error('usage: profile.js <library id> [cycles] [--loops N] [--baseline <dist dir>]');
@@ -47,14 +48,15 @@ async function main(): Promise<void> {
     try {
       const keys = Array.from({ length: loops }, (_, i) => `bench:profile:${id}:${i}`);
       const latencies: number[] = [];
-      /** `cycles` acquire + release in `loops` concurrent loops, each on its own key. */
+      let freshKeys = 0;
+      /** `cycles` acquire + release in `loops` concurrent loops, each on its own key (or a new key per cycle). */
       const run = async (cycles: number, record: boolean) => {
         let next = 0;
         await Promise.all(
           keys.map(async (key) => {
             while (next++ < cycles) {
               const t0 = now();
-              await (await client.acquire(key)).release();
+              await (await client.acquire(fresh ? `${key}:${freshKeys++}` : key)).release();
               if (record) latencies.push(now() - t0);
             }
           }),

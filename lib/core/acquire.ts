@@ -183,15 +183,14 @@ export class Acquirer {
     validityMs: number,
     now: number,
   ): HeldLock {
-    const fencingTokens: Record<string, number> = {};
-    tokens.forEach((token, i) => (fencingTokens[request.sorted[i]!] = token));
     const { opts } = request;
     return this.leases.grant(
       {
         value,
         resources: request.names,
         keys: request.lockKeys,
-        fencingTokens: Object.freeze(fencingTokens),
+        sortedResources: request.sorted,
+        tokens,
         ttl: opts.ttl,
         holdAtLeast: opts.holdAtLeast,
         validityMs,

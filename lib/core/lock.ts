@@ -33,8 +33,9 @@ export class JoinedLock implements Lock {
     private readonly outer: Lock,
     readonly resources: readonly string[],
   ) {
-    this.fencingTokens = Object.freeze(
-      Object.fromEntries(resources.map((r) => [r, outer.fencingTokens[r]!])),
+    this.fencingTokens = tokenRecord(
+      resources,
+      resources.map((r) => outer.fencingTokens[r]!),
     );
     this.fencingToken = this.fencingTokens[resources[0]!]!;
   }
@@ -59,4 +60,15 @@ export class JoinedLock implements Lock {
   [Symbol.asyncDispose](): Promise<void> {
     return this.release();
   }
+}
+
+/**
+ * A frozen record of tokens by resource. Built with fromEntries, which defines own properties, so
+ * that a resource named like an Object.prototype member (`__proto__`, `constructor`) is a key too.
+ */
+export function tokenRecord(
+  resources: readonly string[],
+  tokens: readonly number[],
+): Readonly<Record<string, number>> {
+  return Object.freeze(Object.fromEntries(resources.map((resource, i) => [resource, tokens[i]!])));
 }

@@ -1,6 +1,6 @@
 import type { Subscription } from 'rxjs';
 import { LockLostError } from '../errors.js';
-import type { Lock } from '../lock.js';
+import { tokenRecord, type Lock } from '../lock.js';
 import { startTimeoutOrEarlier, type CancelTimeout } from '../timeouts.js';
 
 /** The abort reason of a released lock's signal (one shared instance: release is the hot path). */
@@ -20,7 +20,9 @@ export interface Grant {
   readonly value: string;
   readonly resources: readonly string[];
   readonly keys: readonly string[];
-  readonly fencingTokens: Readonly<Record<string, number>>;
+  /** The resources in sorted order (the order of `keys`), and their fencing tokens in that order. */
+  readonly sortedResources: readonly string[];
+  readonly tokens: readonly number[];
   readonly ttl: number;
   readonly holdAtLeast: number;
   /** Validity left at `now`, ms (drift already subtracted). */
@@ -48,7 +50,10 @@ export class HeldLock implements Lock {
   readonly resources: readonly string[];
   /** Lock keys in sorted resource order, as the scripts receive them. */
   readonly keys: readonly string[];
-  readonly fencingTokens: Readonly<Record<string, number>>;
+  private readonly sortedResources: readonly string[];
+  private readonly tokens: readonly number[];
+  /** Built on first read: see {@link fencingTokens}. */
+  private tokensByResource: Readonly<Record<string, number>> | undefined;
   /** Lease in ms the watchdog extends to. */
   readonly ttl: number;
   /** A release earlier than this many ms after the grant leaves the keys to expire then instead. */
@@ -63,16 +68,29 @@ export class HeldLock implements Lock {
     this.value = grant.value;
     this.resources = grant.resources;
     this.keys = grant.keys;
-    this.fencingTokens = grant.fencingTokens;
+    this.sortedResources = grant.sortedResources;
+    this.tokens = grant.tokens;
     this.ttl = grant.ttl;
     this.holdAtLeast = grant.holdAtLeast;
     this.grantedAt = grant.now;
-    this.fencingToken = grant.fencingTokens[grant.resources[0]!]!;
+    this.fencingToken =
+      grant.tokens.length === 1
+        ? grant.tokens[0]!
+        : grant.tokens[grant.sortedResources.indexOf(grant.resources[0]!)]!;
     this.setValidity(grant.validityMs, grant.now);
   }
 
   get expiresAt(): number {
     return this.wallDeadline;
+  }
+
+  /**
+   * Built on first read, not per grant: a record keyed by resource names gives V8 a new hidden
+   * class and an internalised string for every resource never seen before, and per-entity locks
+   * (`order:{id}`) are mostly such resources. Most holders read only `fencingToken`.
+   */
+  get fencingTokens(): Readonly<Record<string, number>> {
+    return (this.tokensByResource ??= tokenRecord(this.sortedResources, this.tokens));
   }
 
   get signal(): AbortSignal {

@@ -2,7 +2,7 @@ import type { Acquirer, AcquireRequest, AttemptFollower } from '../acquire.js';
 import type { EngineParts } from '../engine-parts.js';
 import type { HeldLock } from '../lease/held-lock.js';
 import type { AcquireVote } from '../scripts/index.js';
-import { startTimeout } from '../timeouts.js';
+import { startTimeout, startTimeoutOrEarlier } from '../timeouts.js';
 import { countHandOffs, type ClockReading } from './hand-off.js';
 import type { HandOff } from './wake-subscription.js';
 
@@ -63,7 +63,9 @@ export class SingleResourceWaiter {
     const validity = Math.min(usable.until - now, ttl - parts.drift(ttl));
     if (!tokens || validity <= 0) return undefined;
     const lock = this.acquirer.grant(request, this.value, tokens, validity, now);
-    startTimeout(validity / 2, () => {
+    // Early is the safe side here (the lock is extended a little sooner), and a line per grain
+    // of durations instead of one per millisecond spares the timers (every hand-over arms one).
+    startTimeoutOrEarlier(validity / 2, () => {
       // The lease a grant by an attempt would have left now: the lock ends as such a grant would.
       const lease = ttl - (performance.now() - now);
       if (lock.active && lease > validity / 2) lock.extend(lease).catch(() => undefined); // a failure marks it lost

@@ -28,11 +28,7 @@ import { clusterConnection, type ClusterConnection, type ClusterVoterNode } from
 import { assertClusterPrefix, assertOneSlot, keySlot, slotMarkerKey } from './cluster-slots.js';
 import { describeError, quitConnection } from './redis-connection.js';
 import type { Voter, VoterContext } from './voter.js';
-
-interface Corkable {
-  cork(): void;
-  uncork(): void;
-}
+import type { Corkable } from './write-batching.js';
 
 /**
  * A Redis Cluster as ONE voter of the quorum: the cluster holds one copy of the lock state,

@@ -101,6 +101,23 @@ describe('multi-resource locks over 5 real nodes', () => {
     expect((await values(['minor-y']))['minor-y']).toEqual(['other', 'other', null, null, null]);
   });
 
+  test('fencingTokens has one own, frozen entry per resource, also for names like __proto__ and constructor', async () => {
+    const lock = await a.acquire(['toString', '__proto__', 'constructor']);
+    try {
+      const tokens = lock.fencingTokens;
+      expect(Object.keys(tokens).sort()).toEqual(['__proto__', 'constructor', 'toString']);
+      for (const r of lock.resources) {
+        expect(Object.hasOwn(tokens, r)).toBe(true);
+        expect(typeof tokens[r]).toBe('number');
+      }
+      expect(lock.fencingToken).toBe(tokens['toString']); // the first resource as named, not as sorted
+      expect(Object.isFrozen(tokens)).toBe(true);
+      expect(lock.fencingTokens).toBe(tokens); // built once
+    } finally {
+      await lock.release();
+    }
+  });
+
   test('one token per resource, each strictly increasing across grants; fencingToken is the first resource', async () => {
     const seen: Record<string, number[]> = { t1: [], t2: [], t3: [] };
     const record = (lock: Lock) => {

@@ -1,0 +1,75 @@
+import { WriteBatcher, type Corkable } from '../../lib/core/voter/write-batching.js';
+
+/** A socket stand-in that records when it was corked and uncorked (no I/O involved). */
+class RecordingSocket implements Corkable {
+  readonly log: string[] = [];
+  corked = 0;
+  cork(): void {
+    this.corked++;
+    this.log.push('cork');
+  }
+  uncork(): void {
+    this.corked--;
+    this.log.push('uncork');
+  }
+}
+
+/** The next turn of the event loop: after every process.nextTick callback of this one. */
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+describe('WriteBatcher: one socket write per tick for batches, none held back for a lone command', () => {
+  test('a lone command per tick is never corked', async () => {
+    const socket = new RecordingSocket();
+    const batcher = new WriteBatcher();
+    for (let tick = 0; tick < 5; tick++) {
+      batcher.beforeWrite(socket);
+      await nextTurn();
+    }
+    expect(socket.log).toEqual([]);
+  });
+
+  test('from the second command of a tick the socket is corked, once, and uncorked before the next turn', async () => {
+    const socket = new RecordingSocket();
+    const batcher = new WriteBatcher();
+    batcher.beforeWrite(socket);
+    expect(socket.corked).toBe(0); // the first one goes out at once
+    batcher.beforeWrite(socket);
+    batcher.beforeWrite(socket);
+    expect(socket.log).toEqual(['cork']);
+    await nextTurn();
+    expect(socket.log).toEqual(['cork', 'uncork']);
+    expect(socket.corked).toBe(0);
+  });
+
+  test('after a tick with several commands, the first command of the next one is corked too; after a lone one, not', async () => {
+    const socket = new RecordingSocket();
+    const batcher = new WriteBatcher();
+    batcher.beforeWrite(socket);
+    batcher.beforeWrite(socket); // a batch
+    await nextTurn();
+    socket.log.length = 0;
+
+    batcher.beforeWrite(socket); // steady load: expected to be followed by more
+    expect(socket.log).toEqual(['cork']);
+    await nextTurn();
+    expect(socket.log).toEqual(['cork', 'uncork']);
+    socket.log.length = 0;
+
+    batcher.beforeWrite(socket); // the last tick had a lone command: this one goes out at once
+    expect(socket.log).toEqual([]);
+    await nextTurn();
+    expect(socket.log).toEqual([]);
+  });
+
+  test('sockets corked in the same tick are all uncorked at its end, each by its own batcher', async () => {
+    const sockets = [new RecordingSocket(), new RecordingSocket(), new RecordingSocket()];
+    const batchers = sockets.map(() => new WriteBatcher());
+    for (let i = 0; i < 3; i++) {
+      batchers[i]!.beforeWrite(sockets[i]!);
+      if (i > 0) batchers[i]!.beforeWrite(sockets[i]!); // sockets 1 and 2 get two commands
+    }
+    expect(sockets.map((s) => s.corked)).toEqual([0, 1, 1]);
+    await nextTurn();
+    expect(sockets.map((s) => s.log)).toEqual([[], ['cork', 'uncork'], ['cork', 'uncork']]);
+  });
+});
