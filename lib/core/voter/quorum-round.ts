@@ -87,7 +87,7 @@ export function quorumRound<R>(
     const arm = () => {
       if (!decided) cancel = startTimeout(timeoutMs, () => setImmediate(expire));
     };
-    // Writes to a voter leave together at the end of the tick (the Redis voter corks its socket):
+    // Writes to a voter may leave together at the end of the tick (write-batching.ts corks them):
     // start the clock then, so synchronous work after the call (a long handler, a GC pause) is
     // not counted against the voters.
     if (options.armAfter) void options.armAfter.then(arm);

@@ -19,8 +19,8 @@ export interface Corkable {
  * reads replies or fires timers.
  */
 
-/** The window's number: a socket that saw a command in this window corks for the next one. */
-let window = 0;
+/** The current batching window: its number, whether it is open, and the sockets corked in it. */
+let windowId = 0;
 let open = false;
 let corked: Corkable[] = [];
 
@@ -35,10 +35,10 @@ function closeWindow(): void {
 function currentWindow(): number {
   if (!open) {
     open = true;
-    window++;
+    windowId++;
     process.nextTick(closeWindow);
   }
-  return window;
+  return windowId;
 }
 
 /**
