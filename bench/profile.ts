@@ -11,10 +11,12 @@
  * ```
  *
  * `--loops N` runs the cycles in N concurrent loops, each on its own key (B2's shape); without it,
- * one loop on one key (B1's). `--fresh` takes a never-used key on every cycle (B8's first grants). `--cpu <file.cpuprofile>` profiles the measured cycles only (no
- * start-up, no redis-server spawning: what `--cpu-prof` would add). `--alloc <file.heapprofile>` samples allocations during the measured
- * cycles, garbage included (what `--heap-prof` leaves out: it keeps only what is still alive), for
- * when the CPU profile shows the garbage collector high: `profile-top.js` reads that file too.
+ * one loop on one key (B1's). `--fresh` takes a never-used key on every cycle (B8's first grants).
+ * `--cpu <file.cpuprofile>` profiles the measured cycles only (no start-up, no redis-server
+ * spawning: what `--cpu-prof` would add). `--alloc <file.heapprofile>` samples allocations during
+ * the measured cycles, garbage included (what `--heap-prof` leaves out: it keeps only what is
+ * still alive), for when the CPU profile shows the garbage collector high: `profile-top.js` reads
+ * that file too.
  * Only the library runs in this process (no other library, no table), so the profile holds its
  * cycle and what the runtime spends on it; nodes are started and stopped here, by pid.
  */
@@ -40,7 +42,7 @@ async function main(): Promise<void> {
   const fresh = rest.includes('--fresh');
   const lib = selectLibraries([id], baseline).find((l) => l.id === id);
   if (!lib || !Number.isInteger(count) || count <= 0 || !Number.isInteger(loops) || loops <= 0) {
-    throw new Error('usage: profile.js <library id> [cycles] [--loops N] [--baseline <dist dir>]');
+    throw new Error('usage: profile.js <library id> [cycles] [--loops N] [--fresh] [--baseline <dist dir>]');
   }
   const nodes = await startNodes(5);
   try {
@@ -49,7 +51,10 @@ async function main(): Promise<void> {
       const keys = Array.from({ length: loops }, (_, i) => `bench:profile:${id}:${i}`);
       const latencies: number[] = [];
       let freshKeys = 0;
-      /** `cycles` acquire + release in `loops` concurrent loops, each on its own key (or a new key per cycle). */
+      /**
+       * `cycles` acquire + release in `loops` concurrent loops, each on its own key (with
+       * --fresh, a new one each time).
+       */
       const run = async (cycles: number, record: boolean) => {
         let next = 0;
         await Promise.all(
