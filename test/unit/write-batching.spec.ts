@@ -1,4 +1,4 @@
-import { WriteBatcher, type Corkable } from '../../lib/core/voter/write-batching.js';
+import { corkUntilTickEnd, WriteBatcher, type Corkable } from '../../lib/core/voter/write-batching.js';
 
 /** A socket stand-in that records when it was corked and uncorked (no I/O involved). */
 class RecordingSocket implements Corkable {
@@ -71,5 +71,15 @@ describe('WriteBatcher: one socket write per tick for batches, none held back fo
     expect(sockets.map((s) => s.corked)).toEqual([0, 1, 1]);
     await nextTurn();
     expect(sockets.map((s) => s.log)).toEqual([[], ['cork', 'uncork'], ['cork', 'uncork']]);
+  });
+
+  test('corkUntilTickEnd (a Cluster corking every master): each cork is undone once at the end of the tick', async () => {
+    const socket = new RecordingSocket();
+    corkUntilTickEnd(socket);
+    corkUntilTickEnd(socket);
+    expect(socket.corked).toBe(2);
+    await nextTurn();
+    expect(socket.corked).toBe(0);
+    expect(socket.log).toEqual(['cork', 'cork', 'uncork', 'uncork']);
   });
 });

@@ -28,7 +28,7 @@ import { clusterConnection, type ClusterConnection, type ClusterVoterNode } from
 import { assertClusterPrefix, assertOneSlot, keySlot, slotMarkerKey } from './cluster-slots.js';
 import { describeError, quitConnection } from './redis-connection.js';
 import type { Voter, VoterContext } from './voter.js';
-import type { Corkable } from './write-batching.js';
+import { corkUntilTickEnd, currentWindow, type Corkable } from './write-batching.js';
 
 /**
  * A Redis Cluster as ONE voter of the quorum: the cluster holds one copy of the lock state,
@@ -69,7 +69,8 @@ export class ClusterVoter implements Voter {
   private lastError: string | undefined;
   private up = false;
   private seeded = false;
-  private corked = false;
+  /** The batching window in which the masters' sockets were last corked (write-batching.ts). */
+  private corkedWindow = 0;
   /** This voter's acquires in flight, by lock value (see letGo). */
   private readonly acquiring = new Map<string, Promise<unknown>>();
   private readonly owned: boolean;
@@ -253,24 +254,19 @@ export class ClusterVoter implements Voter {
 
   /**
    * As the single-server voter does (redis-voter.ts): everything sent to a shard in the current
-   * tick leaves in one socket write. The first command of a tick corks every master's socket,
-   * and they are uncorked before the event loop goes on. Without it each command costs a write
-   * and a read on both sides; ioredis' enableAutoPipelining batches too, but waits for setImmediate.
+   * tick leaves in one socket write. A command's shard is known only once ioredis routes it, so
+   * the first command of a tick corks every master's socket, until the shared end of the tick
+   * (write-batching.ts). Without it each command costs a write and a read on both sides; ioredis'
+   * enableAutoPipelining batches too, but waits for setImmediate.
    */
   private coalesceWrites(): void {
-    if (this.corked) return;
-    const streams: Array<Partial<Corkable>> = [];
+    const current = currentWindow();
+    if (this.corkedWindow === current) return;
+    this.corkedWindow = current;
     for (const node of this.client.nodes('master')) {
       const stream = (node as unknown as { stream?: Partial<Corkable> }).stream;
-      if (node.status === 'ready' && stream?.cork && stream.uncork) streams.push(stream);
+      if (node.status === 'ready' && stream?.cork && stream.uncork) corkUntilTickEnd(stream as Corkable);
     }
-    if (streams.length === 0) return;
-    this.corked = true;
-    for (const stream of streams) stream.cork!();
-    process.nextTick(() => {
-      this.corked = false;
-      for (const stream of streams) stream.uncork!();
-    });
   }
 
   private recordError(message: string): void {

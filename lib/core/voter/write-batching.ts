@@ -32,7 +32,7 @@ function closeWindow(): void {
 }
 
 /** The current window's number, opening one when none is open. */
-function currentWindow(): number {
+export function currentWindow(): number {
   if (!open) {
     open = true;
     windowId++;
@@ -65,7 +65,17 @@ export class WriteBatcher {
     }
     if (this.corkedWindow === current) return;
     this.corkedWindow = current;
-    stream.cork();
-    corked.push(stream);
+    corkUntilTickEnd(stream);
   }
+}
+
+/**
+ * Corks `stream` until the current window closes (each call corks once more and is undone once):
+ * for a caller that corks every socket a command may take, such as a Cluster whose commands are
+ * routed by slot.
+ */
+export function corkUntilTickEnd(stream: Corkable): void {
+  currentWindow();
+  stream.cork();
+  corked.push(stream);
 }
