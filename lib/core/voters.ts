@@ -10,6 +10,7 @@ import {
   type Vote,
 } from './voter/quorum-round.js';
 import type { Voter } from './voter/voter.js';
+import { writesHandedOver } from './voter/write-batching.js';
 
 /** Every answer, or failure, of a voter letting go counts as done (see Voters.letGo). */
 const countsAsDone = (): 'yes' => 'yes';
@@ -83,19 +84,25 @@ export class Voters {
   }
 
   /**
-   * Lets go of `value`'s keys on `voters` (default all). Resolves once a majority of them
-   * answered, like an acquire: the lock is then free for anyone who asks. A voter that fails to
-   * answer still counts as done: the key expires there with its lease, and the next operation of
-   * this engine reaches it after this one, on the same connection.
+   * Lets go of `value`'s keys on `voters` (default all). A voter that can send it one-way (no
+   * reply: voter/one-way.ts) has it on the wire at once, ahead of anything this engine sends it
+   * later; the others are waited for until, with those, a majority is done, like an acquire. A
+   * voter that fails to answer still counts as done: the key expires there with its lease, and the
+   * next operation of this engine reaches it after this one, on the same connection.
    */
   letGo(keys: readonly string[], value: string, how: LetGo, voters = this.list): Promise<unknown> {
-    return quorumRound(
-      voters,
-      Math.min(this.quorum, voters.length),
-      this.nodeTimeout,
-      (voter) => voter.letGo(keys, value, how).catch(ignore),
-      countsAsDone,
-    );
+    let replying: Voter[] | undefined;
+    for (const voter of voters) {
+      if (!voter.letGoOneWay?.(keys, value, how)) (replying ??= []).push(voter);
+    }
+    if (!replying) return writesHandedOver();
+    const needed = Math.min(this.quorum, voters.length) - (voters.length - replying.length);
+    const send = (voter: Voter) => voter.letGo(keys, value, how).catch(ignore);
+    if (needed <= 0) {
+      for (const voter of replying) void send(voter);
+      return writesHandedOver();
+    }
+    return quorumRound(replying, needed, this.nodeTimeout, send, countsAsDone);
   }
 
   /**

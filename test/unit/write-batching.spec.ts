@@ -1,4 +1,9 @@
-import { corkUntilTickEnd, WriteBatcher, type Corkable } from '../../lib/core/voter/write-batching.js';
+import {
+  corkUntilTickEnd,
+  WriteBatcher,
+  writesHandedOver,
+  type Corkable,
+} from '../../lib/core/voter/write-batching.js';
 
 /** A socket stand-in that records when it was corked and uncorked (no I/O involved). */
 class RecordingSocket implements Corkable {
@@ -81,5 +86,26 @@ describe('WriteBatcher: one socket write per tick for batches, none held back fo
     await nextTurn();
     expect(socket.corked).toBe(0);
     expect(socket.log).toEqual(['cork', 'cork', 'uncork', 'uncork']);
+  });
+
+  test('writesHandedOver: at once when nothing is corked; after the uncork when a socket waits for the end of the tick', async () => {
+    const socket = new RecordingSocket();
+    const batcher = new WriteBatcher();
+    batcher.beforeWrite(socket); // out at once
+    let handedOver = false;
+    void writesHandedOver().then(() => (handedOver = true));
+    await Promise.resolve();
+    expect(handedOver).toBe(true);
+    await nextTurn();
+
+    batcher.beforeWrite(socket);
+    batcher.beforeWrite(socket); // corked until the end of the tick
+    const seen: string[] = [];
+    void writesHandedOver().then(() => seen.push(`handed over after ${socket.log.join(', ')}`));
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(seen).toEqual([]); // microtasks of this tick run before the window closes
+    await nextTurn();
+    expect(seen).toEqual(['handed over after cork, uncork']);
   });
 });

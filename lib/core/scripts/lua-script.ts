@@ -16,7 +16,7 @@ export function luaScript(name: string, source: string): LuaScript {
 /**
  * Runs a script by SHA, and sends its source on NOSCRIPT (first use on a node, or a node that
  * restarted and lost its script cache). The one script runner of the library: the lock voters and
- * `FencedWriter` both use it.
+ * `FencedWriter` both use it. `onNoScript` hears of a node whose script cache was found empty.
  */
 export function runScript<T = unknown>(
   client: Redis,
@@ -24,10 +24,12 @@ export function runScript<T = unknown>(
   keys: readonly string[],
   args: readonly (string | number)[],
   decode: (reply: unknown) => T = identity as (reply: unknown) => T,
+  onNoScript?: () => void,
 ): Promise<T> {
   // Decoding in the same then() as the NOSCRIPT fallback: one promise per call on the hot path.
   return client.evalsha(script.sha, keys.length, ...keys, ...args).then(decode, (err: unknown) => {
     if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
+      onNoScript?.();
       return client.eval(script.source, keys.length, ...keys, ...args).then(decode);
     }
     throw err;

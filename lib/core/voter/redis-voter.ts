@@ -23,6 +23,7 @@ import { settleWithin, startTimeout } from '../timeouts.js';
 import { admitServer, type AdmissionSettings } from './redis-admission.js';
 import { describeError, quitConnection, redisConnection, type RedisConnection } from './redis-connection.js';
 import type { Voter, VoterContext } from './voter.js';
+import { oneWayAllowed, oneWayScriptCall } from './one-way.js';
 import { WriteBatcher, type Corkable } from './write-batching.js';
 
 /** How soon a failed admission (a time-out, a replica refusing a write) is tried again. */
@@ -60,6 +61,17 @@ export class RedisVoter implements Voter {
   /** Epoch ms until which the voter abstains under the identity guard (0: it votes). */
   private abstainUntil = 0;
   private readonly abstentionListeners: Array<(forMs: number, why: string) => void> = [];
+  /**
+   * Whether letting go may be sent one-way on the current connection (one-way.ts): set once the
+   * connection's scripts are loaded and the server allowed `CLIENT REPLY`; cleared by a new
+   * connection and by a NOSCRIPT (a flushed script cache) until the scripts are loaded again.
+   */
+  private oneWay = false;
+  private readonly onNoScript = () => {
+    if (!this.oneWay) return;
+    this.oneWay = false;
+    this.prepareConnection(this.admissions);
+  };
 
   constructor(connection: RedisConnection, context: VoterContext) {
     this.client = connection.client;
@@ -129,13 +141,22 @@ export class RedisVoter implements Voter {
   }
 
   letGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
-    const script =
-      how.op === 'release'
-        ? this.scripts.release
-        : how.op === 'requeue'
-          ? this.scripts.requeue
-          : this.scripts.leaveQueue;
-    return this.run(script, keys, letGoArgs(value, how));
+    return this.run(this.letGoScript(how), keys, letGoArgs(value, how));
+  }
+
+  /**
+   * Lets go one-way where this connection allows it (one-way.ts): written now, in the connection's
+   * order, and no reply comes back. False when it was not sent: use {@link letGo}.
+   */
+  letGoOneWay(keys: readonly string[], value: string, how: LetGo): boolean {
+    if (!this.oneWay || !this.connected) return false;
+    const stream = (
+      this.client as unknown as { stream?: { writable?: boolean; write(data: string): boolean } }
+    ).stream;
+    if (!stream?.writable) return false;
+    this.coalesceWrites();
+    stream.write(oneWayScriptCall(this.letGoScript(how).sha, keys, letGoArgs(value, how)));
+    return true;
   }
 
   inspect(lockKey: string): Promise<KeyView> {
@@ -209,6 +230,14 @@ export class RedisVoter implements Voter {
     this.client.off('close', this.onClose);
   }
 
+  private letGoScript(how: LetGo): LuaScript {
+    return how.op === 'release'
+      ? this.scripts.release
+      : how.op === 'requeue'
+        ? this.scripts.requeue
+        : this.scripts.leaveQueue;
+  }
+
   /** The acquire vote once the server is checked: the identity guard's abstention, or the script's. */
   private vote(
     keys: readonly string[],
@@ -245,7 +274,7 @@ export class RedisVoter implements Voter {
       return this.checking ? this.checking.then(checked) : checked();
     }
     this.coalesceWrites();
-    return runScript(this.client, script, keys, args, decode);
+    return runScript(this.client, script, keys, args, decode, this.onNoScript);
   }
 
   /**
@@ -273,6 +302,7 @@ export class RedisVoter implements Voter {
   private admit(): void {
     const attempt = ++this.admissions;
     this.admitted = false;
+    this.oneWay = false;
     this.refusal = undefined;
     this.refused = false;
     const current = () => attempt === this.admissions && this.client.status === 'ready';
@@ -289,7 +319,7 @@ export class RedisVoter implements Voter {
             for (const listener of this.abstentionListeners) listener(result.abstainMs, result.why ?? '');
           }
           this.admitted = true;
-          this.recordReady();
+          this.recordReady(attempt);
         }
         for (const settled of this.admissionWaiters) settled();
       },
@@ -304,17 +334,36 @@ export class RedisVoter implements Voter {
     );
   }
 
-  private recordReady(): void {
-    // A restarted node has lost its script cache: load ours now rather than on a NOSCRIPT storm.
-    for (const script of this.scripts.all) this.client.script('LOAD', script.source).catch(() => undefined);
+  private recordReady(attempt: number): void {
+    this.prepareConnection(attempt);
     if (this.lastError !== undefined) this.logger.log(`Redis node ${this.label} is reachable again`);
     this.lastError = undefined;
     this.up = true;
     for (const listener of this.healthListeners) listener(true);
   }
 
+  /**
+   * Loads our scripts on the connection of admission `attempt` (a restarted node has lost its
+   * script cache: now rather than on a NOSCRIPT storm), and allows one-way calls on it once they
+   * are all loaded and the server allows skipping replies. Only on a connection the engine owns:
+   * on a client passed in, the application's own commands (a MULTI) could enclose ours.
+   */
+  private prepareConnection(attempt: number): void {
+    const loaded = Promise.all(
+      this.scripts.all.map((script) => this.client.script('LOAD', script.source)),
+    ).then(
+      () => true,
+      () => false,
+    );
+    if (!this.owned || this.client.options.keyPrefix) return;
+    void Promise.all([loaded, oneWayAllowed(this.client)]).then(([scripts, allowed]) => {
+      if (scripts && allowed && attempt === this.admissions && this.connected) this.oneWay = true;
+    });
+  }
+
   private recordDown(): void {
     this.admitted = false;
+    this.oneWay = false;
     if (!this.up) return;
     this.up = false;
     for (const listener of this.healthListeners) listener(false, this.lastError ?? 'connection closed');

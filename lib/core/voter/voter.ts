@@ -46,6 +46,11 @@ export interface Voter {
   extend(batch: readonly ExtendRequest[]): Promise<boolean[]>;
   /** Lets go of the keys `value` holds, and of its places in line (see scripts/release.ts). */
   letGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown>;
+  /**
+   * Optional: the same, sent one-way when the voter can (no reply comes back, and none is waited
+   * for), in order with the voter's other operations. Returns false when it did not send it.
+   */
+  letGoOneWay?(keys: readonly string[], value: string, how: LetGo): boolean;
   /** Reads a lock key, its lease and its fence counter (writes nothing). */
   inspect(lockKey: string): Promise<KeyView>;
   /** A round trip that proves the voter answers (health checks). */

@@ -23,12 +23,34 @@ export interface Corkable {
 let windowId = 0;
 let open = false;
 let corked: Corkable[] = [];
+/** Settles when the current window closes, for callers that must know their writes have left. */
+let closing: { promise: Promise<void>; resolve: () => void } | undefined;
 
 function closeWindow(): void {
   open = false;
   const streams = corked;
   corked = [];
   for (const stream of streams) stream.uncork();
+  const settled = closing;
+  closing = undefined;
+  settled?.resolve();
+}
+
+const WRITTEN: Promise<void> = Promise.resolve();
+
+/**
+ * Resolves once every write made so far has been handed to its socket: at the end of this tick
+ * when a socket is corked in the current window (its writes wait for the window to close), at once
+ * otherwise.
+ */
+export function writesHandedOver(): Promise<void> {
+  if (!open || corked.length === 0) return WRITTEN;
+  if (!closing) {
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    closing = { promise, resolve };
+  }
+  return closing.promise;
 }
 
 /** The current window's number, opening one when none is open. */

@@ -1,0 +1,177 @@
+import { Redis } from 'ioredis';
+import type { RedisNodes } from '../../../lib/testing/index.js';
+import { MINIMAL_ACL } from '../../support/acl.js';
+import { TestCluster, sleep } from '../../support/cluster.js';
+import { Deployment } from '../deployments/support.js';
+
+/*
+ * Letting go is one-way on the engine's own connections (lib/core/voter/one-way.ts): CLIENT REPLY
+ * SKIP and the release script in one write, no reply. These tests count what the servers ran
+ * (INFO commandstats), check that every later reply still answers its own command, and that the
+ * engine falls back to replies where it must.
+ */
+
+const PREFIX = 'redlock:';
+const lockKey = (r: string) => `${PREFIX}{${r}}`;
+
+/** A command's calls and refusals on one node since the last CONFIG RESETSTAT. */
+async function commandStats(
+  nodes: RedisNodes,
+  index: number,
+  command: string,
+): Promise<{ calls: number; rejected: number }> {
+  const info = String(await nodes.client(index).call('INFO', 'commandstats'));
+  const line = new RegExp(
+    `^cmdstat_${command.replace('|', '\\|')}:calls=(\\d+).*rejected_calls=(\\d+)`,
+    'm',
+  ).exec(info);
+  return { calls: Number(line?.[1] ?? 0), rejected: Number(line?.[2] ?? 0) };
+}
+
+async function resetStats(nodes: RedisNodes): Promise<void> {
+  await Promise.all(nodes.urls.map((_, i) => nodes.client(i).call('CONFIG', 'RESETSTAT')));
+}
+
+/** Waits until `check` holds (polling), at most `ms`. */
+async function until(check: () => Promise<boolean>, ms = 3000): Promise<void> {
+  const deadline = performance.now() + ms;
+  while (!(await check())) {
+    if (performance.now() > deadline) throw new Error('condition not met in time');
+    await sleep(10);
+  }
+}
+
+/** Every node answered the engine's one-way probe (CLIENT REPLY ON) since `resetStats`. */
+function probed(nodes: RedisNodes, indices = nodes.urls.map((_, i) => i)): Promise<boolean> {
+  return Promise.all(indices.map((i) => commandStats(nodes, i, 'client|reply'))).then((stats) =>
+    stats.every((s) => s.calls + s.rejected >= 1),
+  );
+}
+
+describe('one-way release on the engine’s own connections (real nodes)', () => {
+  let cluster: TestCluster;
+
+  beforeAll(async () => {
+    cluster = await TestCluster.start(5);
+  });
+  afterAll(() => cluster.close());
+
+  test('each release is one CLIENT REPLY SKIP + script per node; keys are gone, and every later reply answers its own command', async () => {
+    const nodes = cluster.redis;
+    await resetStats(nodes);
+    const engine = await cluster.engine({ nodeTimeout: 500 });
+    await until(() => probed(nodes));
+    await resetStats(nodes);
+
+    // UTF-8 names (byte lengths differ from string lengths) and a multi-resource lock.
+    const resources = ['résumé-🔒', 'plain'];
+    let lastToken = 0;
+    const cycles = 40;
+    for (let i = 0; i < cycles; i++) {
+      const lock = await engine.acquire(resources, { ttl: 5000 });
+      expect(lock.fencingToken).toBeGreaterThan(lastToken);
+      lastToken = lock.fencingToken;
+      await lock.extend(5000); // a reply read after one-way calls on the same connection
+      expect((await engine.inspect(resources[0]!)).held).toBe(true);
+      await lock.release();
+      expect((await engine.inspect(resources[0]!)).held).toBe(false);
+    }
+
+    for (let i = 0; i < 5; i++) {
+      expect(await commandStats(nodes, i, 'client|reply')).toEqual({ calls: cycles, rejected: 0 });
+      for (const resource of resources) expect(await nodes.client(i).exists(lockKey(resource))).toBe(0);
+    }
+  });
+
+  test('release resolves without waiting for replies: with 3 of 5 nodes stopped it returns at once, and they apply it when resumed', async () => {
+    const nodes = cluster.redis;
+    const engine = await cluster.engine({ nodeTimeout: 1000 });
+    await until(() => probed(nodes));
+    const lock = await engine.acquire('stopped', { ttl: 10_000 });
+    for (const i of [0, 1, 2]) nodes.stop(i);
+    try {
+      const started = performance.now();
+      await lock.release();
+      // Waiting for replies, this would take nodeTimeout (1000 ms): no majority can answer.
+      expect(performance.now() - started).toBeLessThan(200);
+    } finally {
+      for (const i of [0, 1, 2]) nodes.resume(i);
+    }
+    await until(async () => {
+      const left = await Promise.all(nodes.urls.map((_, i) => nodes.client(i).exists(lockKey('stopped'))));
+      return left.every((n) => n === 0);
+    });
+    // The keys are gone well before their 10 s lease: another engine takes the lock at once.
+    const other = await cluster.engine();
+    const next = await other.tryAcquire('stopped');
+    expect(next).not.toBeNull();
+    await next?.release();
+  });
+
+  test('a flushed script cache: the next acquire meets NOSCRIPT, releases use replies until the scripts are back, no key is left', async () => {
+    const nodes = cluster.redis;
+    const engine = await cluster.engine();
+    await until(() => probed(nodes));
+    await (await engine.acquire('flushed')).release();
+    await Promise.all(nodes.urls.map((_, i) => nodes.client(i).call('SCRIPT', 'FLUSH')));
+    await resetStats(nodes);
+    for (let i = 0; i < 5; i++) {
+      const lock = await engine.acquire('flushed', { ttl: 10_000 });
+      await lock.release();
+      await sleep(20); // the scripts are loaded again in the background
+    }
+    const other = await cluster.engine();
+    const next = await other.tryAcquire('flushed');
+    expect(next).not.toBeNull();
+    await next?.release();
+    for (let i = 0; i < 5; i++) {
+      expect(await nodes.client(i).exists(lockKey('flushed'))).toBe(0);
+      expect((await commandStats(nodes, i, 'script|load')).calls).toBeGreaterThan(0); // loaded again
+    }
+    // Once they are back, releases are one-way again: one CLIENT REPLY SKIP per release and node.
+    await resetStats(nodes);
+    for (let i = 0; i < 3; i++) await (await engine.acquire('flushed')).release();
+    for (let i = 0; i < 5; i++) {
+      expect(await commandStats(nodes, i, 'client|reply')).toEqual({ calls: 3, rejected: 0 });
+    }
+  });
+});
+
+describe('releases wait for replies where one-way is not safe (real nodes)', () => {
+  const deployment = new Deployment();
+  afterAll(() => deployment.close());
+
+  test('an ACL user without +client|reply: the probe is refused, releases are answered, the engine works', async () => {
+    const acl = MINIMAL_ACL.filter((rule) => rule !== '+client|reply');
+    const nodes = await deployment.nodes(3, { extraArgs: ['--user', 'locker', ...acl] });
+    const urls = nodes.ports.map((port) => `redis://locker:lock-secret@127.0.0.1:${port}`);
+    const { engine, logger } = deployment.engine(urls);
+    await engine.connect();
+    await until(() => probed(nodes));
+    await resetStats(nodes);
+    for (let i = 0; i < 5; i++) await (await engine.acquire('acl-fallback')).release();
+    for (let i = 0; i < 3; i++) {
+      expect(await commandStats(nodes, i, 'client|reply')).toEqual({ calls: 0, rejected: 0 });
+      expect(await nodes.client(i).exists(lockKey('acl-fallback'))).toBe(0);
+    }
+    expect(logger.lines.filter((l) => /NOPERM|error:/.test(l))).toEqual([]);
+  });
+
+  test('clients passed in (the application may use them too): no CLIENT REPLY, releases are answered', async () => {
+    const nodes = await deployment.nodes(3);
+    const clients = nodes.urls.map((url) => new Redis(url));
+    try {
+      const { engine } = deployment.engine(clients);
+      await engine.connect();
+      await sleep(100);
+      await resetStats(nodes);
+      for (let i = 0; i < 5; i++) await (await engine.acquire('passed-in')).release();
+      for (let i = 0; i < 3; i++) {
+        expect(await commandStats(nodes, i, 'client|reply')).toEqual({ calls: 0, rejected: 0 });
+        expect(await nodes.client(i).exists(lockKey('passed-in'))).toBe(0);
+      }
+    } finally {
+      for (const client of clients) client.disconnect();
+    }
+  });
+});
