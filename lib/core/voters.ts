@@ -85,8 +85,10 @@ export class Voters {
 
   /**
    * Lets go of `value`'s keys on `voters` (default all). A voter that can send it one-way (no
-   * reply: voter/one-way.ts) has it on the wire at once, ahead of anything this engine sends it
-   * later; the others are waited for until, with those, a majority is done, like an acquire. A
+   * reply: voter/one-way.ts) does, ahead of anything this engine sends it later, and counts as
+   * done once the bytes are handed to its socket (at once, or when the tick's corked writes leave:
+   * write-batching.ts), so that a caller who goes on cannot overtake them through another
+   * connection. The others are waited for until, with those, a majority is done, like an acquire. A
    * voter that fails to answer still counts as done: the key expires there with its lease, and the
    * next operation of this engine reaches it after this one, on the same connection.
    */

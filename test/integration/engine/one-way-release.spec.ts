@@ -83,6 +83,23 @@ describe('one-way release on the engine’s own connections (real nodes)', () =>
     }
   });
 
+  test('once release resolves, a command on another connection comes after it, also for releases batched in one tick', async () => {
+    const nodes = cluster.redis;
+    const engine = await cluster.engine();
+    await until(() => probed(nodes));
+    for (let round = 0; round < 10; round++) {
+      const names = Array.from({ length: 8 }, (_, i) => `batched-${round}-${i}`);
+      const locks = await Promise.all(names.map((name) => engine.acquire(name)));
+      // Eight releases in one tick: corked, they leave together at the end of the tick.
+      await Promise.all(locks.map((lock) => lock.release()));
+      // Sent in the same tick as the continuation, through the inspection connections.
+      const left = await Promise.all(
+        nodes.urls.map((_, i) => nodes.client(i).exists(...names.map((name) => lockKey(name)))),
+      );
+      expect(left).toEqual([0, 0, 0, 0, 0]);
+    }
+  });
+
   test('release resolves without waiting for replies: with 3 of 5 nodes stopped it returns at once, and they apply it when resumed', async () => {
     const nodes = cluster.redis;
     const engine = await cluster.engine({ nodeTimeout: 1000 });
