@@ -3,7 +3,7 @@ import { EXTEND, EXTEND_MANY } from './extend.js';
 import { RAISE_FENCE } from './fence.js';
 import { INSPECT } from './inspect.js';
 import type { LuaScript } from './lua-script.js';
-import { leaveQueueScript, releaseScript, requeueScript } from './release.js';
+import { leaveQueueScript, releaseScript, requeueScript, type LetGo } from './release.js';
 import { compileSettings, type ScriptSettings } from './settings.js';
 
 /** The scripts of one engine, with its settings compiled in. */
@@ -18,6 +18,11 @@ export interface EngineScripts {
   readonly inspect: LuaScript;
   /** All of them, loaded on each (re)connection so that calls rarely meet NOSCRIPT. */
   readonly all: readonly LuaScript[];
+}
+
+/** The script of a {@link LetGo} operation. */
+export function letGoScript(scripts: EngineScripts, how: LetGo): LuaScript {
+  return how.op === 'release' ? scripts.release : how.op === 'requeue' ? scripts.requeue : scripts.leaveQueue;
 }
 
 /** Builds an engine's scripts, with its settings compiled in. */

@@ -16,7 +16,8 @@ export function luaScript(name: string, source: string): LuaScript {
 /**
  * Runs a script by SHA, and sends its source on NOSCRIPT (first use on a node, or a node that
  * restarted and lost its script cache). The one script runner of the library: the lock voters and
- * `FencedWriter` both use it. `onNoScript` hears of a node whose script cache was found empty.
+ * `FencedWriter` both use it. `onNoScript` hears of a node whose script cache was found empty, once
+ * the call was sent again.
  */
 export function runScript<T = unknown>(
   client: Redis,
@@ -29,8 +30,9 @@ export function runScript<T = unknown>(
   // Decoding in the same then() as the NOSCRIPT fallback: one promise per call on the hot path.
   return client.evalsha(script.sha, keys.length, ...keys, ...args).then(decode, (err: unknown) => {
     if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
-      onNoScript?.();
-      return client.eval(script.source, keys.length, ...keys, ...args).then(decode);
+      const retried = client.eval(script.source, keys.length, ...keys, ...args).then(decode);
+      onNoScript?.(); // after the retry: what it sends comes after this call, as it was sent
+      return retried;
     }
     throw err;
   });

@@ -12,6 +12,7 @@ import {
   extendArgs,
   extendManyCall,
   letGoArgs,
+  letGoScript,
   raiseFenceArgs,
   runScript,
   type AcquireVote,
@@ -177,12 +178,7 @@ export class ClusterVoter implements Voter {
   }
 
   async letGo(keys: readonly string[], value: string, how: LetGo): Promise<void> {
-    const script =
-      how.op === 'release'
-        ? this.scripts.release
-        : how.op === 'requeue'
-          ? this.scripts.requeue
-          : this.scripts.leaveQueue;
+    const script = letGoScript(this.scripts, how);
     // The engine frees a late grant by sending this after the acquire, trusting one connection to
     // keep the order. A cluster client does not always: a command that meets MOVED, or a slot map
     // being refreshed, is sent again later, after what followed it (seen here: the acquire of a

@@ -1,3 +1,6 @@
+import type { Redis } from 'ioredis';
+import { runScript, type LuaScript } from '../scripts/index.js';
+
 /*
  * One-way script calls: a script whose reply nobody reads (letting go of lock keys: a release, a
  * failed attempt's clean-up, a waiter leaving the line), sent so that the server sends no reply.
@@ -13,7 +16,8 @@
  * command sent after) and ioredis never expects a reply for them: its reply queue stays as it was.
  * This is only sound on a connection nobody else writes to (a MULTI of someone else's could
  * enclose them) and whose user may run `CLIENT REPLY` (a refusal would be a reply ioredis reads as
- * the answer to its next command): RedisVoter checks both first (see oneWayAllowed).
+ * the answer to its next command): RedisVoter checks both first (see oneWayAllowed). A call that
+ * meets a flushed script cache is sent again (see UnconfirmedCalls).
  */
 
 /** `CLIENT REPLY SKIP` in the protocol: the server sends no reply to the next command. */
@@ -50,4 +54,134 @@ export function oneWayAllowed(client: { call(...args: string[]): Promise<unknown
     (reply) => reply === 'OK',
     () => false,
   );
+}
+
+/** A one-way script call, kept until a later reply shows that it ran. */
+export interface OneWayCall {
+  readonly script: LuaScript;
+  readonly keys: readonly string[];
+  readonly args: readonly string[];
+}
+
+/**
+ * The one-way calls of one connection that no later reply has confirmed yet. A one-way call that
+ * meets a flushed script cache (NOSCRIPT) fails without a word, and a NOSCRIPT reply to a command
+ * sent before it may still be on its way when it is sent. A command sent after it that succeeds
+ * confirms it: the server ran them in order, and the cache is only ever refilled by the engine
+ * after a NOSCRIPT. So on a NOSCRIPT the voter sends the unconfirmed calls again, with replies:
+ * letting go again is harmless (the scripts free only what still holds the caller's value).
+ * In steady use the list holds the calls since the node's last reply: a release until the next
+ * acquire's reply.
+ */
+export class UnconfirmedCalls {
+  /** Number of one-way calls sent so far on this connection. */
+  private sent = 0;
+  /** Unconfirmed calls, oldest first, each with its number. */
+  private calls: Array<{ readonly seq: number; readonly call: OneWayCall }> = [];
+
+  /** Whether any call waits for confirmation. */
+  get pending(): boolean {
+    return this.calls.length > 0;
+  }
+
+  /** Records a call just sent. */
+  sentNow(call: OneWayCall): void {
+    this.calls.push({ seq: ++this.sent, call });
+  }
+
+  /**
+   * `decode`, which first confirms every call sent before now: for a command sent now, whose
+   * successful reply shows that they ran.
+   */
+  confirmingBy<T>(decode: (reply: unknown) => T): (reply: unknown) => T {
+    const mark = this.sent;
+    return (reply) => {
+      let confirmed = 0;
+      while (confirmed < this.calls.length && this.calls[confirmed]!.seq <= mark) confirmed++;
+      if (confirmed > 0) this.calls.splice(0, confirmed);
+      return decode(reply);
+    };
+  }
+
+  /** Takes every unconfirmed call out (to send again, or on a new connection to forget). */
+  takeAll(): OneWayCall[] {
+    return this.calls.splice(0).map((entry) => entry.call);
+  }
+}
+
+const identity = (reply: unknown): unknown => reply;
+
+/**
+ * One-way calls on one voter's connections: whether the current connection allows them, the
+ * calls not yet confirmed, and sending them again after a NOSCRIPT. The voter calls
+ * {@link reset} on each new connection, {@link enable} once it is prepared, and routes every
+ * answered script call through {@link confirming}.
+ */
+export class OneWayCalls {
+  private enabled = false;
+  private readonly unconfirmed = new UnconfirmedCalls();
+
+  constructor(private readonly client: Redis) {}
+
+  /** A new connection, or none: no one-way call until {@link enable}; earlier calls are forgotten. */
+  reset(): void {
+    this.enabled = false;
+    this.unconfirmed.takeAll();
+  }
+
+  /**
+   * Allows one-way calls on the current connection once its scripts are `loaded` and the server
+   * allows skipping replies (oneWayAllowed), if `current()` still holds then.
+   */
+  enable(loaded: Promise<boolean>, current: () => boolean): void {
+    void Promise.all([loaded, oneWayAllowed(this.client)]).then(([scripts, allowed]) => {
+      if (scripts && allowed && current()) this.enabled = true;
+    });
+  }
+
+  /**
+   * Sends `script` one-way, after `beforeWrite` (the voter's write batching). False when the
+   * connection does not allow it now: the caller sends it with a reply instead.
+   */
+  send(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+    beforeWrite: () => void,
+  ): boolean {
+    if (!this.enabled) return false;
+    const { stream } = this.client as unknown as {
+      stream?: { writable?: boolean; write(data: string): boolean };
+    };
+    if (!stream?.writable) return false;
+    beforeWrite();
+    stream.write(oneWayScriptCall(script.sha, keys, args));
+    this.unconfirmed.sentNow({ script, keys, args });
+    return true;
+  }
+
+  /** The decoder for an answered call sent now: its reply confirms the one-way calls before it. */
+  confirming<T>(decode: ((reply: unknown) => T) | undefined): ((reply: unknown) => T) | undefined {
+    return this.unconfirmed.pending
+      ? this.unconfirmed.confirmingBy(decode ?? (identity as (r: unknown) => T))
+      : decode;
+  }
+
+  /**
+   * A NOSCRIPT came back: no one-way call until the scripts are loaded again (returns true when
+   * the caller must load them and {@link enable} again), and every unconfirmed call is sent again,
+   * answered, behind the call that met NOSCRIPT and its retry (letting go twice is harmless).
+   */
+  noScript(): boolean {
+    const wasEnabled = this.enabled;
+    this.enabled = false;
+    return wasEnabled;
+  }
+
+  /** Sends the unconfirmed calls again, answered (after {@link noScript} and the scripts' reload). */
+  sendUnconfirmedAgain(): void {
+    for (const { script, keys, args } of this.unconfirmed.takeAll()) {
+      runScript(this.client, script, keys, args).catch(() => undefined);
+    }
+  }
 }

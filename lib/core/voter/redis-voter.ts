@@ -10,6 +10,7 @@ import {
   extendArgs,
   extendManyCall,
   letGoArgs,
+  letGoScript,
   raiseFenceArgs,
   runScript,
   type AcquireVote,
@@ -23,7 +24,7 @@ import { settleWithin, startTimeout } from '../timeouts.js';
 import { admitServer, type AdmissionSettings } from './redis-admission.js';
 import { describeError, quitConnection, redisConnection, type RedisConnection } from './redis-connection.js';
 import type { Voter, VoterContext } from './voter.js';
-import { oneWayAllowed, oneWayScriptCall } from './one-way.js';
+import { OneWayCalls } from './one-way.js';
 import { WriteBatcher, type Corkable } from './write-batching.js';
 
 /** How soon a failed admission (a time-out, a replica refusing a write) is tried again. */
@@ -62,19 +63,20 @@ export class RedisVoter implements Voter {
   private abstainUntil = 0;
   private readonly abstentionListeners: Array<(forMs: number, why: string) => void> = [];
   /**
-   * Whether letting go may be sent one-way on the current connection (one-way.ts): set once the
-   * connection's scripts are loaded and the server allowed `CLIENT REPLY`; cleared by a new
-   * connection and by a NOSCRIPT (a flushed script cache) until the scripts are loaded again.
+   * Letting go without a reply (one-way.ts): allowed on a connection once its scripts are loaded
+   * and the server allows `CLIENT REPLY`; off from a NOSCRIPT (a flushed script cache) until the
+   * scripts are loaded again, when the calls that may have met it are sent again.
    */
-  private oneWay = false;
+  private readonly oneWay: OneWayCalls;
+  private readonly coalesce = () => this.coalesceWrites();
   private readonly onNoScript = () => {
-    if (!this.oneWay) return;
-    this.oneWay = false;
-    this.prepareConnection(this.admissions);
+    if (this.oneWay.noScript()) this.prepareConnection(this.admissions); // loads ahead of the resends
+    this.oneWay.sendUnconfirmedAgain();
   };
 
   constructor(connection: RedisConnection, context: VoterContext) {
     this.client = connection.client;
+    this.oneWay = new OneWayCalls(this.client);
     this.label = connection.label;
     this.owned = connection.owned;
     this.scripts = context.scripts;
@@ -141,7 +143,7 @@ export class RedisVoter implements Voter {
   }
 
   letGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
-    return this.run(this.letGoScript(how), keys, letGoArgs(value, how));
+    return this.run(letGoScript(this.scripts, how), keys, letGoArgs(value, how));
   }
 
   /**
@@ -149,14 +151,8 @@ export class RedisVoter implements Voter {
    * order, and no reply comes back. False when it was not sent: use {@link letGo}.
    */
   letGoOneWay(keys: readonly string[], value: string, how: LetGo): boolean {
-    if (!this.oneWay || !this.connected) return false;
-    const stream = (
-      this.client as unknown as { stream?: { writable?: boolean; write(data: string): boolean } }
-    ).stream;
-    if (!stream?.writable) return false;
-    this.coalesceWrites();
-    stream.write(oneWayScriptCall(this.letGoScript(how).sha, keys, letGoArgs(value, how)));
-    return true;
+    if (!this.connected) return false;
+    return this.oneWay.send(letGoScript(this.scripts, how), keys, letGoArgs(value, how), this.coalesce);
   }
 
   inspect(lockKey: string): Promise<KeyView> {
@@ -230,14 +226,6 @@ export class RedisVoter implements Voter {
     this.client.off('close', this.onClose);
   }
 
-  private letGoScript(how: LetGo): LuaScript {
-    return how.op === 'release'
-      ? this.scripts.release
-      : how.op === 'requeue'
-        ? this.scripts.requeue
-        : this.scripts.leaveQueue;
-  }
-
   /** The acquire vote once the server is checked: the identity guard's abstention, or the script's. */
   private vote(
     keys: readonly string[],
@@ -274,7 +262,8 @@ export class RedisVoter implements Voter {
       return this.checking ? this.checking.then(checked) : checked();
     }
     this.coalesceWrites();
-    return runScript(this.client, script, keys, args, decode, this.onNoScript);
+    // A reply to a command sent after one-way calls confirms that they ran (one-way.ts).
+    return runScript(this.client, script, keys, args, this.oneWay.confirming(decode), this.onNoScript);
   }
 
   /**
@@ -302,7 +291,7 @@ export class RedisVoter implements Voter {
   private admit(): void {
     const attempt = ++this.admissions;
     this.admitted = false;
-    this.oneWay = false;
+    this.oneWay.reset(); // a new connection: what the old one ran or lost is unknown, as for any call
     this.refusal = undefined;
     this.refused = false;
     const current = () => attempt === this.admissions && this.client.status === 'ready';
@@ -356,14 +345,12 @@ export class RedisVoter implements Voter {
       () => false,
     );
     if (!this.owned || this.client.options.keyPrefix) return;
-    void Promise.all([loaded, oneWayAllowed(this.client)]).then(([scripts, allowed]) => {
-      if (scripts && allowed && attempt === this.admissions && this.connected) this.oneWay = true;
-    });
+    this.oneWay.enable(loaded, () => attempt === this.admissions && this.connected);
   }
 
   private recordDown(): void {
     this.admitted = false;
-    this.oneWay = false;
+    this.oneWay.reset();
     if (!this.up) return;
     this.up = false;
     for (const listener of this.healthListeners) listener(false, this.lastError ?? 'connection closed');

@@ -1,0 +1,41 @@
+import { oneWayScriptCall, UnconfirmedCalls, type OneWayCall } from '../../lib/core/voter/one-way.js';
+
+const script = { name: 'release', source: 'return 1', sha: 'e0e1f9fabfc9d4800c877a703b823ac0578ff8db' };
+const call = (value: string): OneWayCall => ({ script, keys: ['redlock:{r}'], args: [value] });
+
+describe('one-way calls (no Redis: the bytes and the bookkeeping)', () => {
+  test('CLIENT REPLY SKIP, then EVALSHA with byte lengths (not string lengths) for UTF-8 keys and values', () => {
+    const wire = oneWayScriptCall(script.sha, ['redlock:{résumé-🔒}'], ['välue']);
+    expect(wire).toBe(
+      '*3\r\n$6\r\nCLIENT\r\n$5\r\nREPLY\r\n$4\r\nSKIP\r\n' +
+        `*5\r\n$7\r\nEVALSHA\r\n$40\r\n${script.sha}\r\n$1\r\n1\r\n` +
+        '$23\r\nredlock:{résumé-🔒}\r\n$6\r\nvälue\r\n',
+    );
+  });
+
+  test('a reply to a call sent after one-way calls confirms them; later ones stay until their own confirmation', () => {
+    const calls = new UnconfirmedCalls();
+    const decode = (reply: unknown) => `decoded ${String(reply)}`;
+    calls.sentNow(call('a'));
+    calls.sentNow(call('b'));
+    const afterB = calls.confirmingBy(decode); // an answered call sent now
+    calls.sentNow(call('c'));
+    expect(afterB('OK')).toBe('decoded OK');
+    expect(calls.pending).toBe(true);
+    expect(calls.takeAll().map((c) => c.args[0])).toEqual(['c']); // a and b ran: confirmed
+    expect(calls.pending).toBe(false);
+  });
+
+  test('replies that arrive for calls sent before a one-way call confirm nothing of it', () => {
+    const calls = new UnconfirmedCalls();
+    calls.sentNow(call('a'));
+    const afterA = calls.confirmingBy((r) => r);
+    calls.sentNow(call('b'));
+    const afterB = calls.confirmingBy((r) => r);
+    calls.sentNow(call('c'));
+    afterA(1);
+    expect(calls.takeAll().map((c) => c.args[0])).toEqual(['b', 'c']);
+    afterB(1); // after takeAll (a NOSCRIPT sent them again): nothing left to confirm, no error
+    expect(calls.pending).toBe(false);
+  });
+});
