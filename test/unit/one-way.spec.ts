@@ -38,4 +38,15 @@ describe('one-way calls (no Redis: the bytes and the bookkeeping)', () => {
     afterB(1); // after takeAll (a NOSCRIPT sent them again): nothing left to confirm, no error
     expect(calls.pending).toBe(false);
   });
+
+  test('at most 1024 unconfirmed calls per connection (a paused node confirms nothing): then it says full', () => {
+    const calls = new UnconfirmedCalls();
+    for (let i = 0; i < 1023; i++) calls.sentNow(call(String(i)));
+    expect(calls.full).toBe(false);
+    calls.sentNow(call('1023'));
+    expect(calls.full).toBe(true);
+    const confirm = calls.confirmingBy((r) => r);
+    confirm('OK');
+    expect(calls.full).toBe(false);
+  });
 });

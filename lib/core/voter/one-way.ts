@@ -56,6 +56,12 @@ export function oneWayAllowed(client: { call(...args: string[]): Promise<unknown
   );
 }
 
+/**
+ * Unconfirmed calls one connection may hold: a node that stops answering but keeps its connection
+ * (a paused process) confirms nothing, and past this the voter waits for replies again.
+ */
+const MAX_UNCONFIRMED = 1024;
+
 /** A one-way script call, kept until a later reply shows that it ran. */
 export interface OneWayCall {
   readonly script: LuaScript;
@@ -82,6 +88,11 @@ export class UnconfirmedCalls {
   /** Whether any call waits for confirmation. */
   get pending(): boolean {
     return this.calls.length > 0;
+  }
+
+  /** Whether no more calls should be sent one-way until some are confirmed. */
+  get full(): boolean {
+    return this.calls.length >= MAX_UNCONFIRMED;
   }
 
   /** Records a call just sent. */
@@ -149,7 +160,7 @@ export class OneWayCalls {
     args: readonly string[],
     beforeWrite: () => void,
   ): boolean {
-    if (!this.enabled) return false;
+    if (!this.enabled || this.unconfirmed.full) return false;
     const { stream } = this.client as unknown as {
       stream?: { writable?: boolean; write(data: string): boolean };
     };
@@ -168,9 +179,8 @@ export class OneWayCalls {
   }
 
   /**
-   * A NOSCRIPT came back: no one-way call until the scripts are loaded again (returns true when
-   * the caller must load them and {@link enable} again), and every unconfirmed call is sent again,
-   * answered, behind the call that met NOSCRIPT and its retry (letting go twice is harmless).
+   * A NOSCRIPT came back: no one-way call until the scripts are loaded again. Returns true when
+   * the caller must load them and {@link enable} again; it then calls {@link sendUnconfirmedAgain}.
    */
   noScript(): boolean {
     const wasEnabled = this.enabled;
@@ -178,7 +188,10 @@ export class OneWayCalls {
     return wasEnabled;
   }
 
-  /** Sends the unconfirmed calls again, answered (after {@link noScript} and the scripts' reload). */
+  /**
+   * Sends the unconfirmed calls again, answered, behind the call that met NOSCRIPT and its retry
+   * (letting go twice is harmless).
+   */
   sendUnconfirmedAgain(): void {
     for (const { script, keys, args } of this.unconfirmed.takeAll()) {
       runScript(this.client, script, keys, args).catch(() => undefined);
