@@ -17,7 +17,8 @@
  *     typings under each tsconfig), with any warning reported.
  *  6. Boots the app (test/consumers/app/main.ts) against 3 real redis-server nodes that it starts
  *     through the tarball's `nest-quorum-lock/testing`: 200 with strictly increasing fencing tokens,
- *     409 on a busy lock, a waiting request served on the holder's release; the process must then
+ *     409 on a busy lock, a waiting request served on the holder's release, releases sent one-way
+ *     (one CLIENT REPLY SKIP per release) with every reply still in step; the process must then
  *     exit by itself (no open handle).
  *
  * NEW ENTRY POINTS (e.g. `./terminus` -> dist/terminus/index.js): add them to package.json `exports`

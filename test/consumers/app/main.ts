@@ -144,6 +144,24 @@ async function main(): Promise<void> {
           `waiter answered ${lag.toFixed(0)} ms after the holder`,
       );
 
+      // 4. Releases are one-way with this ioredis (RESP2 or RESP3): one CLIENT REPLY SKIP per
+      // release on every node, and every reply after them still answers its own command.
+      const skips = async () =>
+        Number(
+          /^cmdstat_client\|reply:calls=(\d+)/m.exec(
+            String(await nodes.client(0).call('INFO', 'commandstats')),
+          )?.[1] ?? 0,
+        );
+      const skipsBefore = await skips();
+      const burst: Reply[] = [];
+      for (let i = 0; i < 20; i++) burst.push(await get(`${base}/3`));
+      const skipped = (await skips()) - skipsBefore;
+      check(
+        'releases are one-way: one CLIENT REPLY SKIP per release, replies still in step',
+        skipped === 20 && burst.every((r) => r.status === 200) && increasing(burst.map((r) => r.token)),
+        `${skipped} CLIENT REPLY calls on node 0 for 20 locked calls, statuses ${[...new Set(burst.map((r) => r.status))].join(',')}`,
+      );
+
       // Which protocol the library's connections speak (ioredis 6 defaults to RESP3).
       const list = String(await nodes.client(0).call('CLIENT', 'LIST'));
       const conns = list
@@ -160,7 +178,7 @@ async function main(): Promise<void> {
   } finally {
     await nodes.close();
   }
-  const ok = checks.length === 3 && checks.every((c) => c.ok);
+  const ok = checks.length === 4 && checks.every((c) => c.ok);
   process.stdout.write(`RESULT ${JSON.stringify({ ok, checks, protocol })}\n`);
 }
 
