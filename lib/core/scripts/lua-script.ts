@@ -38,7 +38,8 @@ export function runScript<T = unknown>(
   });
 }
 
-const identity = (reply: unknown): unknown => reply;
+/** A reply decoder that returns the reply as it came. */
+export const identity = (reply: unknown): unknown => reply;
 
 /** A Lua string literal for any text: bytes other than plain ASCII letters and digits escaped. */
 export function luaString(text: string): string {

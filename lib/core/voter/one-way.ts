@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { runScript, type LuaScript } from '../scripts/index.js';
+import { identity, runScript, type LuaScript } from '../scripts/lua-script.js';
 
 /*
  * One-way script calls: a script whose reply nobody reads (letting go of lock keys: a release, a
@@ -119,8 +119,6 @@ export class UnconfirmedCalls {
     return this.calls.splice(0).map((entry) => entry.call);
   }
 }
-
-const identity = (reply: unknown): unknown => reply;
 
 /**
  * One-way calls on one voter's connections: whether the current connection allows them, the

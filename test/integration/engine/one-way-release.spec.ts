@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import type { RedisNodes } from '../../../lib/testing/index.js';
 import { MINIMAL_ACL } from '../../support/acl.js';
 import { TestCluster, sleep } from '../../support/cluster.js';
-import { Deployment } from '../deployments/support.js';
+import { Deployment, until } from '../deployments/support.js';
 
 /*
  * Letting go is one-way on the engine's own connections (lib/core/voter/one-way.ts): CLIENT REPLY
@@ -32,18 +32,9 @@ async function resetStats(nodes: RedisNodes): Promise<void> {
   await Promise.all(nodes.urls.map((_, i) => nodes.client(i).call('CONFIG', 'RESETSTAT')));
 }
 
-/** Waits until `check` holds (polling), at most `ms`. */
-async function until(check: () => Promise<boolean>, ms = 3000): Promise<void> {
-  const deadline = performance.now() + ms;
-  while (!(await check())) {
-    if (performance.now() > deadline) throw new Error('condition not met in time');
-    await sleep(10);
-  }
-}
-
 /** Every node answered the engine's one-way probe (CLIENT REPLY ON) since `resetStats`. */
-function probed(nodes: RedisNodes, indices = nodes.urls.map((_, i) => i)): Promise<boolean> {
-  return Promise.all(indices.map((i) => commandStats(nodes, i, 'client|reply'))).then((stats) =>
+function probed(nodes: RedisNodes): Promise<boolean> {
+  return Promise.all(nodes.urls.map((_, i) => commandStats(nodes, i, 'client|reply'))).then((stats) =>
     stats.every((s) => s.calls + s.rejected >= 1),
   );
 }
@@ -133,9 +124,8 @@ describe('one-way release on the engine’s own connections (real nodes)', () =>
     // Node 4 is paused: the acquire is decided by the other four (NOSCRIPT, then the source), and
     // the release goes to node 4 one-way behind the acquire, before its NOSCRIPT can come back.
     nodes.stop(4);
-    let lock;
     try {
-      lock = await engine.acquire('flushed', { ttl: 10_000 });
+      const lock = await engine.acquire('flushed', { ttl: 10_000 });
       await lock.release();
     } finally {
       nodes.resume(4);
