@@ -11,7 +11,7 @@ import {
   type TargetCheck,
 } from './report.js';
 import { interleave } from './rounds.js';
-import { median, now, rounded, summarise, type Summary } from './stats.js';
+import { describePaired, median, now, pairedRatio, rounded, summarise, type Summary } from './stats.js';
 
 /** Something B1 times: two sequential steps (acquire + release, or two quorum PINGs). */
 interface Contestant {
@@ -46,6 +46,8 @@ interface Figures {
   /** Over all samples: a p99 of one round of 1,000 ops would rest on 10 samples. */
   readonly p99: number;
   readonly cost: MedianCost;
+  /** Each round's p50 and Node + Redis CPU per cycle, in round order (for per-round ratios). */
+  readonly perRound: { readonly p50: readonly number[]; readonly cpuUs: readonly number[] };
 }
 
 export const b1: Benchmark = {
@@ -129,6 +131,10 @@ export const b1: Benchmark = {
         releaseP50: median(s.rounds.map((r) => r.second.p50)),
         p99: summarise(s.total).p99,
         cost: medianCost(s.rounds.map((r) => r.cost)),
+        perRound: {
+          p50: s.rounds.map((r) => r.total.p50),
+          cpuUs: s.rounds.map((r) => r.cost.nodeCpuUs + r.cost.redisCpuUs),
+        },
       };
     }
     const floor = measured[FLOOR]!;
@@ -186,7 +192,9 @@ function targets(measured: Record<string, Figures>, floor: Figures): TargetCheck
     out.push({
       text: "our p50 at least 1.0x redlock@5's speed (aim 1.2x)",
       met: ours.p50 <= peer.p50,
-      detail: `ours ${ours.p50.toFixed(3)} ms vs redlock@5 ${peer.p50.toFixed(3)} ms (${(peer.p50 / ours.p50).toFixed(2)}x its speed)`,
+      detail:
+        `ours ${ours.p50.toFixed(3)} ms vs redlock@5 ${peer.p50.toFixed(3)} ms (${(peer.p50 / ours.p50).toFixed(2)}x its speed; ` +
+        `${describePaired(pairedRatio(peer.perRound.p50, ours.perRound.p50))})`,
     });
     out.push({
       text: "our Node + Redis CPU per cycle at most 1.0x redlock@5's (aim 0.8x)",
@@ -194,7 +202,8 @@ function targets(measured: Record<string, Figures>, floor: Figures): TargetCheck
       detail:
         `ours ${ours.cost.totalCpuUs.toFixed(0)} us (Node ${ours.cost.nodeCpuUs.toFixed(0)} + Redis ${ours.cost.redisCpuUs.toFixed(0)}) ` +
         `vs redlock@5 ${peer.cost.totalCpuUs.toFixed(0)} us (Node ${peer.cost.nodeCpuUs.toFixed(0)} + Redis ${peer.cost.redisCpuUs.toFixed(0)}): ` +
-        `${(ours.cost.totalCpuUs / peer.cost.totalCpuUs).toFixed(2)}x`,
+        `${(ours.cost.totalCpuUs / peer.cost.totalCpuUs).toFixed(2)}x ` +
+        `(${describePaired(pairedRatio(ours.perRound.cpuUs, peer.perRound.cpuUs))})`,
     });
   }
   const bound = 2.5 * floor.p50;

@@ -10,7 +10,7 @@ import {
   type TargetCheck,
 } from './report.js';
 import { interleave } from './rounds.js';
-import { median, now, rounded, summarise } from './stats.js';
+import { describePaired, median, now, pairedRatio, rounded, summarise } from './stats.js';
 
 /** Something B2 drives: one operation of loop `loop` (acquire + release of its own key). */
 interface Contestant {
@@ -163,11 +163,14 @@ export const b2: Benchmark = {
     const ours = measured.ours;
     const peer = measured.redlock5;
     const targets: TargetCheck[] = [];
+    const perRound = (id: string) => tallies.get(id)!.rounds.map((r) => r.opsPerSecond);
     if (ours && peer) {
       targets.push({
         text: 'ours >= 2 x redlock@5 throughput',
         met: ours.opsPerSecond >= 2 * peer.opsPerSecond,
-        detail: `ours ${Math.round(ours.opsPerSecond)} ops/s vs redlock@5 ${Math.round(peer.opsPerSecond)} (${(ours.opsPerSecond / peer.opsPerSecond).toFixed(2)}x)`,
+        detail:
+          `ours ${Math.round(ours.opsPerSecond)} ops/s vs redlock@5 ${Math.round(peer.opsPerSecond)} (${(ours.opsPerSecond / peer.opsPerSecond).toFixed(2)}x; ` +
+          `${describePaired(pairedRatio(perRound('ours'), perRound('redlock5')))})`,
       });
     }
     targets.push(...baselineCheck('throughput', opsCells, 'higher', (v) => `${Math.round(v)} ops/s`));

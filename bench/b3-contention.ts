@@ -11,7 +11,17 @@ import {
   type TargetCheck,
 } from './report.js';
 import { interleave } from './rounds.js';
-import { median, now, rounded, settle, sleep, summarise, type Summary } from './stats.js';
+import {
+  describePaired,
+  median,
+  now,
+  pairedRatio,
+  rounded,
+  settle,
+  sleep,
+  summarise,
+  type Summary,
+} from './stats.js';
 
 /** One round (slice) of one library. */
 interface Contention {
@@ -229,7 +239,13 @@ export const b3: Benchmark = {
         met: ours.utilisation >= 0.9 * floor.utilisation,
         detail:
           `ours ${(ours.utilisation * 100).toFixed(1)}% vs the floor's ${(floor.utilisation * 100).toFixed(1)}% ` +
-          `(${((ours.utilisation / floor.utilisation) * 100).toFixed(0)}%; the floor hands over with a bare publish chain, p50 ${floor.handoffP50.toFixed(2)} ms)`,
+          `(${((ours.utilisation / floor.utilisation) * 100).toFixed(0)}%; the floor hands over with a bare publish chain, p50 ${floor.handoffP50.toFixed(2)} ms; ` +
+          `${describePaired(
+            pairedRatio(
+              perLibrary.get('ours')!.map((r) => r.utilisation),
+              floorRounds.map((r) => r.utilisation),
+            ),
+          )})`,
       });
     }
     if (ours && peer) {

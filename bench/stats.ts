@@ -87,3 +87,31 @@ export function median(values: readonly number[]): number {
   const mid = n >> 1;
   return n % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
+
+/** Ratios of two contestants taken round by round: the median and the spread over the rounds. */
+export interface PairedRatio {
+  readonly median: number;
+  readonly min: number;
+  readonly max: number;
+  readonly rounds: number;
+}
+
+/**
+ * `numerators[i] / denominators[i]` for each round `i` both contestants ran in, summarised. The
+ * two ran back to back in each round, so a ratio taken within a round cancels what drifts between
+ * rounds (the machine's speed changed 2x between two runs on these VMs); its spread over the
+ * rounds says how far a ratio of medians can be trusted, and whether a target missed or met by a
+ * few percent is inside the noise.
+ */
+export function pairedRatio(numerators: readonly number[], denominators: readonly number[]): PairedRatio {
+  const ratios: number[] = [];
+  const n = Math.min(numerators.length, denominators.length);
+  for (let i = 0; i < n; i++) ratios.push(numerators[i]! / denominators[i]!);
+  if (ratios.length === 0) return { median: NaN, min: NaN, max: NaN, rounds: 0 };
+  return { median: median(ratios), min: Math.min(...ratios), max: Math.max(...ratios), rounds: n };
+}
+
+/** "per round: median 1.04x, 0.95-1.12x over 8 rounds" for a target's detail. */
+export function describePaired(r: PairedRatio): string {
+  return `per round: median ${r.median.toFixed(2)}x, ${r.min.toFixed(2)}-${r.max.toFixed(2)}x over ${r.rounds} rounds`;
+}
