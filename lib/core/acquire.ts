@@ -211,7 +211,7 @@ export class Acquirer {
     const mayHold = list.filter((_, i) => round.votes[i] !== 'no' && round.votes[i] !== 'declined');
     if (mayHold.length > 0) {
       const how = request.ticket === '' ? RELEASE : { op: 'requeue' as const, ticket: request.ticket };
-      void this.parts.voters.letGo(request.lockKeys, value, how, mayHold);
+      void this.parts.voters.letGo(request.lockKeys, value, how, { on: mayHold });
     }
     return Promise.resolve();
   }

@@ -19,7 +19,11 @@ export interface Lock {
   readonly signal: AbortSignal;
   /** Extends the lease to `ttl` ms from now. Throws `LockLostError` if a majority no longer holds it. */
   extend(ttl?: number): Promise<void>;
-  /** Releases the lock on every node. Idempotent; never deletes another holder's key. */
+  /**
+   * Releases the lock on every node. Idempotent; never deletes another holder's key. Resolves once
+   * the release has left this process (one-way, on the engine's own connections), or, with the
+   * engine option `confirmRelease`, once a majority of nodes answered that they ran it.
+   */
   release(): Promise<void>;
   [Symbol.asyncDispose](): Promise<void>;
 }

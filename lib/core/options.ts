@@ -74,6 +74,16 @@ export interface RedlockOptions {
    * twice, replicas, cluster nodes, missing ACL rights. Default `'error'`.
    */
   preflight?: PreflightMode;
+  /**
+   * When `release()` resolves. By default a release is one-way on the engine's own connections: it
+   * resolves once its bytes are handed to the sockets, without waiting for replies, and a later
+   * command of this engine reaches each node after it (same connection). With `true`, it resolves
+   * once a majority of nodes answered that they ran it, as an acquire does: a command that another
+   * process sends after your `await lock.release()` (told by a message from you) then finds the
+   * lock free on a majority even across a network that delays or loses the release's packets,
+   * which one-way cannot promise. Costs a round trip per release. Default `false`.
+   */
+  confirmRelease?: boolean;
 }
 
 /** Per-call options of acquire / tryAcquire / using / @DistributedLock. */
@@ -119,6 +129,7 @@ export interface ResolvedOptions {
   readonly connectTimeout: number;
   readonly maxHold: number;
   readonly preflight: PreflightMode;
+  readonly confirmRelease: boolean;
 }
 
 /** Per-call options after defaults. */
@@ -146,6 +157,7 @@ const DEFAULTS = {
   connectTimeout: 5_000,
   maxHold: 600_000,
   preflight: 'error',
+  confirmRelease: false,
 } as const;
 
 /** Validates engine options and fills defaults. Throws {@link RedlockOptionsError} naming the fix. */
@@ -197,7 +209,13 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
     connectTimeout: nonNegative('connectTimeout', options.connectTimeout ?? DEFAULTS.connectTimeout),
     maxHold: positiveOrInfinity('maxHold', options.maxHold ?? DEFAULTS.maxHold),
     preflight: preflightMode(options.preflight ?? DEFAULTS.preflight),
+    confirmRelease: flag('confirmRelease', options.confirmRelease ?? DEFAULTS.confirmRelease),
   };
+}
+
+function flag(name: string, value: unknown): boolean {
+  if (typeof value === 'boolean') return value;
+  throw new RedlockOptionsError(name, `got ${show(value)}`, 'Use true or false.');
 }
 
 function preflightMode(mode: unknown): PreflightMode {

@@ -84,18 +84,23 @@ export class Voters {
   }
 
   /**
-   * Lets go of `value`'s keys on `voters` (default all). A voter that can send it one-way (no
-   * reply: voter/one-way.ts) does, ahead of anything this engine sends it later, and counts as
-   * done once the bytes are handed to its socket (at once, or when the tick's corked writes leave:
-   * write-batching.ts), so that a caller who goes on cannot overtake them through another
-   * connection. The others are waited for until, with those, a majority is done, like an acquire. A
-   * voter that fails to answer still counts as done: the key expires there with its lease, and the
-   * next operation of this engine reaches it after this one, on the same connection.
+   * Lets go of `value`'s keys on `how.on` (default all voters). A voter that can send it one-way
+   * (no reply: voter/one-way.ts) does, unless `confirmed`, and counts as done once the bytes are
+   * handed to its socket (at once, or when the tick's corked writes leave: write-batching.ts): what
+   * this engine sends the voter later goes on the same connection, so it comes after. The others
+   * are waited for until, with those, a majority is done, like an acquire. A voter that fails to
+   * answer still counts as done: the key expires there with its lease, and the next operation of
+   * this engine reaches it after this one, on the same connection.
    */
-  letGo(keys: readonly string[], value: string, how: LetGo, voters = this.list): Promise<unknown> {
+  letGo(
+    keys: readonly string[],
+    value: string,
+    how: LetGo,
+    { on: voters = this.list, confirmed = false }: { on?: readonly Voter[]; confirmed?: boolean } = {},
+  ): Promise<unknown> {
     let replying: Voter[] | undefined;
     for (const voter of voters) {
-      if (!voter.letGoOneWay?.(keys, value, how)) (replying ??= []).push(voter);
+      if (confirmed || !voter.letGoOneWay?.(keys, value, how)) (replying ??= []).push(voter);
     }
     if (!replying) return writesHandedOver();
     const needed = Math.min(this.quorum, voters.length) - (voters.length - replying.length);

@@ -68,6 +68,7 @@ const engineOverrides = fc.record(
     driftFactor: fc.oneof(fc.double(), fc.constantFrom(0, 0.01, 0.49, 0.5, -0.1), fc.anything()),
     keyPrefix: fc.oneof(fc.string(), fc.anything()),
     preflight: fc.oneof(fc.constantFrom('error', 'warn', 'off', 'ERROR', ''), fc.anything()),
+    confirmRelease: fc.oneof(fc.boolean(), fc.constantFrom('true', 0, 1, null), fc.anything()),
   },
   { requiredKeys: [] },
 );
@@ -107,6 +108,7 @@ function expectSane(o: ResolvedOptions): void {
   expect(o.driftFactor).toBeLessThan(0.5);
   expect(typeof o.keyPrefix).toBe('string');
   expect(['error', 'warn', 'off']).toContain(o.preflight);
+  expect(typeof o.confirmRelease).toBe('boolean');
 }
 
 function outcome<T>(fn: () => T): { ok: T } | { err: unknown } {

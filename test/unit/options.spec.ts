@@ -53,6 +53,16 @@ describe('engine options', () => {
     expect(err.message).toMatch(/Invalid Redlock option `ttl`/);
   });
 
+  test('confirmRelease: false by default, a boolean, anything else rejected naming the fix', () => {
+    expect(resolveOptions({ nodes: URLS }).confirmRelease).toBe(false);
+    expect(resolveOptions({ nodes: URLS, confirmRelease: true }).confirmRelease).toBe(true);
+    for (const confirmRelease of ['true', 1, 'yes']) {
+      const err = rejection({ nodes: URLS, confirmRelease });
+      expect(err.option).toBe('confirmRelease');
+      expect(err.message).toMatch(/true or false/);
+    }
+  });
+
   test.each([-0.01, 0.5, 0.7, 1, NaN, Infinity, '0.01'])(
     'driftFactor %p outside [0, 0.5) is rejected',
     (driftFactor) => {

@@ -17,6 +17,8 @@ export class Leases implements LockOwner {
   private readonly batchers: ExtendBatcher[];
   /** Per watchdog period: one shared interval, so that watchdogs tick (and batch) together. */
   private readonly clock = new WatchdogClock();
+  /** How a holder's release lets go (one shared object: release is on every lock's path). */
+  private readonly releasing: { readonly confirmed: boolean };
 
   constructor(
     private readonly voters: Voters,
@@ -25,6 +27,7 @@ export class Leases implements LockOwner {
     private readonly events: LockEvents,
   ) {
     this.batchers = voters.list.map((voter) => new ExtendBatcher(voter));
+    this.releasing = Object.freeze({ confirmed: options.confirmRelease });
   }
 
   /** Records a new held lock, with its watchdog when asked for. */
@@ -105,7 +108,7 @@ export class Leases implements LockOwner {
       );
       return;
     }
-    await this.voters.letGo(lock.keys, lock.value, RELEASE);
+    await this.voters.letGo(lock.keys, lock.value, RELEASE, this.releasing);
   }
 
   /** LockOwner: forgets a lost lock and frees what is left of it. */

@@ -116,6 +116,39 @@ describe('one-way release on the engine’s own connections (real nodes)', () =>
     await next?.release();
   });
 
+  test('confirmRelease: true: releases wait for a majority of replies (3 of 5 nodes stopped: nodeTimeout), no CLIENT REPLY SKIP is sent', async () => {
+    const nodes = cluster.redis;
+    await resetStats(nodes);
+    const engine = await cluster.engine({ nodeTimeout: 1000, confirmRelease: true });
+    await until(() => probed(nodes));
+    await resetStats(nodes);
+    for (let i = 0; i < 10; i++) await (await engine.acquire('confirmed', { ttl: 5000 })).release();
+    for (let i = 0; i < 5; i++) {
+      // Not even the probe: the connections were probed before the reset.
+      expect(await commandStats(nodes, i, 'client|reply')).toEqual({ calls: 0, rejected: 0 });
+      expect(await nodes.client(i).exists(lockKey('confirmed'))).toBe(0);
+    }
+
+    const lock = await engine.acquire('confirmed-stopped', { ttl: 10_000 });
+    for (const i of [0, 1, 2]) nodes.stop(i);
+    let tookMs: number;
+    try {
+      const started = performance.now();
+      await lock.release();
+      tookMs = performance.now() - started;
+    } finally {
+      for (const i of [0, 1, 2]) nodes.resume(i);
+    }
+    // No majority can answer: the release waits for the nodes' time-out (one-way took < 200 ms above).
+    expect(tookMs).toBeGreaterThanOrEqual(900);
+    await until(async () => {
+      const left = await Promise.all(
+        nodes.urls.map((_, i) => nodes.client(i).exists(lockKey('confirmed-stopped'))),
+      );
+      return left.every((n) => n === 0);
+    });
+  });
+
   test('a flushed script cache: one-way calls that met it are sent again once NOSCRIPT comes back; no key is left, and releases are one-way again', async () => {
     const nodes = cluster.redis;
     const engine = await cluster.engine({ nodeTimeout: 200 });
