@@ -84,7 +84,7 @@ export class Voters {
   }
 
   /**
-   * Lets go of `value`'s keys on `how.on` (default all voters). A voter that can send it one-way
+   * Lets go of `value`'s keys on the voters `on` (default all). A voter that can send it one-way
    * (no reply: voter/one-way.ts) does, unless `confirmed`, and counts as done once the bytes are
    * handed to its socket (at once, or when the tick's corked writes leave: write-batching.ts): what
    * this engine sends the voter later goes on the same connection, so it comes after. The others
