@@ -1,5 +1,6 @@
 import { LockNotAcquiredError, type Lock, type Redlock } from '../../../lib/index.js';
 import { TestCluster, severConnections, sleep } from '../../support/cluster.js';
+import { commandStats } from '../../support/commandstats.js';
 
 const lockKey = (r: string) => `redlock:{${r}}`;
 const queueKey = (r: string) => `${lockKey(r)}:queue`;
@@ -8,8 +9,7 @@ const lockValue = (lock: Lock) => (lock as unknown as { value: string }).value;
 
 /** Calls of the engine's scripts (EVALSHA) a node has served since the last CONFIG RESETSTAT. */
 async function scriptCalls(cluster: TestCluster, node: number): Promise<number> {
-  const info = await cluster.redis.client(node).info('commandstats');
-  return Number(/cmdstat_evalsha:calls=(\d+)/.exec(info)?.[1] ?? 0);
+  return (await commandStats(cluster.redis.client(node), 'evalsha')).calls;
 }
 
 describe('waiting in line: first come, first served, one waiter woken per release', () => {

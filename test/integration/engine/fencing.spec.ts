@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { Redlock } from '../../../lib/index.js';
 import { RedisNodes } from '../../../lib/testing/index.js';
 import { MemoryLogger, sleep } from '../../support/cluster.js';
+import { commandStats } from '../../support/commandstats.js';
 
 /**
  * S5 for fencing tokens: a minority of nodes (node 0 among the candidates) is killed and restarted
@@ -201,11 +202,7 @@ describe('first grants: the majority agrees on the seed (no second fencing round
       expect(counters).toEqual(new Array(5).fill(String(lock.fencingToken)));
     }
     // One acquire and one release per node per lock: 40 script calls each, no raise-fence round.
-    const calls = await Promise.all(
-      admin.map(async (c) =>
-        Number(/cmdstat_evalsha:calls=(\d+)/.exec(await c.info('commandstats'))?.[1] ?? 0),
-      ),
-    );
+    const calls = await Promise.all(admin.map(async (c) => (await commandStats(c, 'evalsha')).calls));
     expect(calls).toEqual(new Array(5).fill(40));
   });
 });

@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import type { RedisNodes } from '../../../lib/testing/index.js';
 import { MINIMAL_ACL } from '../../support/acl.js';
+import { commandStats } from '../../support/commandstats.js';
 import { TestCluster, sleep } from '../../support/cluster.js';
 import { Deployment, until } from '../deployments/support.js';
 
@@ -14,27 +15,13 @@ import { Deployment, until } from '../deployments/support.js';
 const PREFIX = 'redlock:';
 const lockKey = (r: string) => `${PREFIX}{${r}}`;
 
-/** A command's calls and refusals on one node since the last CONFIG RESETSTAT. */
-async function commandStats(
-  nodes: RedisNodes,
-  index: number,
-  command: string,
-): Promise<{ calls: number; rejected: number }> {
-  const info = String(await nodes.client(index).call('INFO', 'commandstats'));
-  const line = new RegExp(
-    `^cmdstat_${command.replace('|', '\\|')}:calls=(\\d+).*rejected_calls=(\\d+)`,
-    'm',
-  ).exec(info);
-  return { calls: Number(line?.[1] ?? 0), rejected: Number(line?.[2] ?? 0) };
-}
-
 async function resetStats(nodes: RedisNodes): Promise<void> {
   await Promise.all(nodes.urls.map((_, i) => nodes.client(i).call('CONFIG', 'RESETSTAT')));
 }
 
 /** Every node answered the engine's one-way probe (CLIENT REPLY ON) since `resetStats`. */
 function probed(nodes: RedisNodes): Promise<boolean> {
-  return Promise.all(nodes.urls.map((_, i) => commandStats(nodes, i, 'client|reply'))).then((stats) =>
+  return Promise.all(nodes.urls.map((_, i) => commandStats(nodes.client(i), 'client|reply'))).then((stats) =>
     stats.every((s) => s.calls + s.rejected >= 1),
   );
 }
@@ -69,7 +56,7 @@ describe('one-way release on the engine’s own connections (real nodes)', () =>
     }
 
     for (let i = 0; i < 5; i++) {
-      expect(await commandStats(nodes, i, 'client|reply')).toEqual({ calls: cycles, rejected: 0 });
+      expect(await commandStats(nodes.client(i), 'client|reply')).toEqual({ calls: cycles, rejected: 0 });
       for (const resource of resources) expect(await nodes.client(i).exists(lockKey(resource))).toBe(0);
     }
   });
@@ -125,7 +112,7 @@ describe('one-way release on the engine’s own connections (real nodes)', () =>
     for (let i = 0; i < 10; i++) await (await engine.acquire('confirmed', { ttl: 5000 })).release();
     for (let i = 0; i < 5; i++) {
       // Not even the probe: the connections were probed before the reset.
-      expect(await commandStats(nodes, i, 'client|reply')).toEqual({ calls: 0, rejected: 0 });
+      expect(await commandStats(nodes.client(i), 'client|reply')).toEqual({ calls: 0, rejected: 0 });
       expect(await nodes.client(i).exists(lockKey('confirmed'))).toBe(0);
     }
 
@@ -172,7 +159,7 @@ describe('one-way release on the engine’s own connections (real nodes)', () =>
     await resetStats(nodes);
     for (let i = 0; i < 3; i++) await (await engine.acquire('flushed')).release();
     for (let i = 0; i < 5; i++) {
-      expect(await commandStats(nodes, i, 'client|reply')).toEqual({ calls: 3, rejected: 0 });
+      expect(await commandStats(nodes.client(i), 'client|reply')).toEqual({ calls: 3, rejected: 0 });
     }
   });
 });
@@ -191,7 +178,7 @@ describe('releases wait for replies where one-way is not safe (real nodes)', () 
     await resetStats(nodes);
     for (let i = 0; i < 5; i++) await (await engine.acquire('acl-fallback')).release();
     for (let i = 0; i < 3; i++) {
-      expect(await commandStats(nodes, i, 'client|reply')).toEqual({ calls: 0, rejected: 0 });
+      expect(await commandStats(nodes.client(i), 'client|reply')).toEqual({ calls: 0, rejected: 0 });
       expect(await nodes.client(i).exists(lockKey('acl-fallback'))).toBe(0);
     }
     expect(logger.lines.filter((l) => /NOPERM|error:/.test(l))).toEqual([]);
@@ -207,7 +194,7 @@ describe('releases wait for replies where one-way is not safe (real nodes)', () 
       await resetStats(nodes);
       for (let i = 0; i < 5; i++) await (await engine.acquire('passed-in')).release();
       for (let i = 0; i < 3; i++) {
-        expect(await commandStats(nodes, i, 'client|reply')).toEqual({ calls: 0, rejected: 0 });
+        expect(await commandStats(nodes.client(i), 'client|reply')).toEqual({ calls: 0, rejected: 0 });
         expect(await nodes.client(i).exists(lockKey('passed-in'))).toBe(0);
       }
     } finally {

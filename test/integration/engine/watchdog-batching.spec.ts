@@ -1,10 +1,9 @@
 import type { Lock } from '../../../lib/index.js';
 import { TestCluster, sleep } from '../../support/cluster.js';
+import { commandStats } from '../../support/commandstats.js';
 
 async function evalshaCalls(cluster: TestCluster, node: number): Promise<number> {
-  const info = await cluster.redis.client(node).info('commandstats');
-  const match = /cmdstat_evalsha:calls=(\d+)/.exec(info);
-  return match ? Number(match[1]) : 0;
+  return (await commandStats(cluster.redis.client(node), 'evalsha')).calls;
 }
 
 /** Read events the node processed on client sockets: one per batch of commands that arrived together. */
