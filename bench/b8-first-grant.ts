@@ -109,7 +109,10 @@ export const b8: Benchmark = {
       measured[id] = {
         fresh: figures('fresh'),
         warm: figures('warm'),
-        freshOverWarm: median(s.rounds.fresh.map((r, i) => r.p50 / s.rounds.warm[i]!.p50)),
+        freshOverWarm: pairedRatio(
+          s.rounds.fresh.map((r) => r.p50),
+          s.rounds.warm.map((r) => r.p50),
+        ).median,
       };
     }
     const cells = (pick: (f: Figures) => number) => {
