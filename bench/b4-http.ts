@@ -4,6 +4,8 @@ import { NestFactory } from '@nestjs/core';
 import autocannon from 'autocannon';
 import { DistributedLock, FencingToken, LockService, RedlockModule } from 'nest-quorum-lock';
 import type { BenchContext, BenchResult, Benchmark, Row, TargetCheck } from './report.js';
+import { interleave } from './rounds.js';
+import { describePaired, median, pairedRatio } from './stats.js';
 
 /** Every request locks its own key: B4 measures the decorator's cost, not contention. */
 let sequence = 0;
@@ -61,6 +63,20 @@ async function load(url: string, seconds: number): Promise<Load> {
   };
 }
 
+/** The three routes, in the order of the first round. */
+const ROUTES = ['plain', 'decorated', 'manual'] as const;
+type Route = (typeof ROUTES)[number];
+
+/** One route's rounds: medians of req/s and p99, errors and non-2xx summed. */
+function summariseLoads(loads: readonly Load[]): Load {
+  return {
+    rps: median(loads.map((l) => l.rps)),
+    p99: median(loads.map((l) => l.p99)),
+    errors: loads.reduce((sum, l) => sum + l.errors, 0),
+    non2xx: loads.reduce((sum, l) => sum + l.non2xx, 0),
+  };
+}
+
 /** Whether @anchan828/nest-redlock can be loaded beside NestJS 12 (its ESM build cannot). */
 async function anchanStatus(): Promise<string> {
   try {
@@ -86,35 +102,41 @@ export const b4: Benchmark = {
   title: 'HTTP: the same route without a lock, with @DistributedLock, and with LockService.using by hand',
   async run(ctx: BenchContext): Promise<BenchResult> {
     const seconds = Math.max(2, 10 * ctx.config.scale);
+    const rounds = ctx.config.rounds;
+    // Whole seconds per turn (autocannon's unit), at least one.
+    const slice = Math.max(1, Math.round(seconds / rounds));
     const { app, url } = await startApp(ctx.urls, ctx.config.nodeTimeout);
-    const runs: Record<string, Load> = {};
+    const perRoute: Record<Route, Load[]> = { plain: [], decorated: [], manual: [] };
     try {
-      for (const route of ['plain', 'decorated', 'manual', 'plain', 'decorated', 'manual']) {
-        ctx.log(`B4 ${route}: ${seconds} s, 32 connections`);
-        const measured = await load(`${url}/${route}`, seconds / 2);
-        const before = runs[route];
-        // Two alternating halves per route, averaged: outside load hits all three alike.
-        runs[route] = before
-          ? {
-              rps: (before.rps + measured.rps) / 2,
-              p99: Math.max(before.p99, measured.p99),
-              errors: before.errors + measured.errors,
-              non2xx: before.non2xx + measured.non2xx,
-            }
-          : measured;
-      }
+      ctx.log(`B4: ${rounds} interleaved rounds of ${slice} s per route, 32 connections`);
+      // The routes take turns, the first one rotating: the machine's drift and one route's
+      // leftovers (garbage, warm caches) land on all three alike.
+      await interleave(ROUTES, rounds, async (route) => {
+        perRoute[route].push(await load(`${url}/${route}`, slice));
+      });
     } finally {
       await app.close();
     }
-    const { plain, decorated, manual } = runs as Record<'plain' | 'decorated' | 'manual', Load>;
+    const runs = Object.fromEntries(ROUTES.map((r) => [r, summariseLoads(perRoute[r])])) as Record<
+      Route,
+      Load
+    >;
+    const { plain, decorated, manual } = runs;
     const anchan = await anchanStatus();
+    const perRound = pairedRatio(
+      perRoute.decorated.map((l) => l.rps),
+      perRoute.manual.map((l) => l.rps),
+    );
     const targets: TargetCheck[] = [
       {
-        text: 'B4: @DistributedLock costs < 10% of requests/s against LockService.using by hand',
+        text: '@DistributedLock costs < 10% of requests/s against LockService.using by hand',
         met:
           decorated.rps >= 0.9 * manual.rps &&
           [decorated, manual, plain].every((r) => r.non2xx === 0 && r.errors === 0),
-        detail: `decorated ${decorated.rps.toFixed(0)} req/s vs using() ${manual.rps.toFixed(0)} req/s (${((decorated.rps / manual.rps) * 100).toFixed(1)}%); non-2xx ${decorated.non2xx + manual.non2xx + plain.non2xx}, errors ${decorated.errors + manual.errors + plain.errors}`,
+        detail:
+          `decorated ${decorated.rps.toFixed(0)} req/s vs using() ${manual.rps.toFixed(0)} req/s ` +
+          `(${((decorated.rps / manual.rps) * 100).toFixed(1)}%, medians of rounds; ${describePaired(perRound)}); ` +
+          `non-2xx ${decorated.non2xx + manual.non2xx + plain.non2xx}, errors ${decorated.errors + manual.errors + plain.errors}`,
       },
     ];
     return {
@@ -129,10 +151,11 @@ export const b4: Benchmark = {
       ],
       targets,
       notes: [
-        `B4: autocannon, 32 connections, ${seconds} s per route in two alternating halves; every request locks its own key (no contention).`,
-        `B4: @anchan828/nest-redlock ${anchan}.`,
+        `autocannon, 32 connections, ${rounds} interleaved rounds of ${slice} s per route; req/s and p99 are ` +
+          `medians of the rounds, errors and non-2xx summed; every request locks its own key (no contention).`,
+        `@anchan828/nest-redlock ${anchan}.`,
       ],
-      details: { runs, anchan },
+      details: { runs, perRound: perRoute, anchan },
     };
   },
 };
