@@ -1,20 +1,40 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
+const root = join(import.meta.dirname, '..', '..');
+
+/** The README and every page under docs/ (the README's details moved there). */
+const pages = [
+  'README.md',
+  ...readdirSync(join(root, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
+
+/** The ```ts blocks of a Markdown text. */
+export function tsBlocks(markdown: string): string[] {
+  return [...markdown.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
+}
+
+const examples = readdirSync(join(root, 'docs', 'examples'))
+  .filter((f) => f.endsWith('.ts'))
+  .map((f) => readFileSync(join(root, 'docs', 'examples', f), 'utf8'))
+  .join('\n');
+
 /**
- * Every TypeScript block of the README must appear verbatim in docs/examples, which `npm run lint`
- * type-checks: an example that stops compiling fails CI.
+ * Every TypeScript block of the README and of docs/*.md must appear verbatim in docs/examples,
+ * which `npm run lint` type-checks: an example that stops compiling fails CI.
  */
-test('README TypeScript examples are excerpts of type-checked files', () => {
-  const root = join(import.meta.dirname, '..', '..');
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!);
-  const dir = join(root, 'docs', 'examples');
-  const examples = readdirSync(dir)
-    .filter((f) => f.endsWith('.ts'))
-    .map((f) => readFileSync(join(dir, f), 'utf8'))
-    .join('\n');
-  expect(blocks.length).toBeGreaterThanOrEqual(5);
+test.each(pages)('the TypeScript examples of %s are excerpts of type-checked files', (page) => {
+  const blocks = tsBlocks(readFileSync(join(root, page), 'utf8'));
   const missing = blocks.filter((block) => !examples.includes(block));
   expect(missing).toEqual([]);
+});
+
+test('the README and docs/ hold the examples (and the check sees an edited one)', () => {
+  const all = pages.flatMap((page) => tsBlocks(readFileSync(join(root, page), 'utf8')));
+  expect(all.length).toBeGreaterThanOrEqual(15);
+  expect(tsBlocks(readFileSync(join(root, 'README.md'), 'utf8')).length).toBeGreaterThanOrEqual(5);
+  const edited = all[0]!.replace(/\S/, 'X');
+  expect(examples.includes(edited)).toBe(false);
 });
