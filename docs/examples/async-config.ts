@@ -27,7 +27,7 @@ export class ConfigModule {}
         // getOrThrow: an unset REDLOCK_NODES stops the bootstrap naming the variable,
         // e.g. redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
         nodes: config.getOrThrow('REDLOCK_NODES').split(','),
-        ttl: Number(config.get('REDLOCK_TTL') ?? 10_000),
+        ttl: Number(config.get('REDLOCK_TTL') || 10_000),
         nodeTimeout: 50,
       }),
     }),
