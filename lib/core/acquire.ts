@@ -4,13 +4,13 @@ import type { HeldLock } from './lease/held-lock.js';
 import type { Leases } from './lease/leases.js';
 import type { ResolvedLockOptions } from './options.js';
 import { RELEASE, type AcquireVote } from './scripts/index.js';
-import type { RoundOutcome, Vote } from './voter/quorum-round.js';
+import type { RoundOutcome, Vote } from './quorum/quorum-round.js';
 
 /*
  * What happens on acquire: the plain Redlock path, one attempt, top to bottom.
  *
  * 1. Send the acquire script to every voter at once, each bounded by nodeTimeout, and decide as
- *    soon as a majority granted or can no longer grant (voter/quorum-round.ts).
+ *    soon as a majority granted or can no longer grant (quorum/quorum-round.ts).
  * 2. Fencing: the token is, per resource, the max of the tokens the granting majority returned;
  *    when they disagree, a second round raises the granting voters' counters to it
  *    (settleTokens), so that a majority holds counter >= token before the lock is handed out.
@@ -58,7 +58,7 @@ export type Attempt =
     };
 
 /**
- * How a waiter for one resource follows its attempts (queue/single-waiter.ts): it sees every
+ * How a waiter for one resource follows its attempts (queue/single-resource-waiter.ts): it sees every
  * reply, also late ones, and frees a failed attempt its own way. The plain path needs none.
  */
 export interface AttemptFollower {
@@ -204,7 +204,8 @@ export class Acquirer {
    * Frees what a failed attempt got, on every voter that may hold its keys: those that granted,
    * failed or timed out (a late grant is queued before this on the same connection); voters that
    * answered busy or abstained hold nothing. A caller that waits keeps its place in line.
-   * Not awaited: the next attempt, on the same connections, comes after it anyway.
+   * The caller awaits this, but the releases themselves are sent without waiting for their replies
+   * (it resolves at once): the next attempt, on the same connections, is sent after them anyway.
    */
   freeFailedAttempt(request: AcquireRequest, value: string, round: RoundOutcome<AcquireVote>): Promise<void> {
     const { list } = this.parts.voters;

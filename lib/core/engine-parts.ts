@@ -1,7 +1,7 @@
 import type { KeySpace } from './keys.js';
 import type { ResolvedOptions } from './options.js';
 import type { LockValues } from './scripts/index.js';
-import type { Voters } from './voters.js';
+import type { Voters } from './quorum/voters.js';
 
 /** What the parts of one engine share (built once by `Redlock`). */
 export interface EngineParts {

@@ -1,17 +1,33 @@
+import { MemoryState as MovedMemoryState } from '../testing/memory/memory-state.js';
+import { MemoryVoter as MovedMemoryVoter } from '../testing/memory/memory-voter.js';
+
 export { Redlock } from './redlock.js';
-export type { NodeStatus } from './voters.js';
+export type { NodeStatus } from './quorum/voters.js';
 export type { Lock } from './lock.js';
 export type { LockEvent } from './events.js';
 export type { TelemetryProviders } from './telemetry.js';
-export type { LockInspection } from './inspect.js';
-export type { RedlockOptions, LockOptions, RedlockNode, PreflightMode } from './options.js';
+export type { LockInspection } from './quorum/inspect.js';
+export type { RedlockOptions, LockOptions, RedlockNode } from './options.js';
+export type { PreflightMode } from './preflight.js';
 export type { RedlockLogger } from './logger.js';
 export type { Voter, VoterContext, VoterFactory } from './voter/voter.js';
-export { MemoryVoter } from './voter/memory-voter.js';
-export { ClusterVoter } from './voter/cluster-voter.js';
-export type { ClusterVoterNode } from './voter/cluster-connection.js';
-export { CrossSlotLockError } from './voter/cluster-slots.js';
-export { MemoryState } from './voter/memory-state.js';
+export { ClusterVoter } from './voter/ioredis-cluster/cluster-voter.js';
+export type { ClusterVoterNode } from './voter/ioredis-cluster/connection.js';
+export { CrossSlotLockError } from './voter/ioredis-cluster/slots.js';
+/*
+ * Deprecated re-exports, kept for compatibility: the in-memory voter now lives in
+ * lib/testing/memory/ and is exported from `nest-quorum-lock/testing`. This is the one place core
+ * imports from lib/testing (framework-free files only: no NestJS is loaded through it); it goes
+ * in the next major version.
+ */
+/** @deprecated Import `MemoryVoter` from `nest-quorum-lock/testing` (lib/testing/memory/). */
+export const MemoryVoter: typeof MovedMemoryVoter = MovedMemoryVoter;
+/** @deprecated Import `MemoryVoter` from `nest-quorum-lock/testing` (lib/testing/memory/). */
+export type MemoryVoter = MovedMemoryVoter;
+/** @deprecated Import `MemoryState` from `nest-quorum-lock/testing` (lib/testing/memory/). */
+export const MemoryState: typeof MovedMemoryState = MovedMemoryState;
+/** @deprecated Import `MemoryState` from `nest-quorum-lock/testing` (lib/testing/memory/). */
+export type MemoryState = MovedMemoryState;
 export type { AcquireVote, ExtendRequest, KeyView, LetGo } from './scripts/index.js';
 export {
   RedlockError,

@@ -9,24 +9,22 @@ import {
   show,
 } from './option-checks.js';
 import type { RedlockLogger } from './logger.js';
+import type { PreflightMode } from './preflight.js';
 import type { TelemetryProviders } from './telemetry.js';
-import { isClusterNode, validateClusterNode, type ClusterVoterNode } from './voter/cluster-connection.js';
+import {
+  isClusterNode,
+  validateClusterNode,
+  type ClusterVoterNode,
+} from './voter/ioredis-cluster/connection.js';
 import type { VoterFactory } from './voter/voter.js';
 
 /**
  * One voter of the quorum: a Redis master as a `redis://` / `rediss://` URL, ioredis options
  * (with `sentinels` and `name`: a Sentinel-managed primary), or a ready ioredis client; a Redis
  * Cluster as ONE voter (an ioredis `Cluster`, or `{ cluster: [{ host, port }, ...], options? }`);
- * or a {@link VoterFactory} (e.g. the in-memory voter of `nest-quorum-lock/testing`).
+ * or a {@link VoterFactory} (e.g. `MemoryVoter.factory()` from `nest-quorum-lock/testing`).
  */
 export type RedlockNode = string | RedisOptions | Redis | Cluster | ClusterVoterNode | VoterFactory;
-
-/**
- * What preflight does with a node that breaks Redlock's assumptions (see voter/redis-preflight.ts):
- * `'error'` keeps it from voting and makes `connect()` (the module's bootstrap) reject with a
- * `NodeConfigurationError`; `'warn'` logs and lets it vote; `'off'` checks nothing.
- */
-export type PreflightMode = 'error' | 'warn' | 'off';
 
 /** Options of the Redlock engine (and of `RedlockModule.forRoot`). */
 export interface RedlockOptions {

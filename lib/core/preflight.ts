@@ -1,18 +1,24 @@
 import { NodeConfigurationError } from './errors.js';
 import type { RedlockLogger } from './logger.js';
-import type { PreflightMode } from './options.js';
+
+/**
+ * What preflight does with a node that breaks Redlock's assumptions (see voter/ioredis/preflight.ts for Redis):
+ * `'error'` keeps it from voting and makes `connect()` (the module's bootstrap) reject with a
+ * `NodeConfigurationError`; `'warn'` logs and lets it vote; `'off'` checks nothing.
+ */
+export type PreflightMode = 'error' | 'warn' | 'off';
 
 /** What a voter found out about its server on a new connection. */
 export interface ServerReport {
   /** An id of the server process (Redis: run_id), to spot one server behind two addresses. */
   readonly serverId?: string;
-  /** What the voter's own checks found (voter/redis-preflight.ts for Redis). */
+  /** What the voter's own checks found (voter/ioredis/preflight.ts for Redis). */
   readonly findings: ReadonlyArray<{ severity: 'error' | 'notice'; problem: string; fix: string }>;
 }
 
 /**
  * The engine-wide side of preflight, voter-agnostic: every voter reports what its server said of
- * itself on a new connection (voter/redis-preflight.ts reads and checks a Redis server), and this
+ * itself on a new connection (voter/ioredis/preflight.ts reads and checks a Redis server), and this
  * decides whether it
  * may vote, spots one server listed twice (equal run_id behind two addresses), and keeps what it
  * found for `Redlock.connect()`, which rejects with it under `'error'`.

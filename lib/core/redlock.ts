@@ -3,7 +3,7 @@ import { Acquirer, type AcquireRequest, type Attempt } from './acquire.js';
 import type { EngineParts } from './engine-parts.js';
 import { LockNotAcquiredError, QuorumUnavailableError, RedlockError } from './errors.js';
 import { LockEvents, type LockEvent } from './events.js';
-import { inspectLock, type LockInspection } from './inspect.js';
+import { inspectLock, type LockInspection } from './quorum/inspect.js';
 import { KeySpace } from './keys.js';
 import { Leases } from './lease/leases.js';
 import { JoinedLock, type Lock } from './lock.js';
@@ -19,15 +19,15 @@ import {
   type RedlockOptions,
   type ResolvedOptions,
 } from './options.js';
-import { QUEUE_RECHECK_MS } from './queue/pause.js';
+import { QUEUE_RECHECK_MS } from './queue/retry-backoff.js';
 import { WakeChannel } from './queue/wake-channel.js';
 import { waitForLock } from './queue/waiting.js';
 import { engineScripts, LockValues, type ScriptSettings } from './scripts/index.js';
 import { attachTelemetry } from './telemetry.js';
-import { Voters, type NodeStatus } from './voters.js';
-import { RedisVoter } from './voter/redis-voter.js';
-import { isClusterNode } from './voter/cluster-connection.js';
-import { assertLockFitsVoters, ClusterVoter } from './voter/cluster-voter.js';
+import { Voters, type NodeStatus } from './quorum/voters.js';
+import { RedisVoter } from './voter/ioredis/redis-voter.js';
+import { isClusterNode } from './voter/ioredis-cluster/connection.js';
+import { assertLockFitsVoters, ClusterVoter } from './voter/ioredis-cluster/cluster-voter.js';
 import { isVoterFactory, type Voter, type VoterContext } from './voter/voter.js';
 
 /** Largest window above a voter's clock within which it seeds a new counter with the caller's proposal, ms. */
@@ -39,8 +39,8 @@ const SEED_WINDOW_MS = 200;
  *
  * Where to read what: one attempt (round, validity, fencing, cleanup) is in acquire.ts; waiting
  * for a busy lock, the queues and hand-overs in queue/; a held lock's extension, watchdog and
- * release in lease/; the voters as one (quorum, health, restart-guard abstentions) in voters.ts;
- * one voter in voter/; the Lua and its replies in scripts/.
+ * release in lease/; the voters as one (quorum, health, restart-guard abstentions) in quorum/;
+ * one voter in voter/ (one folder per client); the Lua and its replies in scripts/.
  */
 export class Redlock {
   readonly options: ResolvedOptions;

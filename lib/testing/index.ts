@@ -9,3 +9,5 @@ export type { RedlockTestingOptions } from './redlock-testing.module.js';
 export { SentinelGroup } from './sentinel-group.js';
 export type { SentinelGroupOptions } from './sentinel-group.js';
 export { RedisClusterNodes } from './redis-cluster.js';
+export { MemoryVoter } from './memory/memory-voter.js';
+export { MemoryState } from './memory/memory-state.js';

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { Cluster, Redis } from 'ioredis';
-import { keySlot } from '../core/voter/cluster-slots.js';
+import { keySlot } from '../core/voter/ioredis-cluster/slots.js';
 import { RedisNodes } from './redis-nodes.js';
 
 /**

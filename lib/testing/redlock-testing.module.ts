@@ -1,7 +1,8 @@
 import { Injectable, Module, type DynamicModule } from '@nestjs/common';
 import { filter, firstValueFrom, take, timeout } from 'rxjs';
-import { MemoryState, MemoryVoter } from '../core/index.js';
 import { LockService, RedlockModule } from '../nest/index.js';
+import { MemoryState } from './memory/memory-state.js';
+import { MemoryVoter } from './memory/memory-voter.js';
 
 /** Options of {@link RedlockTestingModule.forRoot}. */
 export interface RedlockTestingOptions {

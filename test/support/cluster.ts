@@ -1,7 +1,7 @@
 import { Redlock, type RedlockOptions } from '../../lib/index.js';
 import { RedisNodes, type RedisNodesOptions } from '../../lib/testing/index.js';
 import { LOCK_USER, MINIMAL_ACL, underMinimalAcl } from './acl.js';
-import type { RedisVoter } from '../../lib/core/voter/redis-voter.js';
+import type { RedisVoter } from '../../lib/core/voter/ioredis/redis-voter.js';
 
 /**
  * Drops the connections of `engine` as when its process dies: its command connections, and its

@@ -8,8 +8,8 @@ import {
   SLOT_COUNT,
   slotMarkerKey,
   slotTag,
-} from '../../lib/core/voter/cluster-slots.js';
-import { clusterLabel } from '../../lib/core/voter/cluster-connection.js';
+} from '../../lib/core/voter/ioredis-cluster/slots.js';
+import { clusterLabel } from '../../lib/core/voter/ioredis-cluster/connection.js';
 
 describe('cluster slots', () => {
   it('computes the slot Redis computes (values read from CLUSTER KEYSLOT of redis-server 7.0)', () => {

@@ -1,5 +1,4 @@
-import { countHandOffs, handOffLeaseEnd } from '../../lib/core/queue/hand-off.js';
-import type { HandOff } from '../../lib/core/queue/wake-subscription.js';
+import { countHandOffs, handOffLeaseEnd, type HandOff } from '../../lib/core/queue/hand-off.js';
 
 const drift = (ms: number) => Math.floor(ms * 0.01) + 2;
 const handOff = (node: number, clockUs: number, value = 'w:1'): HandOff => ({

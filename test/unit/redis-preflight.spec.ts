@@ -4,7 +4,7 @@ import {
   parseInfo,
   trustedAcrossRestarts,
   type ServerFacts,
-} from '../../lib/core/voter/redis-preflight.js';
+} from '../../lib/core/voter/ioredis/preflight.js';
 import { resolveOptions } from '../../lib/core/options.js';
 import { NodeConfigurationError, RedlockOptionsError } from '../../lib/index.js';
 import { MemoryLogger } from '../support/cluster.js';

@@ -3,7 +3,7 @@ import { decodeExtendManyReply, decodeExtendReply, extendManyCall } from '../../
 import { letGoArgs } from '../../lib/core/scripts/release.js';
 import { decodeWakeMessage } from '../../lib/core/scripts/wake-message.js';
 import { LockValues, MULTI_RESOURCE_MARK } from '../../lib/core/scripts/lock-value.js';
-import { quorumOf } from '../../lib/core/voter/quorum-round.js';
+import { quorumOf } from '../../lib/core/quorum/quorum-round.js';
 
 describe('the TypeScript side of the Lua contract (no Redis)', () => {
   test('acquire replies decode to granted / busy / abstaining', () => {

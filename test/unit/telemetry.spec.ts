@@ -5,7 +5,8 @@ import {
   InMemorySpanExporter,
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
-import { MemoryVoter, Redlock } from '../../lib/index.js';
+import { Redlock } from '../../lib/index.js';
+import { MemoryVoter } from '../../lib/testing/index.js';
 
 /** A pull reader: the test collects when it wants to look. */
 class TestReader extends MetricReader {

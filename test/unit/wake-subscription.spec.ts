@@ -1,4 +1,5 @@
-import { WakeSubscription, type HandOff } from '../../lib/core/queue/wake-subscription.js';
+import type { HandOff } from '../../lib/core/queue/hand-off.js';
+import { WakeSubscription } from '../../lib/core/queue/wake-subscription.js';
 
 const handOff = (node: number): HandOff => ({
   node,

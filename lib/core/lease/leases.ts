@@ -2,7 +2,7 @@ import { LockLostError, RedlockOptionsError } from '../errors.js';
 import type { LockEvent, LockEvents } from '../events.js';
 import type { ResolvedOptions } from '../options.js';
 import { RELEASE } from '../scripts/index.js';
-import type { Voters } from '../voters.js';
+import type { Voters } from '../quorum/voters.js';
 import { ExtendBatcher } from './extend-batcher.js';
 import { HeldLock, type Grant, type LockOwner } from './held-lock.js';
 import { startWatchdog, WatchdogClock } from './watchdog.js';

@@ -1,5 +1,3 @@
-import type { HandOff } from './wake-subscription.js';
-
 /*
  * The lease arithmetic of a lock handed over (pure functions, tested without Redis).
  *
@@ -10,6 +8,18 @@ import type { HandOff } from './wake-subscription.js';
  * the key outlives it by the turn. Each voter's lease is bounded that way without trusting clocks
  * across machines, and the lock is valid while a majority's are.
  */
+
+/** A voter handed a lock to one of this engine's waiters (see scripts/queue.ts). */
+export interface HandOff {
+  /** Index of the voter. */
+  readonly node: number;
+  /** The waiter's lock value. */
+  readonly value: string;
+  /** The fencing token the voter issued with it. */
+  readonly token: number;
+  /** The voter's clock when it handed the lock over, microseconds. */
+  readonly clockUs: number;
+}
 
 /** A voter's clock, read in a reply to a request sent at `sentAt` (performance.now) or later. */
 export interface ClockReading {

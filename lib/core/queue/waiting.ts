@@ -1,8 +1,8 @@
 import type { Acquirer, AcquireRequest, Attempt } from '../acquire.js';
 import type { EngineParts } from '../engine-parts.js';
 import type { HeldLock } from '../lease/held-lock.js';
-import { pauseBeforeRetry, QUEUE_RECHECK_MS } from './pause.js';
-import { SingleResourceWaiter } from './single-waiter.js';
+import { pauseBeforeRetry, QUEUE_RECHECK_MS } from './retry-backoff.js';
+import { SingleResourceWaiter } from './single-resource-waiter.js';
 import type { WakeChannel } from './wake-channel.js';
 import type { WakeSubscription } from './wake-subscription.js';
 
@@ -18,7 +18,7 @@ export type WaitExhausted = (
  * a voter hands the lock over, or the wait runs out. Between attempts the caller waits in line:
  * each attempt queued it on the voters by its ticket, and a release hands the lock to the first
  * in line and tells only it (wake-channel.ts). A waiter for one resource takes a lock handed over
- * by a majority without an attempt of its own (single-waiter.ts); others try again when a
+ * by a majority without an attempt of its own (single-resource-waiter.ts); others try again when a
  * majority gave them their turn, when the holder's lease should have run out, or at the latest
  * every QUEUE_RECHECK_MS. Resolves with the lock; rejects with `exhausted`'s error when the wait
  * ran out.

@@ -1,7 +1,8 @@
 import { decodeWakeMessage } from '../scripts/index.js';
 import { settleWithin } from '../timeouts.js';
-import type { Voters } from '../voters.js';
-import { WakeSubscription, type HandOff } from './wake-subscription.js';
+import type { Voters } from '../quorum/voters.js';
+import type { HandOff } from './hand-off.js';
+import { WakeSubscription } from './wake-subscription.js';
 
 /** Wake-ups kept for waiters that have not registered yet (oldest dropped first). */
 const MAX_UNCLAIMED = 1000;

@@ -1,22 +1,11 @@
 import { startTimeout, type CancelTimeout } from '../timeouts.js';
+import type { HandOff } from './hand-off.js';
 
 /**
  * Why a wait ended: `handed` when a majority of voters handed the lock over, `woken` when it is
  * worth trying again (a turn came, or hand-overs stopped short of a majority).
  */
 export type WakeReason = 'handed' | 'woken' | 'timeout' | 'aborted';
-
-/** A voter handed a lock to one of this engine's waiters (see scripts/queue.ts). */
-export interface HandOff {
-  /** Index of the voter. */
-  readonly node: number;
-  /** The waiter's lock value. */
-  readonly value: string;
-  /** The fencing token the voter issued with it. */
-  readonly token: number;
-  /** The voter's clock when it handed the lock over, microseconds. */
-  readonly clockUs: number;
-}
 
 /**
  * One waiter's registration: wait for the lock, its turn or a timeout, as many times as needed.

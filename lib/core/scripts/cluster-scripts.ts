@@ -10,7 +10,7 @@ import type { ScriptSettings } from './settings.js';
  *   literal. In a cluster a script may only touch keys of the slot its declared keys hash to (and
  *   keys of other slots only on the node that serves them), and the marker must sit on every
  *   shard anyway: a shard that lost its data must abstain, the others must not. So a cluster
- *   voter keeps one marker per slot (voter/cluster-slots.ts) and passes the marker of the lock
+ *   voter keeps one marker per slot (voter/ioredis-cluster/slots.ts) and passes the marker of the lock
  *   keys' slot as the LAST key. The Lua is the single-server acquire with two textual changes,
  *   checked here so that a change to acquire.ts that breaks them fails when the engine is built,
  *   not in production: the marker literal becomes KEYS[#KEYS], and the lock keys are
@@ -39,7 +39,8 @@ export function clusterAcquireScript(settings: ScriptSettings): LuaScript {
 
 /**
  * Seeds the restart-guard markers of the slots one shard serves, where they are missing, as
- * restart_guard() in fence.ts would on a slot's first grant: now + guard (server clock), or '0'
+ * the restart-guard block of nextTokenLua (fence.ts, inlined in the acquire script) would on a
+ * slot's first grant: now + guard (server clock), or '0'
  * with the guard off (trusted: the engine was told these servers cannot have granted anything).
  * Run when a cluster voter first connects, in chunks of a shard's slots, so that a new cluster
  * abstains once for the guard, not once per slot at the first lock each slot sees. A chunk whose

@@ -15,8 +15,9 @@ export function luaScript(name: string, source: string): LuaScript {
 
 /**
  * Runs a script by SHA, and sends its source on NOSCRIPT (first use on a node, or a node that
- * restarted and lost its script cache). The one script runner of the library: the lock voters and
- * `FencedWriter` both use it. `onNoScript` hears of a node whose script cache was found empty, once
+ * restarted and lost its script cache). The runner of every answered script call: the Redis and
+ * Cluster voters, preflight's probes and `FencedWriter` use it; one-way releases
+ * (voter/one-way.ts) write their EVALSHA to the socket themselves. `onNoScript` hears of a node whose script cache was found empty, once
  * the call was sent again.
  */
 export function runScript<T = unknown>(

@@ -13,9 +13,10 @@ import type {
  * One voter of the quorum, as the algorithm sees it: something that runs the lock operations on
  * its own copy of the lock state, reports its health, and tells the engine's waiters when a lock
  * is handed to them. The Redlock algorithm (acquire.ts, lease/, queue/) talks to voters through
- * this interface only. A Redis master reached with ioredis is one implementation
- * ({@link RedisVoter}); an in-memory voter (for unit tests) is another, and a Cluster or a
- * Sentinel-managed primary plug in the same way.
+ * this interface only. The implementations, one folder per client: a Redis master reached with
+ * ioredis, a Sentinel-managed primary included (ioredis/, `RedisVoter`); a Redis Cluster as one
+ * voter (ioredis-cluster/, `ClusterVoter`); and the in-memory voter of unit tests
+ * (lib/testing/memory/, `MemoryVoter`, exported from `nest-quorum-lock/testing`).
  *
  * Every operation is atomic on the voter and has the semantics of the Lua scripts in scripts/.
  */
@@ -85,7 +86,7 @@ export interface VoterContext {
 }
 
 /**
- * A voter the caller builds itself (e.g. an in-memory voter from `nest-quorum-lock/testing`), in
+ * A voter the caller builds itself (e.g. `MemoryVoter.factory()` from `nest-quorum-lock/testing`), in
  * `nodes` beside URLs, ioredis options and clients.
  */
 export interface VoterFactory {

@@ -15,7 +15,7 @@ import {
   RedlockOptionsError,
   type RedlockModuleOptions,
 } from '../../../lib/index.js';
-import type { RedisVoter } from '../../../lib/core/voter/redis-voter.js';
+import type { RedisVoter } from '../../../lib/core/voter/ioredis/redis-voter.js';
 import { RedisNodes } from '../../../lib/testing/index.js';
 import { sleep } from '../../support/cluster.js';
 

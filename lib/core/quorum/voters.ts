@@ -1,16 +1,10 @@
-import type { LockEvents } from './events.js';
-import type { LetGo } from './scripts/index.js';
-import type { RedlockLogger } from './logger.js';
-import { settleWithin, TIMED_OUT } from './timeouts.js';
-import {
-  quorumOf,
-  quorumRound,
-  type RoundOptions,
-  type RoundOutcome,
-  type Vote,
-} from './voter/quorum-round.js';
-import type { Voter } from './voter/voter.js';
-import { writesHandedOver } from './voter/write-batching.js';
+import type { LockEvents } from '../events.js';
+import type { LetGo } from '../scripts/index.js';
+import type { RedlockLogger } from '../logger.js';
+import { settleWithin, TIMED_OUT } from '../timeouts.js';
+import { quorumOf, quorumRound, type RoundOptions, type RoundOutcome, type Vote } from './quorum-round.js';
+import type { Voter } from '../voter/voter.js';
+import { writesHandedOver } from '../voter/write-batching.js';
 
 /** Every answer, or failure, of a voter letting go counts as done (see Voters.letGo). */
 const countsAsDone = (): 'yes' => 'yes';
@@ -48,7 +42,7 @@ export class Voters {
     this.quorum = quorumOf(list.length);
     this.abstaining = list.map(() => 0);
     list.forEach((voter, index) => {
-      // The identity guard (voter/redis-admission.ts) decides on connecting, before any acquire.
+      // The identity guard (voter/ioredis/admission.ts) decides on connecting, before any acquire.
       voter.onAbstention?.((forMs, why) => this.noteAbstention(index, forMs, why));
       voter.onHealthChange((up, reason) => {
         if (!events.observed) return;

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { luaScript, runScript } from '../scripts/lua-script.js';
+import { luaScript, runScript } from '../../scripts/lua-script.js';
 
 /*
  * Which ACL rules the lock user lacks, found at bootstrap instead of at the first acquire (whose

@@ -1,7 +1,7 @@
 import type { Cluster } from 'ioredis';
-import { SEED_SLOT_MARKERS } from '../scripts/cluster-scripts.js';
-import { runScript } from '../scripts/lua-script.js';
-import { slotMarkerKey } from './cluster-slots.js';
+import { SEED_SLOT_MARKERS } from '../../scripts/cluster-scripts.js';
+import { runScript } from '../../scripts/lua-script.js';
+import { slotMarkerKey } from './slots.js';
 
 /** Slots whose restart-guard markers one seeding call covers. */
 const SEED_CHUNK = 256;

@@ -1,6 +1,6 @@
-import { QuorumUnavailableError, type NodeFailure } from './errors.js';
-import type { KeyView } from './scripts/index.js';
-import { settleWithin, TIMED_OUT } from './timeouts.js';
+import { QuorumUnavailableError, type NodeFailure } from '../errors.js';
+import type { KeyView } from '../scripts/index.js';
+import { settleWithin, TIMED_OUT } from '../timeouts.js';
 import type { Voters } from './voters.js';
 
 /** What a majority of the voters says of one resource's lock (read-only). */

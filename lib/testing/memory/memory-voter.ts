@@ -1,4 +1,4 @@
-import { FENCE_SUFFIX, QUEUE_SUFFIX } from '../keys.js';
+import { FENCE_SUFFIX, QUEUE_SUFFIX } from '../../core/keys.js';
 import {
   encodeWakeMessage,
   isMultiResource,
@@ -8,9 +8,9 @@ import {
   type ExtendRequest,
   type KeyView,
   type LetGo,
-} from '../scripts/index.js';
+} from '../../core/scripts/index.js';
 import { MemoryState } from './memory-state.js';
-import type { Voter, VoterContext, VoterFactory } from './voter.js';
+import type { Voter, VoterContext, VoterFactory } from '../../core/voter/voter.js';
 
 /**
  * A voter that keeps the lock state in this process: the same operations as the Lua scripts in

@@ -3,8 +3,7 @@ import type { EngineParts } from '../engine-parts.js';
 import type { HeldLock } from '../lease/held-lock.js';
 import type { AcquireVote } from '../scripts/index.js';
 import { startTimeout, startTimeoutOrEarlier } from '../timeouts.js';
-import { countHandOffs, type ClockReading } from './hand-off.js';
-import type { HandOff } from './wake-subscription.js';
+import { countHandOffs, type ClockReading, type HandOff } from './hand-off.js';
 
 /**
  * How long a failed attempt waits for the answers its round did not wait for, to know whether

@@ -1,5 +1,5 @@
 import { Redis, type Cluster } from 'ioredis';
-import { startTimeout } from '../timeouts.js';
+import { startTimeout } from '../../timeouts.js';
 
 /** Pause before re-opening a subscription whose node went away (or was not known yet). */
 const RESUBSCRIBE_DELAY_MS = 500;

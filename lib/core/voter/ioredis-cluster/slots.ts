@@ -1,4 +1,4 @@
-import { RedlockError, RedlockOptionsError } from '../errors.js';
+import { RedlockError, RedlockOptionsError } from '../../errors.js';
 
 /*
  * Redis Cluster key slots, computed on the client: which slot a lock key lives in (to refuse a

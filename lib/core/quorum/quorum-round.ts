@@ -1,6 +1,6 @@
 import type { NodeFailure } from '../errors.js';
 import { startTimeout, type CancelTimeout } from '../timeouts.js';
-import type { Voter } from './voter.js';
+import type { Voter } from '../voter/voter.js';
 
 /** Votes needed among `count` voters: a strict majority. The one quorum formula of the library. */
 export function quorumOf(count: number): number {

@@ -1,26 +1,29 @@
 import type { Redis } from 'ioredis';
-import type { NodeConfigurationError } from '../errors.js';
-import type { RedlockLogger } from '../logger.js';
-import type { Preflight } from '../preflight.js';
+import type { NodeConfigurationError } from '../../errors.js';
+import type { RedlockLogger } from '../../logger.js';
+import type { Preflight } from '../../preflight.js';
 import {
   decodeIdentityReply,
   IDENTITY_CHECK,
   IDENTITY_SUFFIX,
   identityArgs,
   type IdentityCheck,
-} from '../scripts/identity.js';
-import { GUARD_MARKER_NAME } from '../keys.js';
-import { wakeChannelOf } from '../scripts/lock-value.js';
-import { runScript } from '../scripts/lua-script.js';
-import { settleWithin, TIMED_OUT } from '../timeouts.js';
-import { missingAclRules } from './redis-acl-probe.js';
-import { checkServer, readServerFacts, trustedAcrossRestarts, type ServerFacts } from './redis-preflight.js';
+} from '../../scripts/identity.js';
+import { GUARD_MARKER_NAME } from '../../keys.js';
+import { wakeChannelOf } from '../../scripts/lock-value.js';
+import { runScript } from '../../scripts/lua-script.js';
+import { settleWithin, TIMED_OUT } from '../../timeouts.js';
+import { missingAclRules } from './acl-probe.js';
+import { checkServer, readServerFacts, trustedAcrossRestarts, type ServerFacts } from './preflight.js';
 
 /**
  * What a Redis voter does on every (re)connection before it votes: read what the server says of
  * itself, have preflight review it, and run the identity check (scripts/identity.ts), which says
  * how long the node must abstain. A few ms, once per connection: the acquire path stays as it was.
  */
+
+/** How soon a failed admission (a time-out, a replica refusing a write) is tried again. */
+export const ADMISSION_RETRY_MS = 1000;
 
 /** The engine's settings for admissions. */
 export interface AdmissionSettings {

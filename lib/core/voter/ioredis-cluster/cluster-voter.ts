@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { RedlockLogger } from '../logger.js';
-import { clusterAcquireScript } from '../scripts/cluster-scripts.js';
-import { compileSettings } from '../scripts/settings.js';
+import type { RedlockLogger } from '../../logger.js';
+import { clusterAcquireScript } from '../../scripts/cluster-scripts.js';
+import { compileSettings } from '../../scripts/settings.js';
 import {
   decodeAcquireReply,
   decodeExtendManyReply,
@@ -21,15 +21,15 @@ import {
   type KeyView,
   type LetGo,
   type LuaScript,
-} from '../scripts/index.js';
-import { settleWithin } from '../timeouts.js';
-import { ClusterSubscriber } from './cluster-subscriber.js';
-import { seedSlotMarkers } from './cluster-markers.js';
-import { clusterConnection, type ClusterConnection, type ClusterVoterNode } from './cluster-connection.js';
-import { assertClusterPrefix, assertOneSlot, keySlot, slotMarkerKey } from './cluster-slots.js';
-import { describeError, quitConnection } from './redis-connection.js';
-import type { Voter, VoterContext } from './voter.js';
-import { corkUntilTickEnd, currentWindow, type Corkable } from './write-batching.js';
+} from '../../scripts/index.js';
+import { settleWithin } from '../../timeouts.js';
+import { ClusterSubscriber } from './subscriber.js';
+import { seedSlotMarkers } from './slot-markers.js';
+import { clusterConnection, type ClusterConnection, type ClusterVoterNode } from './connection.js';
+import { assertClusterPrefix, assertOneSlot, keySlot, slotMarkerKey } from './slots.js';
+import { describeError, quitConnection } from '../ioredis/connection.js';
+import type { Voter, VoterContext } from '../voter.js';
+import { corkUntilTickEnd, currentWindow, type Corkable } from '../write-batching.js';
 
 /**
  * A Redis Cluster as ONE voter of the quorum: the cluster holds one copy of the lock state,
@@ -40,7 +40,7 @@ import { corkUntilTickEnd, currentWindow, type Corkable } from './write-batching
  * - Every script touches the keys of one hash tag (the resource's: `<prefix>{<resource>}`, its
  *   fence counter and queue), so each call is one EVALSHA that ioredis routes by its first key.
  * - Multi-resource locks must keep their keys in one slot: a lock whose resources hash to
- *   different slots is refused before anything is sent (CrossSlotLockError, cluster-slots.ts).
+ *   different slots is refused before anything is sent (CrossSlotLockError, slots.ts).
  *   Taking the slots one by one and undoing the granted ones on a refusal would make the vote
  *   non-atomic: two acquirers could each win one slot and undo, over and over, on every voter
  *   (the split the requeue script exists to avoid), a turn claimed in one slot would be given
@@ -54,7 +54,7 @@ import { corkUntilTickEnd, currentWindow, type Corkable } from './write-batching
  * - Wake-ups: the scripts PUBLISH on the cluster, which delivers to subscribers on any node
  *   (cluster-wide pub/sub), but counts only the shard's own subscribers in its reply, which the
  *   hand-over reads to skip waiters whose engine is gone: so the voter subscribes on every master
- *   (cluster-subscriber.ts).
+ *   (subscriber.ts).
  * - Health: the voter is connected while the cluster client is ready. A shard that is down makes
  *   the voter partly unavailable: operations on that shard's slots fail, which counts as a failed
  *   vote for those resources only, and the quorum decides with the other voters.
@@ -249,7 +249,7 @@ export class ClusterVoter implements Voter {
   }
 
   /**
-   * As the single-server voter does (redis-voter.ts): everything sent to a shard in the current
+   * As the single-server voter does (../ioredis/redis-voter.ts): everything sent to a shard in the current
    * tick leaves in one socket write. A command's shard is known only once ioredis routes it, so
    * the first command of a tick corks every master's socket, until the shared end of the tick
    * (write-batching.ts). Without it each command costs a write and a read on both sides; ioredis'

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { settleWithin, TIMED_OUT } from '../timeouts.js';
+import { settleWithin, TIMED_OUT } from '../../timeouts.js';
 
 /*
  * Preflight of one Redis server: what it says of itself (read once per connection), and pure
@@ -29,7 +29,7 @@ export interface ServerFacts {
   readonly clusterEnabled?: string;
   /**
    * ACL rules the connection's user lacks (NOPERM), as `ACL SETUSER` spells them: `+info`,
-   * `+config|get`, and (redis-acl-probe.ts) `+incr`, `~redlock:*`, `&__redlock_wake__:*`...
+   * `+config|get`, and (acl-probe.ts) `+incr`, `~redlock:*`, `&__redlock_wake__:*`...
    */
   readonly denied: readonly string[];
   /** The ACL user of the connection (`default` when none is given). */

@@ -1,5 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
-import { settleWithin } from '../timeouts.js';
+import type { LuaScript } from '../../scripts/index.js';
+import type { Corkable } from '../write-batching.js';
+import { settleWithin } from '../../timeouts.js';
 
 /**
  * Settings for connections the library opens itself. A dead node must fail fast instead of
@@ -95,4 +97,32 @@ export async function quitConnection(client: Quittable, timeoutMs: number): Prom
   }
   client.disconnect();
   await settleWithin(ended, 1000);
+}
+
+/**
+ * The connection that receives wake messages (a subscribed connection can run nothing else):
+ * commands queue while it connects, and ioredis re-subscribes after a reconnect.
+ */
+export function subscriberConnection(client: Redis): Redis {
+  const subscriber = client.duplicate({
+    enableOfflineQueue: true,
+    maxRetriesPerRequest: null,
+    lazyConnect: false,
+  });
+  subscriber.on('error', () => undefined); // the main connection already reports health
+  return subscriber;
+}
+
+/** Loads `scripts` on the connection: true once all are loaded, false if one was refused. */
+export function loadScripts(client: Redis, scripts: readonly LuaScript[]): Promise<boolean> {
+  return Promise.all(scripts.map((script) => client.script('LOAD', script.source))).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** The client's socket, when it is ready and can be corked (ioredis keeps it in a private field). */
+export function corkableStream(client: Redis): Corkable | undefined {
+  const stream = (client as unknown as { stream?: Partial<Corkable> }).stream;
+  return stream?.cork && stream.uncork && client.status === 'ready' ? (stream as Corkable) : undefined;
 }

@@ -1,6 +1,6 @@
 import { Cluster, type ClusterNode, type ClusterOptions } from 'ioredis';
-import { RedlockOptionsError } from '../errors.js';
-import { redactUrl } from './redis-connection.js';
+import { RedlockOptionsError } from '../../errors.js';
+import { redactUrl } from '../ioredis/connection.js';
 
 /**
  * A Redis Cluster as one voter, described by its startup nodes (ioredis discovers the rest of the
@@ -24,7 +24,7 @@ export interface ClusterConnection {
 }
 
 /**
- * Settings for clusters the library opens itself: as for one node (redis-connection.ts), a
+ * Settings for clusters the library opens itself: as for one node (../ioredis/connection.ts), a
  * command is never queued while the cluster is not ready, and is never replayed after the lock
  * decision was made. Redirections after a failover or a resharding are followed, a few times.
  */

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { RedlockLogger } from '../logger.js';
+import type { RedlockLogger } from '../../logger.js';
 import {
   acquireArgs,
   decodeAcquireReply,
@@ -19,16 +19,21 @@ import {
   type KeyView,
   type LetGo,
   type LuaScript,
-} from '../scripts/index.js';
-import { settleWithin, startTimeout } from '../timeouts.js';
-import { admitServer, type AdmissionSettings } from './redis-admission.js';
-import { describeError, quitConnection, redisConnection, type RedisConnection } from './redis-connection.js';
-import type { Voter, VoterContext } from './voter.js';
-import { OneWayCalls } from './one-way.js';
-import { WriteBatcher, type Corkable } from './write-batching.js';
-
-/** How soon a failed admission (a time-out, a replica refusing a write) is tried again. */
-const ADMISSION_RETRY_MS = 1000;
+} from '../../scripts/index.js';
+import { settleWithin, startTimeout } from '../../timeouts.js';
+import { ADMISSION_RETRY_MS, admitServer, type AdmissionSettings } from './admission.js';
+import {
+  corkableStream,
+  describeError,
+  loadScripts,
+  quitConnection,
+  redisConnection,
+  subscriberConnection,
+  type RedisConnection,
+} from './connection.js';
+import type { Voter, VoterContext } from '../voter.js';
+import { OneWayCalls } from '../one-way.js';
+import { WriteBatcher } from '../write-batching.js';
 
 /** One Redis master, reached with ioredis, as a {@link Voter}. */
 export class RedisVoter implements Voter {
@@ -47,7 +52,7 @@ export class RedisVoter implements Voter {
   private readonly onError = (err: Error) => this.recordError(err);
   private readonly onReady = () => this.admit();
   private readonly onClose = () => this.recordDown();
-  // Admission (redis-admission.ts): each new connection votes only once preflight and the identity
+  // Admission (admission.ts): each new connection votes only once preflight and the identity
   // check passed. A connection that is up but not admitted is "not connected" to the engine.
   private readonly admission: AdmissionSettings;
   private admitted = false;
@@ -164,15 +169,7 @@ export class RedisVoter implements Voter {
   }
 
   async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
-    if (!this.subscriber) {
-      // Commands queue while it connects; ioredis re-subscribes after a reconnect.
-      this.subscriber = this.client.duplicate({
-        enableOfflineQueue: true,
-        maxRetriesPerRequest: null,
-        lazyConnect: false,
-      });
-      this.subscriber.on('error', () => undefined); // the main connection already reports health
-    }
+    this.subscriber ??= subscriberConnection(this.client);
     this.subscriber.on('message', (from: string, message: string) => {
       if (from === channel) onMessage(message);
     });
@@ -272,10 +269,8 @@ export class RedisVoter implements Voter {
    * a lone call is written at once. (ioredis' auto-pipelining waits for setImmediate instead.)
    */
   private coalesceWrites(): void {
-    const stream = (this.client as unknown as { stream?: Partial<Corkable> }).stream;
-    if (stream?.cork && stream.uncork && this.client.status === 'ready') {
-      this.writes.beforeWrite(stream as Corkable);
-    }
+    const stream = corkableStream(this.client);
+    if (stream) this.writes.beforeWrite(stream);
   }
 
   private recordError(err: Error): void {
@@ -285,7 +280,7 @@ export class RedisVoter implements Voter {
   }
 
   /**
-   * Admits the server of a new connection (preflight, identity guard: redis-admission.ts) before
+   * Admits the server of a new connection (preflight, identity guard: admission.ts) before
    * the voter counts as connected; a later connection's admission supersedes this one.
    */
   private admit(): void {
@@ -338,12 +333,7 @@ export class RedisVoter implements Voter {
    * on a client passed in, the application's own commands (a MULTI) could enclose ours.
    */
   private prepareConnection(attempt: number): void {
-    const loaded = Promise.all(
-      this.scripts.all.map((script) => this.client.script('LOAD', script.source)),
-    ).then(
-      () => true,
-      () => false,
-    );
+    const loaded = loadScripts(this.client, this.scripts.all);
     if (!this.owned || this.client.options.keyPrefix) return;
     this.oneWay.enable(loaded, () => attempt === this.admissions && this.connected);
   }
