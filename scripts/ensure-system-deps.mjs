@@ -7,6 +7,9 @@
  *
  *   node scripts/ensure-system-deps.mjs --for=sample|test|faults|soak|bench [--dry-run]
  *
+ * --dry-run prints what it would install and run. NQL_SETUP_PRETEND_MISSING=gcc,chromium (tool ids
+ * of TOOLS) plans as if those were missing, to try the install path on a machine that has them.
+ *
  * Prints nothing when everything is there; one line per thing it installs (and why); one line per
  * optional thing it leaves out (and which test skips). Exits 1, before the build, with the exact
  * command to run when something required is missing and it cannot install it.
@@ -305,6 +308,11 @@ function main(argv) {
   const say = (line) => process.stderr.write(`setup: ${line}\n`);
 
   const machine = probe();
+  // For proving the install path on a machine that has everything: NQL_SETUP_PRETEND_MISSING=gcc,ip
+  // plans as if those were missing (apt-get then reinstalls nothing; the check after it passes).
+  for (const id of (process.env.NQL_SETUP_PRETEND_MISSING ?? '').split(',').filter(Boolean)) {
+    if (id in machine.present) machine.present[id] = false;
+  }
   let p = plan(mode, machine);
   // Only now, with something to install, is it worth asking sudo (it can take a moment).
   if (p.manager === 'apt' && !machine.isRoot && (p.fail || p.install.length > 0)) {
