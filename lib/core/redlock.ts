@@ -29,6 +29,7 @@ import { RedisVoter } from './voter/ioredis/redis-voter.js';
 import { isClusterNode } from './voter/ioredis-cluster/connection.js';
 import { assertLockFitsVoters, ClusterVoter } from './voter/ioredis-cluster/cluster-voter.js';
 import { isVoterFactory, type Voter, type VoterContext } from './voter/voter.js';
+import { WriteWindow } from './voter/write-batching.js';
 
 /** Largest window above a voter's clock within which it seeds a new counter with the caller's proposal, ms. */
 const SEED_WINDOW_MS = 200;
@@ -89,6 +90,7 @@ export class Redlock {
       logger,
       connectTimeout: resolved.connectTimeout,
       preflight: this.preflight,
+      writes: new WriteWindow(),
     };
     const voters = new Voters(
       options.nodes.map((node) => createVoter(node, context)),
@@ -96,6 +98,7 @@ export class Redlock {
       resolved.restartGuard,
       logger,
       this.events,
+      context.writes,
     );
     const { driftFactor } = resolved;
     this.options = resolved;
