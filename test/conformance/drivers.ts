@@ -22,6 +22,9 @@ export const DRIVERS: VoterDriver[] = [
   standalone('ioredis 6, RESP3 (client)', (url, ctx, own) =>
     adopt(own(new Redis6(url, { protocol: 3 })), ctx),
   ),
+  standalone('ioredis 6, RESP3 + resp3 replies (client)', (url, ctx, own) =>
+    adopt(own(new Redis6(url, { protocol: 3, replyMapping: 'resp3' })), ctx),
+  ),
   standalone('ioredis 6, RESP2 (client)', (url, ctx, own) =>
     adopt(own(new Redis6(url, { protocol: 2 })), ctx),
   ),

@@ -1,6 +1,7 @@
 import { Redis as Redis5 } from 'ioredis';
 import { Redis as Redis6 } from 'ioredis6';
 import { RedisVoter } from '../../lib/core/voter/ioredis/redis-voter.js';
+import { checkServer, readServerFacts } from '../../lib/core/voter/ioredis/preflight.js';
 import { RedisNodes } from '../../lib/testing/index.js';
 import { DEFAULT_SETTINGS, voterContext } from './harness.js';
 
@@ -11,7 +12,7 @@ import { DEFAULT_SETTINGS, voterContext } from './harness.js';
 
 let nodes: RedisNodes;
 beforeAll(async () => {
-  nodes = await RedisNodes.start(1);
+  nodes = await RedisNodes.start(1, { extraArgs: ['--maxmemory-policy', 'allkeys-lru'] });
 });
 afterAll(() => nodes.close());
 
@@ -35,3 +36,36 @@ test.failing(
     }
   },
 );
+
+/**
+ * Preflight reads `CONFIG GET` replies as `[name, value]` arrays. An ioredis 6 client created with
+ * `replyMapping: 'resp3'` gets RESP3 maps as objects (`{ 'maxmemory-policy': 'allkeys-lru' }`), so
+ * every CONFIG fact reads as unknown: a node that evicts lock keys passes preflight silently, and a
+ * node with appendfsync always is no longer trusted across its restarts.
+ */
+test.failing(
+  "preflight sees maxmemory-policy through an ioredis 6 client with replyMapping 'resp3'",
+  async () => {
+    const client = new Redis6(nodes.url(0), { protocol: 3, replyMapping: 'resp3' });
+    try {
+      await new Promise((resolve) => client.once('ready', resolve));
+      const facts = await readServerFacts(client as unknown as Redis5, 2000);
+      expect(facts.maxmemoryPolicy).toBe('allkeys-lru');
+      expect(checkServer(facts).map((f) => f.problem)).toEqual([expect.stringContaining('maxmemory-policy')]);
+    } finally {
+      client.disconnect();
+    }
+  },
+);
+
+test('control: the same check through an ioredis 6 client with the default (legacy) replies', async () => {
+  const client = new Redis6(nodes.url(0), { protocol: 3 });
+  try {
+    await new Promise((resolve) => client.once('ready', resolve));
+    const facts = await readServerFacts(client as unknown as Redis5, 2000);
+    expect(facts.maxmemoryPolicy).toBe('allkeys-lru');
+    expect(checkServer(facts).map((f) => f.problem)).toEqual([expect.stringContaining('maxmemory-policy')]);
+  } finally {
+    client.disconnect();
+  }
+});
