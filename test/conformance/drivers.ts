@@ -65,7 +65,8 @@ export function standalone(name: string, factory: StandaloneFactory): VoterDrive
     slack: 100,
     cannot: {},
     async start() {
-      nodes = await RedisNodes.start(1);
+      // AOF: a restart keeps the data (changeServer); FLUSHALL still loses it (loseData).
+      nodes = await RedisNodes.start(1, { persistence: 'aof-everysec' });
     },
     async createVoter(context) {
       return factory(nodes!.url(0), context, own);
@@ -83,12 +84,18 @@ export function standalone(name: string, factory: StandaloneFactory): VoterDrive
       await admin().flushall();
     },
     async changeServer() {
-      // What a promoted replica (or a restart with AOF everysec) looks like to a client: the
-      // marker and the identity record came with the data, but another server wrote the record.
-      // Emulated on one address by replacing the record's run_id (as in identity-guard.spec.ts).
-      const marker = DEFAULT_SETTINGS.guardKey;
-      await admin().set(marker, '0');
-      await admin().set(`${marker}:id`, `${'f'.repeat(40)} 0`);
+      // A restart that keeps the data (AOF everysec): another server process (run_id) on the same
+      // port, with the marker and identity record of the one before (as after a failover).
+      await nodes!.restart(0);
+      for (let i = 0; ; i++) {
+        try {
+          await admin().ping();
+          return;
+        } catch (err) {
+          if (i === 100) throw err;
+          await sleep(20);
+        }
+      }
     },
     async stop() {
       await nodes?.close();

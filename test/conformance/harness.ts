@@ -66,8 +66,9 @@ export interface VoterDriver {
   /** The server loses all of its data, as in a restart without persistence (FLUSHALL). */
   loseData(): Promise<void>;
   /**
-   * Another server now answers at the voter's address with the data of the one before (a
-   * failover, a restart with AOF everysec): undefined where the voter has no identity guard.
+   * Another server process now answers at the voter's address with the data of the one before (a
+   * restart with AOF everysec, as after a failover); resolves once it answers. Undefined where the
+   * voter has no identity guard.
    */
   changeServer?(): Promise<void>;
   /** Stops what {@link start} started. */
