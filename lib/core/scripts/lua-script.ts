@@ -41,13 +41,3 @@ export function runScript<T = unknown>(
 
 /** A reply decoder that returns the reply as it came. */
 export const identity = (reply: unknown): unknown => reply;
-
-/** A Lua string literal for any text: bytes other than plain ASCII letters and digits escaped. */
-export function luaString(text: string): string {
-  let literal = '';
-  for (const byte of Buffer.from(text, 'utf8')) {
-    const plain = (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122);
-    literal += plain ? String.fromCharCode(byte) : `\\${String(byte).padStart(3, '0')}`;
-  }
-  return `"${literal}"`;
-}

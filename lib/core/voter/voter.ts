@@ -6,6 +6,7 @@ import type {
   ExtendRequest,
   KeyView,
   LetGo,
+  ScriptCalls,
   ScriptSettings,
 } from '../scripts/index.js';
 
@@ -75,10 +76,16 @@ export interface Voter {
   close(timeoutMs: number): Promise<void>;
 }
 
-/** What a voter is built with: the engine's compiled scripts and settings. */
+/** What a voter is built with: the scripts, and the engine's settings. */
 export interface VoterContext {
+  /** The lock scripts: the same constants for every engine (scripts/index.ts, SCRIPTS). */
   readonly scripts: EngineScripts;
   readonly settings: ScriptSettings;
+  /**
+   * The engine's script keys and arguments, built once per call and shared by its voters
+   * (scripts/calls.ts); for voters that run the Lua scripts.
+   */
+  readonly calls: ScriptCalls;
   readonly logger: RedlockLogger;
   readonly connectTimeout: number;
   /** Reviews what a voter's server says of itself on each connection; undefined when preflight is off. */

@@ -1,20 +1,18 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { RedlockLogger } from '../../logger.js';
-import { clusterAcquireScript } from '../../scripts/cluster-scripts.js';
-import { compileSettings } from '../../scripts/settings.js';
 import {
   decodeAcquireReply,
   decodeExtendManyReply,
   decodeExtendReply,
   decodeInspectReply,
   decodeRaiseFenceReply,
-  acquireArgs,
   extendArgs,
   extendManyCall,
-  letGoArgs,
+  fencedKeys,
+  inspectKeys,
   letGoScript,
-  raiseFenceArgs,
   runScript,
+  type ScriptCalls,
   type AcquireVote,
   type EngineScripts,
   type ExtendRequest,
@@ -76,11 +74,9 @@ export class ClusterVoter implements Voter {
   private readonly acquiring = new Map<string, Promise<unknown>>();
   private readonly owned: boolean;
   private readonly scripts: EngineScripts;
-  /** The acquire script with the slot's marker as its last key (scripts/cluster-scripts.ts). */
-  private readonly acquireScript: LuaScript;
+  private readonly calls: ScriptCalls;
   private readonly guardKey: string;
   private readonly guardMs: number;
-  private readonly fenceIdleMs: number;
   private readonly logger: RedlockLogger;
   private readonly healthListeners: Array<(up: boolean, reason?: string) => void> = [];
   private readonly onError = (err: Error) => this.recordError(describeError(err));
@@ -94,10 +90,9 @@ export class ClusterVoter implements Voter {
     this.label = connection.label;
     this.owned = connection.owned;
     this.scripts = context.scripts;
-    this.acquireScript = clusterAcquireScript(compileSettings(context.settings));
+    this.calls = context.calls;
     this.guardKey = context.settings.guardKey;
     this.guardMs = context.settings.guardMs;
-    this.fenceIdleMs = context.settings.fenceIdleMs;
     this.logger = context.logger;
     this.connectTimeout = Math.max(context.connectTimeout, 500);
     this.client.on('error', this.onError);
@@ -134,9 +129,10 @@ export class ClusterVoter implements Voter {
     seedUs?: number,
   ): Promise<AcquireVote> {
     const slot = keys.length === 1 ? keySlot(keys[0]!) : assertOneSlot(keys, keys, this.label);
-    const withMarker = [...keys, slotMarkerKey(this.guardKey, slot)];
-    const args = acquireArgs(value, ttlMs, ticket, seedUs); // shared, read-only
-    const sent = this.run(this.acquireScript, withMarker, args);
+    // The same script as on one server, with the marker of the keys' slot as its last key.
+    const withMarker = this.calls.acquireKeys(keys, slotMarkerKey(this.guardKey, slot));
+    const args = this.calls.acquireArgs(value, ttlMs, ticket, seedUs); // shared, read-only
+    const sent = this.run(this.scripts.acquire, withMarker, args);
     this.acquiring.set(value, sent);
     try {
       return decodeAcquireReply(await sent);
@@ -146,8 +142,8 @@ export class ClusterVoter implements Voter {
   }
 
   async raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean> {
-    const args = raiseFenceArgs(value, this.fenceIdleMs, tokens);
-    return decodeRaiseFenceReply(await this.run(this.scripts.raiseFence, keys, args));
+    const args = this.calls.raiseFenceArgs(value, tokens);
+    return decodeRaiseFenceReply(await this.run(this.scripts.raiseFence, fencedKeys(keys), args));
   }
 
   /** One EXTEND_MANY per slot of the batch (a script cannot reach across slots), in parallel. */
@@ -178,7 +174,7 @@ export class ClusterVoter implements Voter {
   }
 
   async letGo(keys: readonly string[], value: string, how: LetGo): Promise<void> {
-    const script = letGoScript(this.scripts, how);
+    const script = letGoScript(how);
     // The engine frees a late grant by sending this after the acquire, trusting one connection to
     // keep the order. A cluster client does not always: a command that meets MOVED, or a slot map
     // being refreshed, is sent again later, after what followed it (seen here: the acquire of a
@@ -186,11 +182,11 @@ export class ClusterVoter implements Voter {
     // So a let-go waits for this voter's acquire of the same value to settle first.
     const acquiring = this.acquiring.get(value);
     if (acquiring) await acquiring.catch(() => undefined);
-    await this.run(script, keys, letGoArgs(value, how));
+    await this.run(script, this.calls.keys(keys), this.calls.letGoArgs(value, how));
   }
 
   async inspect(lockKey: string): Promise<KeyView> {
-    return decodeInspectReply(await this.run(this.scripts.inspect, [lockKey], []));
+    return decodeInspectReply(await this.run(this.scripts.inspect, inspectKeys(lockKey), []));
   }
 
   async ping(): Promise<void> {
@@ -294,7 +290,7 @@ export class ClusterVoter implements Voter {
   /** Loads our scripts on every master, so that calls rarely meet NOSCRIPT (each shard has its own cache). */
   private loadScripts(): void {
     for (const node of this.client.nodes('master')) {
-      for (const script of [...this.scripts.all, this.acquireScript]) {
+      for (const script of this.scripts.all) {
         node.script('LOAD', script.source).catch(() => undefined);
       }
     }

@@ -1,7 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { RedlockLogger } from '../../logger.js';
 import {
-  acquireArgs,
   decodeAcquireReply,
   decodeExtendManyReply,
   decodeExtendReply,
@@ -9,10 +8,11 @@ import {
   decodeRaiseFenceReply,
   extendArgs,
   extendManyCall,
-  letGoArgs,
+  fencedKeys,
+  inspectKeys,
   letGoScript,
-  raiseFenceArgs,
   runScript,
+  type ScriptCalls,
   type AcquireVote,
   type EngineScripts,
   type ExtendRequest,
@@ -47,7 +47,7 @@ export class RedisVoter implements Voter {
   private readonly healthListeners: Array<(up: boolean, reason?: string) => void> = [];
   private readonly owned: boolean;
   private readonly scripts: EngineScripts;
-  private readonly fenceIdleMs: number;
+  private readonly calls: ScriptCalls;
   private readonly logger: RedlockLogger;
   private readonly onError = (err: Error) => this.recordError(err);
   private readonly onReady = () => this.admit();
@@ -67,11 +67,7 @@ export class RedisVoter implements Voter {
   /** Epoch ms until which the voter abstains under the identity guard (0: it votes). */
   private abstainUntil = 0;
   private readonly abstentionListeners: Array<(forMs: number, why: string) => void> = [];
-  /**
-   * Letting go without a reply (one-way.ts): allowed on a connection once its scripts are loaded
-   * and the server allows `CLIENT REPLY`; off from a NOSCRIPT (a flushed script cache) until the
-   * scripts are loaded again, when the calls that may have met it are sent again.
-   */
+  /** Letting go without a reply (one-way.ts): on once the scripts are loaded, off from a NOSCRIPT. */
   private readonly oneWay: OneWayCalls;
   private readonly coalesce = () => this.coalesceWrites();
   private readonly onNoScript = () => {
@@ -85,7 +81,7 @@ export class RedisVoter implements Voter {
     this.label = connection.label;
     this.owned = connection.owned;
     this.scripts = context.scripts;
-    this.fenceIdleMs = context.settings.fenceIdleMs;
+    this.calls = context.calls;
     this.logger = context.logger;
     this.admission = {
       preflight: context.preflight,
@@ -134,8 +130,8 @@ export class RedisVoter implements Voter {
   }
 
   raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean> {
-    const args = raiseFenceArgs(value, this.fenceIdleMs, tokens);
-    return this.run(this.scripts.raiseFence, keys, args, decodeRaiseFenceReply);
+    const args = this.calls.raiseFenceArgs(value, tokens);
+    return this.run(this.scripts.raiseFence, fencedKeys(keys), args, decodeRaiseFenceReply);
   }
 
   extend(batch: readonly ExtendRequest[]): Promise<boolean[]> {
@@ -148,20 +144,22 @@ export class RedisVoter implements Voter {
   }
 
   letGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
-    return this.run(letGoScript(this.scripts, how), keys, letGoArgs(value, how));
+    return this.run(letGoScript(how), this.calls.keys(keys), this.calls.letGoArgs(value, how));
   }
 
-  /**
-   * Lets go one-way where this connection allows it (one-way.ts): written now, in the connection's
-   * order, and no reply comes back. False when it was not sent: use {@link letGo}.
-   */
+  /** Lets go one-way where the connection allows it (one-way.ts); false when not sent: use letGo. */
   letGoOneWay(keys: readonly string[], value: string, how: LetGo): boolean {
     if (!this.connected) return false;
-    return this.oneWay.send(letGoScript(this.scripts, how), keys, letGoArgs(value, how), this.coalesce);
+    return this.oneWay.send(
+      letGoScript(how),
+      this.calls.keys(keys),
+      this.calls.letGoArgs(value, how),
+      this.coalesce,
+    );
   }
 
   inspect(lockKey: string): Promise<KeyView> {
-    return this.run(this.scripts.inspect, [lockKey], [], decodeInspectReply);
+    return this.run(this.scripts.inspect, inspectKeys(lockKey), [], decodeInspectReply);
   }
 
   async ping(): Promise<void> {
@@ -237,8 +235,9 @@ export class RedisVoter implements Voter {
       if (forMs > 0) return Promise.resolve({ kind: 'abstaining', forMs });
       this.abstainUntil = 0;
     }
-    const args = acquireArgs(value, ttlMs, ticket, seedUs);
-    return this.run(this.scripts.acquire, keys, args, decodeAcquireReply);
+    const args = this.calls.acquireArgs(value, ttlMs, ticket, seedUs);
+    const declared = this.calls.acquireKeys(keys, this.admission.markerKey);
+    return this.run(this.scripts.acquire, declared, args, decodeAcquireReply);
   }
 
   onHealthChange(listener: (up: boolean, reason?: string) => void): void {
