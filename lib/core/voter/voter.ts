@@ -14,10 +14,12 @@ import type {
  * One voter of the quorum, as the algorithm sees it: something that runs the lock operations on
  * its own copy of the lock state, reports its health, and tells the engine's waiters when a lock
  * is handed to them. The Redlock algorithm (acquire.ts, lease/, queue/) talks to voters through
- * this interface only. The implementations, one folder per client: a Redis master reached with
- * ioredis, a Sentinel-managed primary included (ioredis/, `RedisVoter`); a Redis Cluster as one
- * voter (ioredis-cluster/, `ClusterVoter`); and the in-memory voter of unit tests
- * (lib/testing/memory/, `MemoryVoter`, exported from `nest-quorum-lock/testing`).
+ * this interface only. The voters that run the Lua scripts share one implementation of the
+ * operations, `ScriptVoter` (script-voter.ts), and differ only in their client adapter
+ * (`ScriptClient`, script-client.ts), one folder per client: a Redis master reached with ioredis,
+ * a Sentinel-managed primary included (ioredis/, `RedisVoter`); a Redis Cluster as one voter
+ * (ioredis-cluster/, `ClusterVoter`). The in-memory voter of unit tests does the same steps in
+ * TypeScript (lib/testing/memory/, `MemoryVoter`, exported from `nest-quorum-lock/testing`).
  *
  * Every operation is atomic on the voter and has the semantics of the Lua scripts in scripts/.
  */
