@@ -2,12 +2,14 @@ import { GUARD_MARKER_NAME } from '../../lib/core/keys.js';
 import type { RedlockLogger } from '../../lib/core/logger.js';
 import {
   decodeWakeMessage,
-  engineScripts,
   LockValues,
+  SCRIPTS,
+  ScriptCalls,
   type ScriptSettings,
   type WakeMessage,
 } from '../../lib/core/scripts/index.js';
 import type { Voter, VoterContext } from '../../lib/core/voter/voter.js';
+import { WriteWindow } from '../../lib/core/voter/write-batching.js';
 
 /*
  * The voter conformance table's machinery (issue 25, item 4): a row (behaviours.ts) is a small
@@ -33,11 +35,18 @@ export const DEFAULT_SETTINGS: ScriptSettings = {
 const silent: RedlockLogger = { log: () => undefined, warn: () => undefined, error: () => undefined };
 
 /**
- * The context an engine gives its voters, for `settings`. The one place that knows how scripts
- * are built from settings (the `scripts` branch changes that: only this function follows).
+ * The context an engine gives its voters, for `settings`: the one place that knows what an engine
+ * passes (the static scripts, its argument builder and its write batching window).
  */
 export function voterContext(settings: ScriptSettings): VoterContext {
-  return { scripts: engineScripts(settings), settings, logger: silent, connectTimeout: 2000 };
+  return {
+    scripts: SCRIPTS,
+    settings,
+    calls: new ScriptCalls(settings),
+    logger: silent,
+    connectTimeout: 2000,
+    writes: new WriteWindow(),
+  };
 }
 
 /**
