@@ -38,25 +38,22 @@ test.failing(
 );
 
 /**
- * Preflight reads `CONFIG GET` replies as `[name, value]` arrays. An ioredis 6 client created with
- * `replyMapping: 'resp3'` gets RESP3 maps as objects (`{ 'maxmemory-policy': 'allkeys-lru' }`), so
- * every CONFIG fact reads as unknown: a node that evicts lock keys passes preflight silently, and a
- * node with appendfsync always is no longer trusted across its restarts.
+ * Found by the table and fixed: preflight read `CONFIG GET` replies only as `[name, value]` arrays.
+ * An ioredis 6 client created with `replyMapping: 'resp3'` gets RESP3 maps as objects
+ * (`{ 'maxmemory-policy': 'allkeys-lru' }`), so every CONFIG fact read as unknown: a node that
+ * evicts lock keys passed preflight silently.
  */
-test.failing(
-  "preflight sees maxmemory-policy through an ioredis 6 client with replyMapping 'resp3'",
-  async () => {
-    const client = new Redis6(nodes.url(0), { protocol: 3, replyMapping: 'resp3' });
-    try {
-      await new Promise((resolve) => client.once('ready', resolve));
-      const facts = await readServerFacts(client as unknown as Redis5, 2000);
-      expect(facts.maxmemoryPolicy).toBe('allkeys-lru');
-      expect(checkServer(facts).map((f) => f.problem)).toEqual([expect.stringContaining('maxmemory-policy')]);
-    } finally {
-      client.disconnect();
-    }
-  },
-);
+test("preflight sees maxmemory-policy through an ioredis 6 client with replyMapping 'resp3'", async () => {
+  const client = new Redis6(nodes.url(0), { protocol: 3, replyMapping: 'resp3' });
+  try {
+    await new Promise((resolve) => client.once('ready', resolve));
+    const facts = await readServerFacts(client as unknown as Redis5, 2000);
+    expect(facts.maxmemoryPolicy).toBe('allkeys-lru');
+    expect(checkServer(facts).map((f) => f.problem)).toEqual([expect.stringContaining('maxmemory-policy')]);
+  } finally {
+    client.disconnect();
+  }
+});
 
 test('control: the same check through an ioredis 6 client with the default (legacy) replies', async () => {
   const client = new Redis6(nodes.url(0), { protocol: 3 });

@@ -7,6 +7,20 @@ import { settleWithin, TIMED_OUT } from '../../timeouts.js';
  * engine-wide part (the same server listed twice, what to do with a finding) is in ../preflight.ts.
  */
 
+/**
+ * The `[name, value]` pairs of a `CONFIG GET` reply: a flat array (RESP2, and ioredis' default
+ * mapping of RESP3), a Map, or a plain object (ioredis 6 with `replyMapping: 'resp3'` turns RESP3
+ * maps into objects). Reading only the array shape would leave every fact unknown there, and a node
+ * that evicts lock keys would pass preflight unseen.
+ */
+function configPairs(reply: unknown): Array<[string, string]> {
+  if (Array.isArray(reply)) return reply.length === 2 ? [[String(reply[0]), String(reply[1])]] : [];
+  if (reply instanceof Map) return [...reply].map(([name, value]) => [String(name), String(value)]);
+  if (reply !== null && typeof reply === 'object')
+    return Object.entries(reply).map(([name, value]) => [name, String(value)]);
+  return [];
+}
+
 /** What a Redis server says of itself: INFO server and replication, and four CONFIG GETs. */
 export interface ServerFacts {
   /** INFO server `run_id`: new on every start of the process, so it names one server's lifetime. */
@@ -62,19 +76,13 @@ export async function readServerFacts(client: Redis, timeoutMs: number): Promise
   const reads = Promise.all([
     allowed('+info', client.info('server')),
     allowed('+info', client.info('replication')),
-    ...CONFIG_KEYS.map((key) => allowed('+config|get', client.config('GET', key) as Promise<string[]>)),
+    ...CONFIG_KEYS.map((key) => allowed('+config|get', client.config('GET', key) as Promise<unknown>)),
   ]);
   const replies = await settleWithin(reads, timeoutMs);
   if (replies === TIMED_OUT) throw new Error(`no reply to INFO / CONFIG GET within ${timeoutMs} ms`);
-  const [server, replication, ...configs] = replies as [
-    string | undefined,
-    string | undefined,
-    ...Array<string[] | undefined>,
-  ];
+  const [server, replication, ...configs] = replies as [string | undefined, string | undefined, ...unknown[]];
   const info = { ...parseInfo(server ?? ''), ...parseInfo(replication ?? '') };
-  const config = Object.fromEntries(
-    configs.flatMap((pair) => (pair?.length === 2 ? [[pair[0], pair[1]]] : [])),
-  );
+  const config = Object.fromEntries(configs.flatMap(configPairs));
   const number = (text: string | undefined) => (text === undefined ? undefined : Number(text));
   return {
     runId: info.run_id,
