@@ -76,9 +76,16 @@ export class QuorumUnavailableError extends RedlockError {
     super(
       `Cannot lock ${formatResources(resources)}: a majority of ${quorum} of ${nodeCount} Redis nodes is not available. ` +
         failures.map((f) => `${f.node}: ${f.reason}`).join('; ') +
-        '. Check that the nodes are running and reachable, and their credentials.',
+        (retryAfterMs === undefined
+          ? '. Check that the nodes are running and reachable, and their credentials.'
+          : `. A quorum votes again in ${formatDelay(retryAfterMs)} (retryAfterMs ${Math.ceil(retryAfterMs)}): retry after that.`),
     );
   }
+}
+
+/** `850 ms`, `58 s`: a delay for a message, rounded up as Retry-After is. */
+function formatDelay(ms: number): string {
+  return ms < 1000 ? `${Math.ceil(ms)} ms` : `${Math.ceil(ms / 1000)} s`;
 }
 
 /** The lock is no longer held: an extension did not reach a majority, or its validity ran out. */
