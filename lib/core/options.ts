@@ -11,6 +11,7 @@ import {
 import type { RedlockLogger } from './logger.js';
 import type { PreflightMode } from './preflight.js';
 import type { TelemetryProviders } from './telemetry.js';
+import { hasUnencodedCredentials, redactUrl } from './voter/ioredis/connection.js';
 import {
   isClusterNode,
   validateClusterNode,
@@ -289,6 +290,7 @@ function validateNodes(nodes: unknown): void {
   }
   nodes.forEach((node, i) => {
     if (typeof node === 'string') {
+      checkUrlEncoding(node, `nodes[${i}]`);
       let url: URL;
       try {
         url = new URL(node);
@@ -320,4 +322,22 @@ function validateNodes(nodes: unknown): void {
       validateClusterNode(node, `nodes[${i}]`);
     }
   });
+}
+
+/**
+ * A URL whose password (or user name) holds an unencoded `@`, `#`, `/`, `?` or space: URL parsers
+ * end the credentials or the host early there, so the host is read from part of the password
+ * (`redis://:p@ss#1@10.0.0.1:6379` connects to host `ss` with password `p`, and the DNS error then
+ * shows part of the secret). Never logged: the message shows the URL redacted.
+ */
+function checkUrlEncoding(node: string, option: string): void {
+  if (!hasUnencodedCredentials(node) && !node.includes('#')) return;
+  throw new RedlockOptionsError(
+    option,
+    `${redactUrl(node)} has an unencoded "@", "#", "/", "?" or space in its user name or password (or a "#" ` +
+      'elsewhere), so the host would be read from part of the password',
+    'Percent-encode the user name and password, e.g. `redis://:${encodeURIComponent(password)}@host:6379` ' +
+      '("@" is %40, "#" is %23, "/" is %2F, "?" is %3F), or pass ioredis options ' +
+      '{ host, port, password } instead of a URL.',
+  );
 }

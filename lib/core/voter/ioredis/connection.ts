@@ -62,15 +62,40 @@ export function describeError(err: unknown): string {
   return message.split('\n')[0] ?? message;
 }
 
-/** `redis://user:secret@host:6379/0` -> `redis://user:***@host:6379/0`. */
+/**
+ * The credentials of a URL, as the redaction and the option check read them: everything between
+ * `//` and the LAST `@` (a password with an unencoded `@` or `#` still ends there), or undefined
+ * when the URL has none.
+ */
+export function urlCredentials(raw: string): { start: number; end: number } | undefined {
+  const slashes = raw.indexOf('//');
+  const at = raw.lastIndexOf('@');
+  return slashes >= 0 && at > slashes ? { start: slashes + 2, end: at } : undefined;
+}
+
+/** Whether credentials hold a character that only percent-encoded belongs there. */
+export function hasUnencodedCredentials(raw: string): boolean {
+  const credentials = urlCredentials(raw);
+  if (!credentials) return false;
+  return /[@#/?\s]/.test(raw.slice(credentials.start, credentials.end));
+}
+
+/**
+ * `redis://user:secret@host:6379/0` -> `redis://user:***@host:6379/0`. Everything between `//` and
+ * the last `@` is masked (the user name is kept only when the credentials are well-formed), so
+ * that a malformed URL such as `redis://:p@ss#1@host:6379` shows no part of its password; so is a
+ * `password=` in the query string.
+ */
 export function redactUrl(raw: string): string {
-  try {
-    const url = new URL(raw);
-    if (url.password) url.password = '***';
-    return url.toString().replace(/\/$/, '');
-  } catch {
-    return '<invalid url>';
+  let redacted = raw.replace(/([?&]password=)[^&#]*/gi, '$1***');
+  const credentials = urlCredentials(redacted);
+  if (credentials) {
+    const text = redacted.slice(credentials.start, credentials.end);
+    const colon = text.indexOf(':');
+    const user = !hasUnencodedCredentials(redacted) && colon >= 0 ? text.slice(0, colon + 1) : '';
+    redacted = `${redacted.slice(0, credentials.start)}${user}***${redacted.slice(credentials.end)}`;
   }
+  return redacted.replace(/\/$/, '');
 }
 
 /** What {@link quitConnection} needs of a connection: an ioredis `Redis` or `Cluster`. */
