@@ -59,6 +59,14 @@ export interface RedlockOptions {
   fenceIdleTtl?: number;
   /** How long connecting at start-up may take before unreachable nodes are reported. Default 5000. */
   connectTimeout?: number;
+  /**
+   * `true`: bootstrap (`Redlock.connect()`, the module's init) fails with a
+   * `QuorumUnavailableError` naming every node that is not connected and why, when fewer than a
+   * quorum are connected after `connectTimeout` (at once when they refused the credentials).
+   * Default `false`: the application starts, and locks fail until a quorum connects. Nodes that
+   * are connected but abstain under the restart guard count as connected.
+   */
+  failWithoutQuorum?: boolean;
   /** Upper bound for how long a watchdog keeps extending one lock, in ms. Default 600000 (10 min). */
   maxHold?: number;
   /** Where the engine reports unreachable or abstaining nodes. Default: warnings to stderr. */
@@ -126,6 +134,7 @@ export interface ResolvedOptions {
   readonly restartGuard: number | false;
   readonly fenceIdleTtl: number;
   readonly connectTimeout: number;
+  readonly failWithoutQuorum: boolean;
   readonly maxHold: number;
   readonly preflight: PreflightMode;
   readonly confirmRelease: boolean;
@@ -154,6 +163,7 @@ const DEFAULTS = {
   minRestartGuard: 60_000,
   fenceIdleTtl: 7 * 24 * 3600 * 1000,
   connectTimeout: 5_000,
+  failWithoutQuorum: false,
   maxHold: 600_000,
   preflight: 'error',
   confirmRelease: false,
@@ -206,6 +216,7 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
     restartGuard,
     fenceIdleTtl: positive('fenceIdleTtl', options.fenceIdleTtl ?? DEFAULTS.fenceIdleTtl, MAX_FENCE_IDLE_MS),
     connectTimeout: nonNegative('connectTimeout', options.connectTimeout ?? DEFAULTS.connectTimeout),
+    failWithoutQuorum: flag('failWithoutQuorum', options.failWithoutQuorum ?? DEFAULTS.failWithoutQuorum),
     maxHold: positiveOrInfinity('maxHold', options.maxHold ?? DEFAULTS.maxHold),
     preflight: preflightMode(options.preflight ?? DEFAULTS.preflight),
     confirmRelease: flag('confirmRelease', options.confirmRelease ?? DEFAULTS.confirmRelease),

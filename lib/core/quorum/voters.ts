@@ -252,20 +252,27 @@ export class Voters {
   }
 
   /**
-   * Waits until every voter is connected, at most `timeoutMs`, and logs those that are not.
-   * Resolves with each voter's status (it does not throw: a minority may well be down).
+   * Waits until every voter is connected, at most `timeoutMs` (a voter that refused the
+   * credentials says so at once: nothing to wait for), and sums up those that are not in one
+   * line; each voter already logged its own error, with what to fix, when it happened. Resolves
+   * with each voter's status (it does not throw: a minority may well be down).
    */
   async connect(timeoutMs: number): Promise<NodeStatus[]> {
     await Promise.all(this.list.map((v) => v.waitReady(timeoutMs)));
     this.logAbstentions(); // the voters that abstain from boot, now rather than after the batch time
     const statuses = this.status();
     const down = statuses.filter((s) => !s.reachable);
-    for (const s of down)
-      this.logger.warn(`Redis node ${s.node} is not reachable: ${s.error ?? 'not connected yet'}`);
-    if (this.count - down.length < this.quorum) {
+    if (down.length === 0) return statuses;
+    const connected = this.count - down.length;
+    const which = down.map((s) => `${s.node} (${shortReason(s.error, timeoutMs)})`).join(', ');
+    if (connected < this.quorum) {
       this.logger.error(
-        `Only ${this.count - down.length} of ${this.count} Redis nodes are reachable; ` +
-          `no lock can be granted until ${this.quorum} are.`,
+        `No quorum: ${connected} of ${this.count} Redis nodes connected, ${this.quorum} needed; no lock can be ` +
+          `granted until ${this.quorum} are. Not connected: ${which}.`,
+      );
+    } else {
+      this.logger.warn(
+        `${down.length} of ${this.count} Redis nodes not connected (a quorum of ${this.quorum} is): ${which}.`,
       );
     }
     return statuses;
@@ -311,4 +318,15 @@ export class Voters {
     this.quorumReturn?.cancel();
     await Promise.all(this.list.map((v) => v.close(this.nodeTimeout)));
   }
+}
+
+/**
+ * A voter's connection error in a few words, for the connect summary: what kind of failure (the
+ * voter's own line has the details and the fix), or that it did not answer in time.
+ */
+function shortReason(error: string | undefined, timeoutMs: number): string {
+  if (!error || /^(wait|connecting|connect|reconnecting)$/.test(error)) {
+    return `no connection within connectTimeout ${timeoutMs} ms`;
+  }
+  return error.replace(/ \(.*$/s, '').replace(/: .*$/s, '');
 }

@@ -3,19 +3,43 @@ import type { LuaScript } from '../../scripts/index.js';
 import type { Corkable } from '../write-batching.js';
 import { settleWithin } from '../../timeouts.js';
 
+/** First delay before a connection that failed authentication (or an ACL check) tries again, ms. */
+export const FAULT_RETRY_MS = 1000;
+/** The back-off after such failures doubles up to this, ms: a rotated password is picked up within it. */
+export const MAX_FAULT_RETRY_MS = 15_000;
+
+/** The delay before try `failures` (1, 2, ...) after authentication or permission failures in a row. */
+export function faultRetryMs(failures: number): number {
+  return Math.min(FAULT_RETRY_MS * 2 ** Math.max(0, failures - 1), MAX_FAULT_RETRY_MS);
+}
+
 /**
  * Settings for connections the library opens itself. A dead node must fail fast instead of
  * queueing commands: the offline queue is off, and a command in flight when the connection drops
- * fails instead of being replayed after the lock decision was made.
+ * fails instead of being replayed after the lock decision was made. A node that refuses the
+ * credentials is asked again with a back-off (`faults` counts such refusals in a row): the answer
+ * is final until someone changes the password, which rotations do.
  */
-function ownedConnectionOptions(connectTimeout: number): RedisOptions {
+function ownedConnectionOptions(connectTimeout: number, faults: { inARow: number }): RedisOptions {
   return {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     connectTimeout: Math.max(connectTimeout, 500),
-    retryStrategy: (attempt: number) => Math.min(attempt * 100, 2000),
+    retryStrategy: (attempt: number) =>
+      faults.inARow > 0 ? faultRetryMs(faults.inARow) : Math.min(attempt * 100, 2000),
     // Our own subscriber connection is created with duplicate(), which copies these options.
   };
+}
+
+/** Counts the authentication / permission refusals in a row of `client` (see ownedConnectionOptions). */
+function countFaults(client: Redis, faults: { inARow: number }): Redis {
+  client.on('error', (err: unknown) => {
+    faults.inARow = isFinalFault(nodeFault(err)) ? faults.inARow + 1 : 0;
+  });
+  client.on('ready', () => {
+    faults.inARow = 0;
+  });
+  return client;
 }
 
 /** A client for one node, its log-safe label, and whether the library owns (and so closes) it. */
@@ -34,32 +58,97 @@ export function redisConnection(
     const o = node.options;
     return { client: node, label: `${o.tls ? 'rediss' : 'redis'}://${o.host}:${o.port}`, owned: false };
   }
-  const defaults = ownedConnectionOptions(connectTimeout);
+  const faults = { inARow: 0 };
+  const defaults = ownedConnectionOptions(connectTimeout, faults);
   if (typeof node === 'string') {
-    return { client: new Redis(node, defaults), label: redactUrl(node), owned: true };
+    return { client: countFaults(new Redis(node, defaults), faults), label: redactUrl(node), owned: true };
   }
   const options = { ...defaults, ...node };
   if (options.sentinels?.length) {
     // A Sentinel-managed primary: the address changes with failovers; the name does not.
     const sentinels = options.sentinels.map((s) => `${s.host ?? 'localhost'}:${s.port ?? 26379}`).join(',');
     return {
-      client: new Redis(options),
+      client: countFaults(new Redis(options), faults),
       label: `sentinel://${sentinels}/${options.name ?? ''}`,
       owned: true,
     };
   }
   const user = options.username ? `${options.username}@` : '';
   const label = `${options.tls ? 'rediss' : 'redis'}://${user}${options.host ?? 'localhost'}:${options.port ?? 6379}`;
-  return { client: new Redis(options), label, owned: true };
+  return { client: countFaults(new Redis(options), faults), label, owned: true };
 }
 
-/** A log-safe message for a node error: authentication failures say what to check. */
+/**
+ * Errors that say what to fix: the node refused the credentials (WRONGPASS, NOAUTH), its ACL user
+ * may not run a command the lock needs (NOPERM), or the host name does not resolve (yet).
+ */
+export type NodeFault = 'auth' | 'permission' | 'dns';
+
+/** An error's message (also of an Error from another realm, e.g. Node's own in a VM context). */
+function messageOf(err: unknown): string {
+  const message = (err as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? message : String(err);
+}
+
+export function nodeFault(err: unknown): NodeFault | undefined {
+  const message = messageOf(err);
+  if (/WRONGPASS|NOAUTH|invalid password|invalid username-password/i.test(message)) return 'auth';
+  if (/\bNOPERM\b/.test(message)) return 'permission';
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || /\b(ENOTFOUND|EAI_AGAIN)\b/.test(message)) return 'dns';
+  return undefined;
+}
+
+/**
+ * Authentication and permission refusals are final until someone changes the node's settings:
+ * nothing is gained by waiting for them (connectTimeout), and they are asked again with a back-off.
+ */
+export function isFinalFault(fault: NodeFault | undefined): boolean {
+  return fault === 'auth' || fault === 'permission';
+}
+
+/**
+ * A log-safe message for a node error (the reason in statuses and `QuorumUnavailableError`):
+ * authentication, permission and host-name failures say so, and what to check.
+ */
 export function describeError(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
-  if (/WRONGPASS|NOAUTH|invalid password|invalid username-password/i.test(message)) {
-    return `authentication failed (${message.split('\n')[0]}); check the node's username and password`;
+  const raw = messageOf(err);
+  const message = (raw.split('\n')[0] ?? raw).replace(/^Ready check failed: /, '');
+  switch (nodeFault(err)) {
+    case 'auth':
+      return `authentication failed (${message}): check the user name and password given for this node`;
+    case 'permission':
+      return `permission denied (${message}): its ACL user lacks a rule the lock needs`;
+    case 'dns':
+      return `host name not found (${message})`;
+    default:
+      return message;
   }
-  return message.split('\n')[0] ?? message;
+}
+
+/** The one WARN line for a node error: what happened, what to fix, and what the engine does meanwhile. */
+export function nodeErrorLine(label: string, err: unknown): string {
+  const reason = describeError(err);
+  switch (nodeFault(err)) {
+    case 'auth':
+      return (
+        `Redis node ${label} refused the credentials: ${reason} (percent-encoded in a URL). It does not vote; ` +
+        `the engine asks again after ${FAULT_RETRY_MS / 1000} s, doubling up to ${MAX_FAULT_RETRY_MS / 1000} s, so ` +
+        'a corrected or rotated password is picked up without a restart.'
+      );
+    case 'permission':
+      return (
+        `Redis node ${label} refused a command: ${reason}. Grant the rules of "A minimal ACL for the lock user" ` +
+        '(docs/deploying.md). It does not vote until then; the engine asks again with a back-off.'
+      );
+    case 'dns':
+      return (
+        `Redis node ${label}: ${reason}. The engine keeps trying (names may appear late while a deployment ` +
+        'starts); check the host name if this lasts.'
+      );
+    default:
+      return `Redis node ${label} is unavailable: ${reason}`;
+  }
 }
 
 /**
@@ -120,8 +209,11 @@ export async function quitConnection(client: Quittable, timeoutMs: number): Prom
       timeoutMs,
     );
   }
+  // Between two tries (status 'reconnecting') there is no socket, only ioredis' timer, which
+  // disconnect() clears: no 'end' follows, and waiting for it stalled close() by a second.
+  const betweenTries = client.status === 'reconnecting';
   client.disconnect();
-  await settleWithin(ended, 1000);
+  if (!betweenTries) await settleWithin(ended, 1000);
 }
 
 /**
