@@ -114,6 +114,47 @@ describe('credentials at bootstrap', () => {
     expect(logger.lines.filter((l) => l.startsWith('warn:'))).toHaveLength(3);
   });
 
+  test('an ACL user that may not run the scripts (NOPERM): reported at once, once per node; it joins once granted', async () => {
+    const acl = await RedisNodes.start(3, {
+      extraArgs: ['--user', 'noeval', 'on', '>pw-noeval', '~*', '&*', '+@all', '-eval', '-evalsha'],
+    });
+    try {
+      const logger = new MemoryLogger();
+      const started = performance.now();
+      const e = engine({
+        nodes: acl.ports.map((port) => `redis://noeval:pw-noeval@127.0.0.1:${port}`),
+        logger,
+        preflight: 'off', // under 'error' preflight refuses the nodes, naming the missing rules
+        restartGuard: 5000,
+      });
+      const statuses = await e.connect();
+      expect(performance.now() - started).toBeLessThan(1000);
+      for (const s of statuses) expect(s.error).toMatch(/^permission denied \(NOPERM /);
+      await sleep(2500); // asked again meanwhile
+      const warnings = logger.lines.filter((l) => l.startsWith('warn:'));
+      expect(warnings).toHaveLength(3);
+      for (const w of warnings)
+        expect(w).toMatch(/refused a command: permission denied \(NOPERM .*A minimal ACL for the lock user/);
+      expect(logger.lines.filter((l) => l.startsWith('error:'))).toEqual([
+        expect.stringMatching(
+          /^error: No quorum: 0 of 3 Redis nodes connected, 2 needed.*\(permission denied\)\.$/,
+        ),
+      ]);
+      await Promise.all(
+        [0, 1, 2].map((i) => acl.client(i).call('ACL', 'SETUSER', 'noeval', '+eval', '+evalsha')),
+      );
+      const granted = performance.now();
+      while (!e.status().every((s) => s.reachable)) {
+        if (performance.now() - granted > 20_000)
+          throw new Error(`not joined: ${JSON.stringify(e.status())}`);
+        await sleep(50);
+      }
+    } finally {
+      await Promise.all(engines.splice(0).map((x) => x.close()));
+      await acl.close();
+    }
+  });
+
   test('failWithoutQuorum: bootstrap fails at once with which nodes and why (engine and module)', async () => {
     const started = performance.now();
     const e = engine({

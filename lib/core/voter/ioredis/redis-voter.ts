@@ -326,9 +326,11 @@ export class RedisVoter implements Voter {
       (err: unknown) => {
         if (attempt === this.admissions) this.checking = undefined;
         if (!current()) return;
-        this.refusal = `connected, but the server could not be checked yet: ${describeError(err)}`;
         // A permission refusal (NOPERM) is reported once and asked again with a back-off.
         const final = isFinalFault(nodeFault(err));
+        this.refusal = final
+          ? describeError(err)
+          : `connected, but the server could not be checked yet: ${describeError(err)}`;
         if (final) this.recordError(err);
         this.admissionFaults = final ? this.admissionFaults + 1 : 0;
         startTimeout(final ? faultRetryMs(this.admissionFaults) : ADMISSION_RETRY_MS, () => {
