@@ -74,11 +74,28 @@ export class QuorumUnavailableError extends RedlockError {
     readonly retryAfterMs?: number,
   ) {
     super(
-      `Cannot lock ${formatResources(resources)}: a majority of ${quorum} of ${nodeCount} Redis nodes is not available. ` +
-        failures.map((f) => `${f.node}: ${f.reason}`).join('; ') +
-        '. Check that the nodes are running and reachable, and their credentials.',
+      resources.length === 0
+        ? // Redlock.connect() under failWithoutQuorum: bootstrap, no lock asked for yet.
+          `No quorum of Redis nodes at bootstrap (failWithoutQuorum): fewer than ${quorum} of ${nodeCount} connected. ` +
+            failures.map((f) => `${f.node}: ${f.reason}`).join('; ') +
+            '. Fix the nodes named, or set failWithoutQuorum: false to start without them (locks fail until a quorum connects).'
+        : `Cannot lock ${formatResources(resources)}: a majority of ${quorum} of ${nodeCount} Redis nodes is not available. ` +
+            failures.map((f) => `${f.node}: ${f.reason}`).join('; ') +
+            (retryAfterMs === undefined
+              ? failures.length > 0 && failures.every((f) => REFUSED.test(f.reason))
+                ? '. The nodes answered and refused the credentials: fix what each one names.'
+                : '. Check that the nodes are running and reachable, and their credentials.'
+              : `. A quorum votes again in ${formatDelay(retryAfterMs)} (retryAfterMs ${Math.ceil(retryAfterMs)}): retry after that.`),
     );
   }
+}
+
+/** A node's reason when it answered but refused the credentials or a command (voter/ioredis/connection.ts). */
+const REFUSED = /authentication failed|permission denied/;
+
+/** `850 ms`, `58 s`: a delay for a message, rounded up as Retry-After is. */
+function formatDelay(ms: number): string {
+  return ms < 1000 ? `${Math.ceil(ms)} ms` : `${Math.ceil(ms / 1000)} s`;
 }
 
 /** The lock is no longer held: an extension did not reach a majority, or its validity ran out. */

@@ -11,6 +11,7 @@ import {
 import type { RedlockLogger } from './logger.js';
 import type { PreflightMode } from './preflight.js';
 import type { TelemetryProviders } from './telemetry.js';
+import { hasUnencodedCredentials, redactUrl } from './voter/ioredis/connection.js';
 import {
   isClusterNode,
   validateClusterNode,
@@ -58,6 +59,14 @@ export interface RedlockOptions {
   fenceIdleTtl?: number;
   /** How long connecting at start-up may take before unreachable nodes are reported. Default 5000. */
   connectTimeout?: number;
+  /**
+   * `true`: bootstrap (`Redlock.connect()`, the module's init) fails with a
+   * `QuorumUnavailableError` naming every node that is not connected and why, when fewer than a
+   * quorum are connected after `connectTimeout` (at once when they refused the credentials).
+   * Default `false`: the application starts, and locks fail until a quorum connects. Nodes that
+   * are connected but abstain under the restart guard count as connected.
+   */
+  failWithoutQuorum?: boolean;
   /** Upper bound for how long a watchdog keeps extending one lock, in ms. Default 600000 (10 min). */
   maxHold?: number;
   /** Where the engine reports unreachable or abstaining nodes. Default: warnings to stderr. */
@@ -125,6 +134,7 @@ export interface ResolvedOptions {
   readonly restartGuard: number | false;
   readonly fenceIdleTtl: number;
   readonly connectTimeout: number;
+  readonly failWithoutQuorum: boolean;
   readonly maxHold: number;
   readonly preflight: PreflightMode;
   readonly confirmRelease: boolean;
@@ -153,6 +163,7 @@ const DEFAULTS = {
   minRestartGuard: 60_000,
   fenceIdleTtl: 7 * 24 * 3600 * 1000,
   connectTimeout: 5_000,
+  failWithoutQuorum: false,
   maxHold: 600_000,
   preflight: 'error',
   confirmRelease: false,
@@ -205,6 +216,7 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
     restartGuard,
     fenceIdleTtl: positive('fenceIdleTtl', options.fenceIdleTtl ?? DEFAULTS.fenceIdleTtl, MAX_FENCE_IDLE_MS),
     connectTimeout: nonNegative('connectTimeout', options.connectTimeout ?? DEFAULTS.connectTimeout),
+    failWithoutQuorum: flag('failWithoutQuorum', options.failWithoutQuorum ?? DEFAULTS.failWithoutQuorum),
     maxHold: positiveOrInfinity('maxHold', options.maxHold ?? DEFAULTS.maxHold),
     preflight: preflightMode(options.preflight ?? DEFAULTS.preflight),
     confirmRelease: flag('confirmRelease', options.confirmRelease ?? DEFAULTS.confirmRelease),
@@ -289,6 +301,7 @@ function validateNodes(nodes: unknown): void {
   }
   nodes.forEach((node, i) => {
     if (typeof node === 'string') {
+      checkUrlEncoding(node, `nodes[${i}]`);
       let url: URL;
       try {
         url = new URL(node);
@@ -320,4 +333,22 @@ function validateNodes(nodes: unknown): void {
       validateClusterNode(node, `nodes[${i}]`);
     }
   });
+}
+
+/**
+ * A URL whose password (or user name) holds an unencoded `@`, `#`, `/`, `?` or space: URL parsers
+ * end the credentials or the host early there, so the host is read from part of the password
+ * (`redis://:p@ss#1@10.0.0.1:6379` connects to host `ss` with password `p`, and the DNS error then
+ * shows part of the secret). Never logged: the message shows the URL redacted.
+ */
+function checkUrlEncoding(node: string, option: string): void {
+  if (!hasUnencodedCredentials(node) && !node.includes('#')) return;
+  throw new RedlockOptionsError(
+    option,
+    `${redactUrl(node)} has an unencoded "@", "#", "/", "?" or space in its user name or password (or a "#" ` +
+      'elsewhere), so the host would be read from part of the password',
+    'Percent-encode the user name and password, e.g. `redis://:${encodeURIComponent(password)}@host:6379` ' +
+      '("@" is %40, "#" is %23, "/" is %2F, "?" is %3F), or pass ioredis options ' +
+      '{ host, port, password } instead of a URL.',
+  );
 }

@@ -134,8 +134,9 @@ export class Redlock {
    * Waits until every node is connected and checked (preflight), at most `connectTimeout` ms, and
    * logs the nodes that are not. Resolves with each node's status: a minority may well be down.
    * @throws NodeConfigurationError under `preflight: 'error'` when a node that answered breaks
-   * Redlock's assumptions (one error naming every node, problem and fix); the engine is closed
-   * first, so that a failed bootstrap leaves no connection open.
+   * Redlock's assumptions (one error naming every node, problem and fix); QuorumUnavailableError
+   * under `failWithoutQuorum: true` when fewer than a quorum connected (every node that did not,
+   * and why). The engine is closed first, so that a failed bootstrap leaves no connection open.
    */
   async connect(): Promise<NodeStatus[]> {
     // OpenTelemetry providers are registered before the app boots: look for them now.
@@ -146,6 +147,17 @@ export class Redlock {
     if (misconfigured) {
       await this.close();
       throw misconfigured;
+    }
+    const { voters } = this.parts;
+    if (this.options.failWithoutQuorum && statuses.filter((s) => s.reachable).length < voters.quorum) {
+      await this.close();
+      const failures = statuses
+        .filter((s) => !s.reachable)
+        .map((s) => ({
+          node: s.node,
+          reason: s.error ?? `no connection within ${this.options.connectTimeout} ms`,
+        }));
+      throw new QuorumUnavailableError([], voters.quorum, voters.count, failures);
     }
     return statuses;
   }
