@@ -8,8 +8,7 @@ import {
   type LockErrorPayload,
   type MappedLockError,
 } from './contexts/payload.js';
-import { toRpcException } from './contexts/rpc.js';
-import { toWsException } from './contexts/ws.js';
+import { toRpcException, toWsException } from './contexts/rpc-ws.js';
 
 /**
  * Registered by RedlockModule for the whole application. Maps a `LockNotAcquiredError` or a

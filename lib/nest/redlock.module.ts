@@ -1,8 +1,9 @@
-import { Injectable, Logger, Module, type OnApplicationShutdown, type Provider } from '@nestjs/common';
+import { Logger, Module, type Provider } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
 import { Redlock } from '../core/index.js';
 import { LockErrorInterceptor } from './lock-error.interceptor.js';
 import { LockService } from './lock.service.js';
+import { RedlockLifecycle } from './redlock.lifecycle.js';
 import {
   ConfigurableModuleClass,
   MODULE_OPTIONS_TOKEN,
@@ -15,19 +16,6 @@ const engineProvider: Provider = {
   inject: [MODULE_OPTIONS_TOKEN],
   useFactory: (options: RedlockModuleOptions) => new Redlock({ logger: new Logger('Redlock'), ...options }),
 };
-
-/**
- * Closes the engine on shutdown whoever else does: when a test replaces LockService with a double,
- * the engine is still built, and its connections must not keep the process alive.
- */
-@Injectable()
-class EngineShutdown implements OnApplicationShutdown {
-  constructor(private readonly redlock: Redlock) {}
-
-  onApplicationShutdown(): Promise<void> {
-    return this.redlock.close();
-  }
-}
 
 /**
  * Distributed locks over N independent Redis masters (Redlock) with fencing tokens.
@@ -43,7 +31,7 @@ class EngineShutdown implements OnApplicationShutdown {
 @Module({
   providers: [
     engineProvider,
-    EngineShutdown,
+    RedlockLifecycle,
     LockService,
     { provide: APP_INTERCEPTOR, useClass: LockErrorInterceptor },
   ],
