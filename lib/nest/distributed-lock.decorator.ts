@@ -4,6 +4,7 @@ import { LockNotAcquiredError, RedlockOptionsError, type LockOptions } from '../
 import { callLockedAsync, callLockedObservable } from './locked-call.js';
 import { compileLockKey, type LockKey } from './lock-key.js';
 import { LockService } from './lock.service.js';
+import { noteTypicalHold, TypicalHold } from './typical-hold.js';
 import {
   DISTRIBUTED_LOCK_METADATA,
   FENCING_TOKEN_PARAM,
@@ -94,6 +95,11 @@ export function DistributedLock(
       );
     }
     const skipWhenBusy = onBusy === 'skip';
+    // How long this method holds its lock: the retry hint of a client it turns away (retry-after.ts).
+    const typicalHold = new TypicalHold();
+    const busyHint = (err: unknown, ran: boolean): void => {
+      if (!ran && err instanceof LockNotAcquiredError) noteTypicalHold(err, typicalHold);
+    };
     // Only our own acquire is skipped: a LockNotAcquiredError the method itself raised passes.
     const skipped = <T>(err: unknown, resources: string[], ran: boolean, value: T): T => {
       if (ran || !(err instanceof LockNotAcquiredError)) throw err;
@@ -123,16 +129,30 @@ export function DistributedLock(
           const callArgs = [...args];
           if (tokenIndex !== undefined) callArgs[tokenIndex] = lock.fencingToken;
           if (signalIndex !== undefined) callArgs[signalIndex] = lock.signal;
-          return Reflect.apply(method, self, callArgs);
+          const started = performance.now();
+          const result: unknown = Reflect.apply(method, self, callArgs);
+          if (result instanceof Promise) {
+            const ended = () => typicalHold.record(performance.now() - started);
+            result.then(ended, ended);
+          }
+          return result;
         };
         if (returnsObservable) {
           const call = callLockedObservable(service, resources, lockOptions, invoke);
-          return skipWhenBusy
-            ? call.pipe(catchError((err: unknown) => skipped(err, resources, ran, EMPTY)))
-            : call;
+          return call.pipe(
+            catchError((err: unknown) => {
+              if (skipWhenBusy) return skipped(err, resources, ran, EMPTY);
+              busyHint(err, ran);
+              return throwError(() => err);
+            }),
+          );
         }
         const call = callLockedAsync(service, resources, lockOptions, invoke);
-        return skipWhenBusy ? call.catch((err: unknown) => skipped(err, resources, ran, undefined)) : call;
+        return call.catch((err: unknown) => {
+          if (skipWhenBusy) return skipped(err, resources, ran, undefined);
+          busyHint(err, ran);
+          throw err;
+        });
       },
     });
     // The router and other decorators read metadata from the function object: copy all of it, or

@@ -1,6 +1,6 @@
 import { Logger, Module, type Provider } from '@nestjs/common';
 import { APP_INTERCEPTOR } from '@nestjs/core';
-import { Redlock } from '../core/index.js';
+import { Redlock, RedlockOptionsError } from '../core/index.js';
 import { LockErrorInterceptor } from './lock-error.interceptor.js';
 import { LockService } from './lock.service.js';
 import { RedlockLifecycle } from './redlock.lifecycle.js';
@@ -10,11 +10,21 @@ import {
   type RedlockModuleOptions,
 } from './redlock.module-definition.js';
 
-/** The engine, built from the module options: bad options fail here, at bootstrap. */
+/** The engine, built from the module options: bad options (the NestJS layer's too) fail here, at bootstrap. */
 const engineProvider: Provider = {
   provide: Redlock,
   inject: [MODULE_OPTIONS_TOKEN],
-  useFactory: (options: RedlockModuleOptions) => new Redlock({ logger: new Logger('Redlock'), ...options }),
+  useFactory: (options: RedlockModuleOptions) => {
+    const { exposeLockDetails, ...engineOptions } = options ?? ({} as RedlockModuleOptions);
+    if (exposeLockDetails !== undefined && typeof exposeLockDetails !== 'boolean') {
+      throw new RedlockOptionsError(
+        'exposeLockDetails',
+        `got ${String(exposeLockDetails)}`,
+        'Use true or false.',
+      );
+    }
+    return new Redlock({ logger: new Logger('Redlock'), ...engineOptions });
+  },
 };
 
 /**
