@@ -14,8 +14,10 @@ export class RedlockOptionsError extends RedlockError {
   /** @param option the option path at fault, e.g. `ttl` or `nodes[2]`. */
   constructor(
     readonly option: string,
-    problem: string,
-    fix: string,
+    /** What is wrong with the value, e.g. `got -1`. */
+    readonly problem: string,
+    /** How to fix it. */
+    readonly fix: string,
   ) {
     super(`Invalid Redlock option \`${option}\`: ${problem}. ${fix}`);
   }

@@ -162,6 +162,16 @@ export class Redlock {
     return statuses;
   }
 
+  /**
+   * Checks per-call options against this engine's settings exactly as an acquire would (a ttl
+   * above `restartGuard`, a negative `wait`, ...) without taking a lock: for bootstrap-time checks
+   * of options written in code (the NestJS layer checks every `@DistributedLock` this way).
+   * @throws RedlockOptionsError naming the option and the fix.
+   */
+  checkLockOptions(options: LockOptions): void {
+    resolveLockOptions(this.options, options, false);
+  }
+
   /** Each node's reachability from its connection's state (no I/O). */
   status(): NodeStatus[] {
     return this.parts.voters.status();

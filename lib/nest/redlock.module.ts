@@ -1,6 +1,7 @@
 import { Logger, Module, type Provider } from '@nestjs/common';
-import { APP_INTERCEPTOR } from '@nestjs/core';
+import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
 import { Redlock, RedlockOptionsError } from '../core/index.js';
+import { DistributedLockExplorer } from './distributed-lock.explorer.js';
 import { LockErrorInterceptor } from './lock-error.interceptor.js';
 import { LockService } from './lock.service.js';
 import { RedlockLifecycle } from './redlock.lifecycle.js';
@@ -39,7 +40,9 @@ const engineProvider: Provider = {
  * HTTP 409 / 503. Global unless `isGlobal: false`.
  */
 @Module({
+  imports: [DiscoveryModule],
   providers: [
+    DistributedLockExplorer,
     engineProvider,
     RedlockLifecycle,
     LockService,

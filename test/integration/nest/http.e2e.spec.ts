@@ -115,14 +115,6 @@ class CounterController {
     return 'got it';
   }
 
-  /** Holds its lock about 1.5 s under a 10 s lease: clients turned away should not wait 10 s. */
-  @Get('slow')
-  @DistributedLock('slow', { wait: 0, ttl: 10_000 })
-  async slow(): Promise<string> {
-    await sleep(SLOW_HOLD_MS);
-    return 'slow done';
-  }
-
   /** What the engine throws while voters abstain for a known time (restart guard). */
   @Get('abstaining')
   @DistributedLock('abstaining')
@@ -147,6 +139,17 @@ class CounterController {
   }
 }
 
+/** Holds its lock about 1.5 s under a 10 s lease: clients turned away should not wait 10 s. */
+@Controller('counter')
+class SlowController {
+  @Get('slow')
+  @DistributedLock('slow', { wait: 0, ttl: 10_000 })
+  async slow(): Promise<string> {
+    await sleep(SLOW_HOLD_MS);
+    return 'slow done';
+  }
+}
+
 describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
   let redis: RedisNodes;
   let app: INestApplication;
@@ -157,7 +160,7 @@ describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
     redis = await RedisNodes.start(5);
     const moduleRef = await Test.createTestingModule({
       imports: [RedlockModule.forRoot({ nodes: redis.urls, restartGuard: false, nodeTimeout: 100 })],
-      controllers: [CounterController],
+      controllers: [CounterController, SlowController],
       providers: [CounterStore],
     }).compile();
     app = moduleRef.createNestApplication({ logger: false });
