@@ -25,8 +25,9 @@ export class RedlockOptionsError extends RedlockError {
 
 /**
  * The lock is held by someone else and stayed busy until the `wait` budget ran out.
- * `retryAfterMs` is the time after which a majority of nodes should be free again (from the
- * holder's remaining lease), a good value for an HTTP `Retry-After`.
+ * `retryAfterMs` is the time after which a majority of nodes will be free again unless the holder
+ * extends its lease (from the holder's remaining lease): an upper bound, since holders usually
+ * release early. The NestJS layer's retry hint for clients is shorter (see its `retry-after.ts`).
  */
 export class LockNotAcquiredError extends RedlockError {
   /** Stable, machine-readable code: what RPC, WebSocket and GraphQL clients receive as `code`. */
@@ -47,7 +48,7 @@ export class LockNotAcquiredError extends RedlockError {
     );
   }
 
-  /** Seconds for an HTTP `Retry-After` header (at least 1). */
+  /** `retryAfterMs` in whole seconds (at least 1): the longest a client might have to wait. */
   get retryAfterSeconds(): number {
     return Math.max(1, Math.ceil(this.retryAfterMs / 1000));
   }
