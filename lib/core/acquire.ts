@@ -3,6 +3,7 @@ import type { NodeFailure } from './errors.js';
 import type { HeldLock } from './lease/held-lock.js';
 import type { Leases } from './lease/leases.js';
 import type { ResolvedLockOptions } from './options.js';
+import type { SemaphoreRequest } from './semaphore.js';
 import { RELEASE, type AcquireVote } from './scripts/index.js';
 import type { RoundOutcome, Vote } from './quorum/quorum-round.js';
 
@@ -36,6 +37,8 @@ export interface AcquireRequest {
    */
   readonly ticket: string;
   readonly opts: ResolvedLockOptions;
+  /** Set for a semaphore (permits > 1): `lockKeys` are then its slot keys (semaphore.ts). */
+  readonly semaphore?: SemaphoreRequest;
 }
 
 /** The result of one attempt. */

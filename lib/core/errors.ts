@@ -155,3 +155,24 @@ export class NodeConfigurationError extends RedlockError {
 function formatResources(resources: readonly string[]): string {
   return resources.map((r) => JSON.stringify(r)).join(', ');
 }
+
+/**
+ * One key used in two incompatible ways: with different `permits`, or as a semaphore and a plain
+ * lock (or a multi-resource lock with `permits` > 1). Names both uses.
+ */
+export class LockUsageError extends RedlockError {
+  readonly code = 'LOCK_USAGE_CONFLICT' as const;
+
+  constructor(
+    readonly resource: string,
+    /** How this call used the key. */
+    readonly attempted: string,
+    /** How the key is used already. */
+    readonly existing: string,
+  ) {
+    super(
+      `Lock key "${resource}" is used ${attempted}, but it is already used ${existing}: a key is either a ` +
+        `plain lock or a semaphore with one number of permits. Use another key for the other use.`,
+    );
+  }
+}

@@ -28,7 +28,7 @@ export type MemoryVoter = MovedMemoryVoter;
 export const MemoryState: typeof MovedMemoryState = MovedMemoryState;
 /** @deprecated Import `MemoryState` from `nest-quorum-lock/testing` (lib/testing/memory/). */
 export type MemoryState = MovedMemoryState;
-export type { AcquireVote, ExtendRequest, KeyView, LetGo } from './scripts/index.js';
+export type { AcquireVote, ExtendRequest, KeyView, LetGo, SlotVote } from './scripts/index.js';
 export {
   RedlockError,
   RedlockOptionsError,
@@ -36,5 +36,6 @@ export {
   QuorumUnavailableError,
   LockLostError,
   NodeConfigurationError,
+  LockUsageError,
 } from './errors.js';
 export type { NodeFailure } from './errors.js';

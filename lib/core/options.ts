@@ -95,6 +95,14 @@ export interface RedlockOptions {
 
 /** Per-call options of acquire / tryAcquire / using / @DistributedLock. */
 export interface LockOptions {
+  /**
+   * > 1: a semaphore, at most `permits` holders of the key at once, each holding one slot
+   * (`Lock.permit`), each slot a lock of its own on a majority. Default 1 (a plain lock). A key is
+   * used with one number of permits only; single resource only.
+   */
+  permits?: number;
+  /** 'write' (the default): exclusive. 'read' is reserved for read-write locks (not yet available). */
+  mode?: 'write' | 'read';
   /** Lease in ms (default: the module's `ttl`). */
   ttl?: number;
   /** How long to wait for a busy lock in ms (default: the module's `wait`; 0 = fail fast). */
@@ -150,6 +158,8 @@ export interface ResolvedLockOptions {
   readonly maxHold: number;
   readonly holdAtLeast: number;
   readonly signal?: AbortSignal;
+  /** 1 for a plain lock. */
+  readonly permits: number;
 }
 
 const DEFAULTS = {
@@ -249,6 +259,13 @@ export function resolveLockOptions(
       'Use a longer ttl.',
     );
   }
+  if (o.mode !== undefined && o.mode !== 'write') {
+    throw new RedlockOptionsError(
+      'mode',
+      `got ${show(o.mode)}`,
+      "Read-write locks are not available yet: leave mode out, or pass 'write'.",
+    );
+  }
   return {
     ttl,
     wait: o.wait === undefined ? engine.wait : nonNegative('wait', o.wait),
@@ -258,7 +275,29 @@ export function resolveLockOptions(
     maxHold: o.maxHold === undefined ? engine.maxHold : positiveOrInfinity('maxHold', o.maxHold),
     holdAtLeast: resolveHoldAtLeast(engine, o.holdAtLeast),
     signal: o.signal,
+    permits: o.permits === undefined ? 1 : resolvePermits(o.permits, o.mode),
   };
+}
+
+/** Largest `permits`: every slot is a key in each slot search. */
+export const MAX_PERMITS = 1024;
+
+function resolvePermits(permits: number, mode: string | undefined): number {
+  if (!Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
+    throw new RedlockOptionsError(
+      'permits',
+      `got ${String(permits)}`,
+      `Pass a whole number from 1 (a plain lock) to ${MAX_PERMITS}.`,
+    );
+  }
+  if (permits > 1 && mode === 'read') {
+    throw new RedlockOptionsError(
+      'mode',
+      "'read' with permits > 1",
+      'A semaphore has no read mode: pass one of them.',
+    );
+  }
+  return permits;
 }
 
 function resolveHoldAtLeast(engine: ResolvedOptions, holdAtLeast: number | undefined): number {

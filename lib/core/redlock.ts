@@ -1,7 +1,13 @@
 import type { Observable } from 'rxjs';
 import { Acquirer, type AcquireRequest, type Attempt } from './acquire.js';
 import type { EngineParts } from './engine-parts.js';
-import { LockNotAcquiredError, QuorumUnavailableError, RedlockError } from './errors.js';
+import {
+  LockNotAcquiredError,
+  LockUsageError,
+  QuorumUnavailableError,
+  RedlockError,
+  RedlockOptionsError,
+} from './errors.js';
 import { LockEvents, type LockEvent } from './events.js';
 import { inspectLock, type LockInspection } from './quorum/inspect.js';
 import { KeySpace } from './keys.js';
@@ -23,6 +29,7 @@ import { QUEUE_RECHECK_MS } from './queue/retry-backoff.js';
 import { WakeChannel } from './queue/wake-channel.js';
 import { waitForLock } from './queue/waiting.js';
 import { LockValues, SCRIPTS, ScriptCalls, type ScriptSettings } from './scripts/index.js';
+import { describeUse, SlotAcquirer, slotKeys } from './semaphore.js';
 import { attachTelemetry } from './telemetry.js';
 import { Voters, type NodeStatus } from './quorum/voters.js';
 import { RedisVoter } from './voter/ioredis/redis-voter.js';
@@ -47,6 +54,13 @@ export class Redlock {
   readonly options: ResolvedOptions;
   private readonly parts: EngineParts;
   private readonly acquirer: Acquirer;
+  private readonly slots: SlotAcquirer;
+  /**
+   * The permits of every key this engine used as a semaphore: a key used again with other permits,
+   * or as a plain lock, is a LockUsageError without a command (read on the mutex path only while
+   * the engine has used semaphores). Across processes the slot search finds the same conflicts.
+   */
+  private readonly semaphores = new Map<string, number>();
   private readonly leases: Leases;
   private readonly wakes: WakeChannel;
   private readonly context = new LockContext();
@@ -117,6 +131,7 @@ export class Redlock {
     };
     this.leases = new Leases(voters, resolved, this.parts.drift, this.events);
     this.acquirer = new Acquirer(this.parts, this.leases);
+    this.slots = new SlotAcquirer(this.parts, this.acquirer, this.leases);
     this.wakes = new WakeChannel(voters, this.parts.values.channel, resolved.nodeTimeout, turnMs);
   }
 
@@ -300,6 +315,7 @@ export class Redlock {
       return Promise.reject(err);
     }
     if (request instanceof JoinedLock) return Promise.resolve(request);
+    if (request.semaphore) return this.takeSlot(request);
     if (request.opts.wait > 0)
       return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure);
     const value = this.parts.values.next(request.names.length > 1);
@@ -307,6 +323,40 @@ export class Redlock {
       if (attempt.outcome === 'granted') return attempt.lock;
       throw this.failure(attempt, 1, request);
     });
+  }
+
+  /** A semaphore's acquire (semaphore.ts): waits in its shared queue when `wait` > 0. */
+  private takeSlot(request: AcquireRequest): Promise<Lock> {
+    const attempt = (value: string) =>
+      this.slots.attempt(
+        request as AcquireRequest & { semaphore: NonNullable<AcquireRequest['semaphore']> },
+        value,
+      );
+    if (request.opts.wait > 0)
+      return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure, attempt);
+    return attempt(this.parts.values.next(false)).then((result) => {
+      if (result.outcome === 'granted') return result.lock;
+      throw this.failure(result, 1, request);
+    });
+  }
+
+  /** Checks that the keys are used the way they were before by this engine (see `semaphores`). */
+  private checkUse(names: readonly string[], permits: number): void {
+    if (permits > 1 && names.length > 1) {
+      throw new RedlockOptionsError(
+        'permits',
+        `${permits} with ${names.length} resources (${names.join(', ')})`,
+        'A semaphore guards one key: acquire it alone, or use permits 1 for a multi-resource lock.',
+      );
+    }
+    for (const name of names) {
+      const used = this.semaphores.get(name);
+      if (used === undefined) {
+        if (permits > 1) this.semaphores.set(name, permits);
+      } else if (used !== permits) {
+        throw new LockUsageError(name, describeUse(permits), describeUse(used));
+      }
+    }
   }
 
   /** The request of an acquire, or the enclosing holder's lock that a nested acquire joins. */
@@ -318,8 +368,21 @@ export class Redlock {
     if (this.closed) throw new RedlockError('The Redlock engine is closed (application shutting down).');
     const names = normaliseResources(resources);
     const opts = resolveLockOptions(this.options, options, watchdogByDefault);
+    if (opts.permits > 1 || this.semaphores.size > 0) this.checkUse(names, opts.permits);
     const joined = this.context.join(names);
     if (joined) return joined;
+    if (opts.permits > 1) {
+      const lockKey = this.parts.keys.lock(names[0]!);
+      opts.signal?.throwIfAborted();
+      return {
+        names,
+        sorted: names,
+        lockKeys: slotKeys(lockKey, opts.permits),
+        ticket: opts.wait > 0 ? String(Date.now()) : '',
+        opts,
+        semaphore: { lockKey, permits: opts.permits },
+      };
+    }
     const sorted = names.length === 1 ? names : [...names].sort();
     const request: AcquireRequest = {
       names,

@@ -1,4 +1,11 @@
-import { RELEASE, type AcquireVote, type WakeMessage } from '../../lib/core/scripts/index.js';
+import { slotKey } from '../../lib/core/keys.js';
+import {
+  RELEASE,
+  TURN_MARK,
+  type AcquireVote,
+  type SlotVote,
+  type WakeMessage,
+} from '../../lib/core/scripts/index.js';
 import type { Voter } from '../../lib/core/voter/voter.js';
 import { until, type Behaviour, type Engine, type Scene } from './harness.js';
 
@@ -68,6 +75,13 @@ async function handedTo(engine: Engine, value: string): Promise<Extract<WakeMess
   const message = engine.messages.find((m) => m.value === value)!;
   if (message.kind !== 'handed') throw new Error(`expected a hand-over, got ${JSON.stringify(message)}`);
   return message;
+}
+
+/** The slot index, token and free list of a granted slot vote (fails on any other vote). */
+function slotOf(vote: SlotVote): { index: number; token: number; free: readonly number[] } {
+  if (vote.kind !== 'granted') throw new Error(`expected a slot, got ${JSON.stringify(vote)}`);
+  expect(Number.isSafeInteger(vote.token) && vote.token > 0).toBe(true);
+  return vote;
 }
 
 export const BEHAVIOURS: Behaviour[] = [
@@ -251,6 +265,61 @@ export const BEHAVIOURS: Behaviour[] = [
       expect([...e1.messages, ...e2.messages].map((m) => m.value)).toEqual(
         expect.not.arrayContaining([skipped]),
       );
+    },
+  },
+  {
+    id: 'slot-search',
+    title:
+      "slot search: a semaphore's slot is the first free one in the caller's order (its own first), one fence per slot; busy queues in the shared line; a release gives the first waiter a turn; other permits conflict",
+    async run({ voter, key, engine, slack }) {
+      if (!voter.acquireSlot) throw new Error('this voter cannot serve semaphores');
+      const e = engine();
+      await e.listen(voter);
+      const lock = key('sem');
+      const slots = [0, 1, 2].map((permit) => slotKey(lock, permit));
+      const [a, b, c, d] = [e.value(true), e.value(true), e.value(true), e.value(true)];
+      const take = (order: readonly string[], value: string, ticket = '', permits = 3) =>
+        voter.acquireSlot!(order, lock, value, LONG, ticket, undefined, permits);
+      const first = slotOf(await take(slots, a));
+      expect(first).toMatchObject({ index: 0, free: [0, 1, 2] });
+      expect(slotOf(await take(slots, b))).toMatchObject({ index: 1, free: [1, 2] });
+      // Another order: the first free slot in it.
+      const reversed = [...slots].reverse();
+      const third = slotOf(await take(reversed, c));
+      expect(third).toMatchObject({ index: 0, free: [0] });
+      expect((await voter.inspect(slots[2]!)).holder).toBe(c);
+      // Its own slot comes first, wherever it is in the order.
+      expect(slotOf(await take(reversed, a))).toMatchObject({ index: 2, free: [2] });
+      // One fence counter per slot.
+      expect((await voter.inspect(slots[0]!)).fence).toBe(first.token + 1);
+      expect((await voter.inspect(slots[2]!)).fence).toBe(third.token);
+      // Every slot held: busy, queued in the shared line by ticket.
+      const busy = await take(slots, d, '100');
+      if (busy.kind !== 'busy') throw new Error(`expected busy, got ${JSON.stringify(busy)}`);
+      expect([a, b, c]).toContain(busy.holder);
+      within(busy.retryAfterMs, LONG - slack - 50, LONG, 'retryAfter');
+      // A release of any slot gives its turn to the first in line, who takes that slot.
+      await voter.letGo([slots[1]!], b, RELEASE);
+      await until(() => e.messages.some((m) => m.value === d), 'the turn to reach the waiter');
+      expect(e.messages.find((m) => m.value === d)).toMatchObject({ kind: 'turn', cause: b });
+      expect((await voter.inspect(slots[1]!)).holder).toBe(TURN_MARK + d);
+      expect(slotOf(await take(slots, d, '100'))).toMatchObject({ index: 1 });
+      // The same key with other permits (or as a plain lock) is refused, naming the use.
+      expect(await take(slots.slice(0, 2), e.value(true), '', 2)).toEqual({ kind: 'conflict', permits: 3 });
+      const plain = key('plain');
+      await grant(voter, plain, e.value());
+      await voter.letGo([plain], e.value(), RELEASE);
+      expect(
+        await voter.acquireSlot(
+          [slotKey(plain, 0), slotKey(plain, 1)],
+          plain,
+          e.value(true),
+          LONG,
+          '',
+          undefined,
+          2,
+        ),
+      ).toEqual({ kind: 'conflict', permits: 1 });
     },
   },
   {

@@ -43,11 +43,15 @@ export async function waitForLock(
   wakes: WakeChannel,
   request: AcquireRequest,
   exhausted: WaitExhausted,
+  /** Another kind of attempt (a semaphore's: its waiters are given turns, as for several resources). */
+  attempter?: (value: string) => Promise<Attempt>,
 ): Promise<HeldLock> {
   const { opts } = request;
-  const firstValue = parts.values.next(request.names.length > 1);
+  const firstValue = parts.values.next(request.names.length > 1 || attempter !== undefined);
   const single =
-    request.names.length === 1 ? new SingleResourceWaiter(parts, acquirer, request, firstValue) : undefined;
+    request.names.length === 1 && !attempter
+      ? new SingleResourceWaiter(parts, acquirer, request, firstValue)
+      : undefined;
   const value = () => single?.value ?? firstValue;
   const deadline = performance.now() + opts.wait;
   let subscription: WakeSubscription | undefined;
@@ -59,7 +63,9 @@ export async function waitForLock(
       opts.signal?.throwIfAborted();
       attempts++;
       const listening = wakes.listening;
-      const attempt = await acquirer.attempt(request, value(), single?.follow());
+      const attempt = await (attempter
+        ? attempter(value())
+        : acquirer.attempt(request, value(), single?.follow()));
       if (attempt.outcome === 'granted') {
         granted = true;
         return attempt.lock;
