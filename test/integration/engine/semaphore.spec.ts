@@ -173,6 +173,11 @@ describe('semaphores: k slots, each a Redlock of its own', () => {
       /used as a semaphore with permits 2.*already used as a semaphore with permits 3/,
     );
     await held.release();
+    // A plain lock in another process finds the semaphore's marker in the key: on its busy path only.
+    const other = await cluster.engine();
+    await expect(other.acquire('usage', { wait: 1000 })).rejects.toThrow(
+      /"usage" is used as a plain lock \(permits 1\), but it is already used as a semaphore with permits 3/,
+    );
     // A key used as a plain lock (its fence counter) is not taken as a semaphore.
     await (await b.acquire('used-plain')).release();
     const c = await cluster.engine();
