@@ -6,7 +6,7 @@ export type { NodeStatus } from './quorum/voters.js';
 export type { Lock } from './lock.js';
 export type { LockEvent } from './events.js';
 export type { TelemetryProviders } from './telemetry.js';
-export type { LockInspection } from './quorum/inspect.js';
+export type { LockInspection, SemaphoreInspection } from './quorum/inspect.js';
 export type { RedlockOptions, LockOptions, RedlockNode } from './options.js';
 export type { PreflightMode } from './preflight.js';
 export type { RedlockLogger } from './logger.js';

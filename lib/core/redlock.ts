@@ -9,8 +9,8 @@ import {
   RedlockOptionsError,
 } from './errors.js';
 import { LockEvents, type LockEvent } from './events.js';
-import { inspectLock, type LockInspection } from './quorum/inspect.js';
-import { KeySpace } from './keys.js';
+import { inspectKey, inspectSemaphore, type LockInspection } from './quorum/inspect.js';
+import { KeySpace, PERMITS_MARK } from './keys.js';
 import { Leases } from './lease/leases.js';
 import { JoinedLock, type Lock } from './lock.js';
 import { LockContext } from './lock-context.js';
@@ -241,12 +241,22 @@ export class Redlock {
 
   /**
    * What a majority of the nodes says of `resource`'s lock, read-only: whether it is held, when
-   * it frees, and the last fencing token issued for it.
+   * it frees, and the last fencing token issued for it. For a semaphore, also its permits, holders,
+   * free permits and each slot's view (`semaphore`).
    * @throws QuorumUnavailableError when fewer than a majority answer.
    */
   async inspect(resource: string): Promise<LockInspection> {
     const [name] = normaliseResources(resource); // a bad name rejects, as every other failure does
-    return inspectLock(this.parts.voters, name!, this.parts.keys.lock(name!), this.options.nodeTimeout);
+    const { voters } = this.parts;
+    const { nodeTimeout } = this.options;
+    const lockKey = this.parts.keys.lock(name!);
+    // A semaphore (this engine used it, or its marker holds the key): its slots' views.
+    const known = this.semaphores.get(name!);
+    if (known) return inspectSemaphore(voters, name!, slotKeys(lockKey, known), nodeTimeout);
+    const { inspection, holder } = await inspectKey(voters, name!, lockKey, nodeTimeout);
+    if (!holder?.startsWith(PERMITS_MARK)) return inspection;
+    const permits = Number(holder.slice(PERMITS_MARK.length));
+    return inspectSemaphore(voters, name!, slotKeys(lockKey, permits), nodeTimeout);
   }
 
   /**

@@ -115,6 +115,9 @@ export class SlotAcquirer {
       this.giveBack(request, value, order, pending, replies, winner, won !== undefined);
       const lock = won instanceof Promise ? await won : won;
       if (lock) return { attempt: { outcome: 'granted', lock } };
+      // The fencing round failed after the give-backs: the slot won goes too (a waiter keeps its place).
+      const how: LetGo = request.ticket === '' ? RELEASE : { op: 'requeue', ticket: request.ticket };
+      if (won instanceof Promise) void voters.letGo([request.lockKeys[winner]!], value, how);
       const why =
         `the acquire took ${Math.round(performance.now() - started)} ms, which used up the validity of its ` +
         `${ttl} ms lease (or the fencing counters could not be raised on a majority); retry`;

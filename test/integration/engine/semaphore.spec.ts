@@ -124,6 +124,29 @@ describe('semaphores: k slots, each a Redlock of its own', () => {
     await plain.release();
   });
 
+  test('inspect: holders, free permits, mode and each slot, also from an engine that never used the key', async () => {
+    const one = await a.acquire('looked-at', { permits: 3, ttl: 5000 });
+    const two = await a.acquire('looked-at', { permits: 3, ttl: 5000 });
+    for (const engine of [a, b]) {
+      const view = await engine.inspect('looked-at');
+      expect(view).toMatchObject({
+        held: true,
+        ttlMs: null, // a permit is free
+        fencingToken: Math.max(one.fencingToken, two.fencingToken),
+        semaphore: { permits: 3, holders: 2, free: 1, mode: 'write' },
+      });
+      expect(view.semaphore!.slots.map((s) => s.held)).toEqual([true, true, false]);
+      expect(view.semaphore!.slots[one.permit!]!.fencingToken).toBe(one.fencingToken);
+    }
+    const three = await a.acquire('looked-at', { permits: 3, ttl: 5000 });
+    const full = await b.inspect('looked-at');
+    expect(full.semaphore!.free).toBe(0);
+    expect(full.ttlMs).toBeGreaterThan(4000); // when the first permit frees
+    await Promise.all([one.release(), two.release(), three.release()]);
+    expect((await b.inspect('looked-at')).semaphore).toMatchObject({ holders: 0, free: 3 });
+    expect((await b.inspect('plain-one')).semaphore).toBeUndefined();
+  });
+
   test('a slot granted only on a minority is given back at once', async () => {
     // Node 0 has slot 0 taken by someone else: it grants slot 1, nodes 1 and 2 grant slot 0.
     await cluster.redis.client(0).set(slot('minority', 0), 'someone-else', 'PX', 5000);
