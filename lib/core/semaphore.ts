@@ -95,6 +95,8 @@ export class SlotAcquirer {
       pending.forEach((sent, i) => {
         sent.then(
           (vote) => {
+            // Every abstention is noted, also after the decision (health, Retry-After).
+            if (vote.kind === 'abstaining') failures[i] = voters.noteAbstention(i, vote.forMs);
             if (done) return;
             replies[i] = vote;
             if (vote.kind === 'granted' && ++counts[order[vote.index]!]! >= quorum)
@@ -146,7 +148,7 @@ export class SlotAcquirer {
           busyWait = reply.retryAfterMs;
       } else if (reply?.kind === 'abstaining') {
         votes[i] = 'declined';
-        unavailable.push({ node: voter.label, reason: voters.noteAbstention(i, reply.forMs) });
+        unavailable.push({ node: voter.label, reason: failures[i]! });
       } else {
         votes[i] = 'failed';
         unavailable.push({

@@ -386,6 +386,13 @@ export const BEHAVIOURS: Behaviour[] = [
       const second = await voter.acquire([key('rg')], e.value(), LONG, '');
       expect(second.kind).toBe('abstaining');
       within((second as { forMs: number }).forMs, 1, guard / 2 + slack, 'abstention, later');
+      // A semaphore's slot search consults the guard too, though it may bump no counter of its own.
+      if (voter.acquireSlot) {
+        const slots = [0, 1].map((permit) => slotKey(key('rg-sem'), permit));
+        const slotVote = await voter.acquireSlot(slots, key('rg-sem'), e.value(true), LONG, '', undefined, 2);
+        expect(slotVote.kind).toBe('abstaining');
+        expect((await voter.inspect(slots[0]!)).holder).toBeNull();
+      }
       await advance(guard / 2 + 20);
       const now = await serverTimeUs();
       expect(await grant(voter, key('rg'), e.value())).toBeGreaterThanOrEqual(now);
@@ -408,6 +415,11 @@ export const BEHAVIOURS: Behaviour[] = [
       const vote = await voter.acquire([key('ig')], e.value(), LONG, '');
       if (vote.kind !== 'abstaining') throw new Error(`expected an abstention, got ${JSON.stringify(vote)}`);
       within(vote.forMs, guard - 2 * slack, guard, 'abstention');
+      if (voter.acquireSlot) {
+        const slots = [0, 1].map((permit) => slotKey(key('ig-sem'), permit));
+        const slotVote = await voter.acquireSlot(slots, key('ig-sem'), e.value(true), LONG, '', undefined, 2);
+        expect(slotVote.kind).toBe('abstaining');
+      }
       const late = await voterWith(); // a client that connects for the first time after the restart
       const lateVote = await late.acquire([key('ig')], e.value(), LONG, '');
       expect(lateVote.kind).toBe('abstaining');

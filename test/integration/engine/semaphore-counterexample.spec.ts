@@ -48,7 +48,11 @@ describe('S26: 3 nodes, 2 permits, three clients each cut off from a different n
     const engines: Redlock[] = [];
     for (let client = 0; client < 3; client++) {
       engines.push(
-        await cluster.engine({ nodes: [0, 1, 2].map((node) => url(client, node)), connectTimeout: 1000 }),
+        await cluster.engine({
+          nodes: [0, 1, 2].map((node) => url(client, node)),
+          connectTimeout: 1000,
+          nodeTimeout: 500,
+        }),
       );
     }
     for (let client = 0; client < 3; client++) {

@@ -226,5 +226,27 @@ describe('semaphores: k slots, each a Redlock of its own', () => {
   });
 });
 
+describe('semaphores and the restart guard', () => {
+  test('a node that lost its data abstains from slot searches until the guard has passed', async () => {
+    const nodes = await TestCluster.start(3);
+    try {
+      // Nodes in service for long: the guard has passed on each.
+      await Promise.all([0, 1, 2].map((i) => nodes.redis.client(i).set('redlock:__restart_guard__', '0')));
+      const engine = await nodes.engine({ restartGuard: 2500, ttl: 2000 });
+      const first = await engine.acquire('guarded', { permits: 2 });
+      await nodes.redis.client(0).flushall(); // node 0 forgets the slot it granted, and every counter
+      const second = await engine.acquire('guarded', { permits: 2 });
+      expect(second.permit).not.toBe(first.permit);
+      // Node 0 took no part: it abstained (the slot's counter was missing: the guard's marker too).
+      expect(engine.status()[0]!.abstainingUntil).toBeGreaterThan(Date.now() + 1000);
+      expect(await nodes.redis.client(0).get(slot('guarded', second.permit!))).toBeNull();
+      expect(await engine.tryAcquire('guarded', { permits: 2 })).toBeNull();
+      await Promise.all([first.release(), second.release()]);
+    } finally {
+      await nodes.close();
+    }
+  });
+});
+
 // Keep the type import used when the tests are filtered.
 export type { Lock };
