@@ -30,11 +30,15 @@ export interface AcquireRequest {
   /** Lock keys, in sorted resource order. */
   readonly lockKeys: readonly string[];
   /**
-   * Place in the resources' queues ('' when the caller does not wait, and so does not queue).
-   * The same on every voter, so the voters agree on the order; the clock makes it first come,
-   * first served across clients.
+   * Place in the resources' queues: the voters' time when the acquire started, as this engine
+   * knows it (quorum/voter-clocks.ts), the same on every voter, so the voters agree on the order
+   * and it is first come, first served across clients, whatever their own clocks say. '' when the
+   * caller does not wait (and so does not queue), and while no voter's clock is known yet: the
+   * first attempt then does not queue, and its busy replies read the clocks (queue/waiting.ts).
    */
-  readonly ticket: string;
+  ticket: string;
+  /** performance.now() when the acquire started. */
+  readonly startedAt: number;
   readonly opts: ResolvedLockOptions;
 }
 
@@ -93,11 +97,13 @@ export class Acquirer {
       follower
         ? {
             observe: (index, vote) => {
-              this.noteLateAbstention(index, vote);
+              this.noteReply(index, vote, started);
               follower.observe(index, vote, started);
             },
           }
-        : this.plainRound,
+        : request.opts.wait > 0
+          ? { observe: (index, vote) => this.noteReply(index, vote, started) }
+          : this.plainRound,
     );
 
     let tokensSettled = true;
@@ -230,6 +236,12 @@ export class Acquirer {
   };
 
   private readonly plainRound = { observe: this.noteLateAbstention };
+
+  /** A waiter's attempt also reads the voters' clocks from their busy replies (waiting tickets). */
+  private noteReply(index: number, vote: AcquireVote | undefined, sentAt: number): void {
+    if (vote?.kind === 'busy') this.parts.clocks.note(index, sentAt, performance.now(), vote.clockUs);
+    else this.noteLateAbstention(index, vote);
+  }
 }
 
 /** Whether the busy replies show one owner on a majority (a real holder, not colliding acquirers). */

@@ -24,6 +24,7 @@ import { WakeChannel } from './queue/wake-channel.js';
 import { waitForLock } from './queue/waiting.js';
 import { LockValues, SCRIPTS, ScriptCalls, type ScriptSettings } from './scripts/index.js';
 import { attachTelemetry } from './telemetry.js';
+import { VoterClocks } from './quorum/voter-clocks.js';
 import { Voters, type NodeStatus } from './quorum/voters.js';
 import { RedisVoter } from './voter/ioredis/redis-voter.js';
 import { isClusterNode } from './voter/ioredis-cluster/connection.js';
@@ -102,17 +103,22 @@ export class Redlock {
       context.writes,
     );
     const { driftFactor } = resolved;
+    const clocks = new VoterClocks(voters.count);
     this.options = resolved;
     this.parts = {
       options: resolved,
       voters,
       keys,
       values: new LockValues(),
+      clocks,
       turnMs,
-      // The middle of the window above the caller's clock: voters whose clocks are within half a
-      // window of the caller's all take it.
-      seedProposalUs: () =>
-        Math.floor((performance.timeOrigin + performance.now()) * 1000 + seedWindowMs * 500),
+      // The middle of the window above the voters' time (this process's clock until a voter's
+      // clock is known): voters whose clocks are within half a window of it all take it.
+      seedProposalUs: () => {
+        const now = performance.now();
+        const time = clocks.voterTime(now) ?? performance.timeOrigin + now;
+        return Math.floor(time * 1000 + seedWindowMs * 500);
+      },
       drift: (ttl) => Math.floor(ttl * driftFactor) + 2,
     };
     this.leases = new Leases(voters, resolved, this.parts.drift, this.events);
@@ -299,11 +305,13 @@ export class Redlock {
     const joined = this.context.join(names);
     if (joined) return joined;
     const sorted = names.length === 1 ? names : [...names].sort();
+    const startedAt = performance.now();
     const request: AcquireRequest = {
       names,
       sorted,
       lockKeys: sorted.map((r) => this.parts.keys.lock(r)),
-      ticket: opts.wait > 0 ? String(Date.now()) : '',
+      ticket: opts.wait > 0 ? this.parts.clocks.ticket(startedAt) : '',
+      startedAt,
       opts,
     };
     // A Redis Cluster voter takes a lock's keys in one script: they must share a slot.

@@ -1,7 +1,7 @@
 import type { Acquirer, AcquireRequest, AttemptFollower } from '../acquire.js';
 import type { EngineParts } from '../engine-parts.js';
 import type { HeldLock } from '../lease/held-lock.js';
-import type { AcquireVote } from '../scripts/index.js';
+import { RELEASE, type AcquireVote } from '../scripts/index.js';
 import { startTimeout, startTimeoutOrEarlier } from '../timeouts.js';
 import { countHandOffs, type ClockReading, type HandOff } from './hand-off.js';
 
@@ -87,6 +87,12 @@ export class SingleResourceWaiter {
   async cleanUp(attempt: FollowedAttempt): Promise<void> {
     await attempt.settled(LATE_ANSWER_WAIT_MS);
     if (!attempt.anyGranted()) return;
+    if (this.request.ticket === '') {
+      // Not queued (no voter's clock was known): no voter can hand this value anything, so the
+      // release needs no new value to tell hand-overs apart.
+      void this.parts.voters.letGo(this.request.lockKeys, this.value, RELEASE);
+      return;
+    }
     const renamedTo = this.parts.values.next(false);
     const how = { op: 'requeue', ticket: this.request.ticket, renamedTo } as const;
     void this.parts.voters.letGo(this.request.lockKeys, this.value, how);

@@ -29,7 +29,11 @@ export interface NodeStatus {
 export class Voters {
   /** Votes needed: a strict majority of the voters. */
   readonly quorum: number;
-  /** Per voter: epoch ms until which it abstains (0 = it votes). */
+  /**
+   * Per voter: until when it abstains, on this engine's monotonic clock (performance.now(); 0 = it
+   * votes). Not the wall clock: a step of this machine's clock must neither end an abstention
+   * early nor stretch it.
+   */
   private readonly abstaining: number[];
 
   constructor(
@@ -114,11 +118,13 @@ export class Voters {
    * replaces the restart guard's reason (a missing marker) when the voter knows better.
    */
   noteAbstention(index: number, remainingMs: number, why?: string): string {
-    const now = Date.now();
+    const now = performance.now();
     const until = now + remainingMs;
     if (this.abstaining[index]! < now) {
+      // The wall clock only to show the time to a reader.
+      const untilIso = new Date(Date.now() + remainingMs).toISOString();
       this.logger.warn(
-        `Redis node ${this.list[index]!.label} abstains from lock quorums until ${new Date(until).toISOString()}: ` +
+        `Redis node ${this.list[index]!.label} abstains from lock quorums until ${untilIso}: ` +
           (why ??
             'it has no restart-guard marker, so it restarted without persistence, lost its data, or is new') +
           `, and may have forgotten locks it granted. It rejoins after restartGuard (${String(this.restartGuard)} ms).` +
@@ -149,7 +155,7 @@ export class Voters {
    * can tell when they come back.
    */
   msUntilQuorumVotes(votes: RoundOutcome<unknown>['votes']): number | undefined {
-    const now = Date.now();
+    const now = performance.now();
     const waits = this.list
       .map((_, i) => {
         const vote = votes[i];
@@ -182,12 +188,16 @@ export class Voters {
 
   /** Current reachability of each voter, from the connections' state (no I/O). */
   status(): NodeStatus[] {
-    const now = Date.now();
+    const now = performance.now();
+    const wallNow = Date.now();
     return this.list.map((voter, i) => ({
       node: voter.label,
       reachable: voter.connected,
       ...(voter.connected ? {} : { error: voter.connectionError }),
-      ...(this.abstaining[i]! > now ? { abstainingUntil: this.abstaining[i]! } : {}),
+      // Reported in epoch ms (a convenience for people and health checks), decided monotonically.
+      ...(this.abstaining[i]! > now
+        ? { abstainingUntil: Math.round(wallNow + this.abstaining[i]! - now) }
+        : {}),
     }));
   }
 
