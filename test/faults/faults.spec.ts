@@ -39,6 +39,7 @@ import {
   s19Asymmetric,
 } from './scenarios-network.js';
 import { s1PgFenced, s1PgUnfenced } from './scenarios-pg.js';
+import { s23SkewedClients, s23SkewedClientsControl } from './scenarios-clocks.js';
 import {
   s15Failover,
   s15FailoverNoGuard,
@@ -458,6 +459,30 @@ describe(`fault injection against real redis-server nodes (${FULL ? 'full' : 're
     },
     TIMEOUT,
   );
+  // ---- clocks (scenarios-clocks.ts): wall clocks stepped by the clock shim ----
+  test(
+    "S23: clients whose clocks are 10 s behind and ahead get fair shares (waiting order in the voters' time)",
+    async () => {
+      const r = await run(s23SkewedClients);
+      expectSafe(r);
+      expect(r.figures.medianGrants).toBeGreaterThanOrEqual(20);
+      expect(r.figures.worstRatioToMedian).toBeLessThanOrEqual(1.5);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    "S23 control: tickets from each client's wall clock let the process behind jump the line",
+    async () => {
+      const r = await run(s23SkewedClientsControl);
+      expectSafe(r); // unfair, not unsafe
+      expect(r.figures.worstRatioToMedian).toBeGreaterThan(1.5);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
   // ---- real deployments (scenarios-deploy.ts): full run only, each takes 15-40 s ----
   const deployTest = FULL || process.env.FAULTS_DEPLOY === '1' ? test : test.skip;
   /** A guard-off control must show what the guard prevents: overlapping holds or tokens going back. */
