@@ -14,7 +14,7 @@ import type { RoundOutcome, Vote } from './quorum/quorum-round.js';
  * 2. Fencing: the token is, per resource, the max of the tokens the granting majority returned;
  *    when they disagree, a second round raises the granting voters' counters to it
  *    (settleTokens), so that a majority holds counter >= token before the lock is handed out.
- * 3. Validity = ttl - elapsed - drift: the lock is granted only with validity left.
+ * 3. Validity = ttl - elapsed - drift - clock guard: the lock is granted only with validity left.
  * 4. A failed attempt frees whatever it got, on every voter that may hold it.
  *
  * Waiting for a busy lock (the retry loop, queues and hand-overs) is built on top of this in
@@ -113,7 +113,9 @@ export class Acquirer {
       const tokens = settled instanceof Promise ? await settled : settled;
       tokensSettled = tokens !== undefined;
       const now = performance.now();
-      const validity = ttl - (now - started) - this.parts.drift(ttl);
+      // Less the clock guard: a voter's clock that steps forward by less than it cannot end the
+      // lease there before this validity does (larger steps are seen: quorum/voter-clocks.ts).
+      const validity = ttl - (now - started) - this.parts.drift(ttl) - request.opts.clockGuard;
       if (tokens && validity > 0) {
         return { outcome: 'granted', lock: this.grant(request, value, tokens, validity, now) };
       }
@@ -215,7 +217,11 @@ export class Acquirer {
    */
   freeFailedAttempt(request: AcquireRequest, value: string, round: RoundOutcome<AcquireVote>): Promise<void> {
     const { list } = this.parts.voters;
-    const mayHold = list.filter((_, i) => round.votes[i] !== 'no' && round.votes[i] !== 'declined');
+    const { voters } = this.parts;
+    // A voter the clock guard excludes declines even when it granted: free it there too.
+    const mayHold = list.filter(
+      (_, i) => round.votes[i] !== 'no' && (round.votes[i] !== 'declined' || !voters.counts(i)),
+    );
     if (mayHold.length > 0) {
       const how = request.ticket === '' ? RELEASE : { op: 'requeue' as const, ticket: request.ticket };
       void this.parts.voters.letGo(request.lockKeys, value, how, { on: mayHold });
@@ -225,7 +231,9 @@ export class Acquirer {
 
   // Built once: rounds run on every acquire.
   private readonly classify = (vote: AcquireVote, index: number): Vote => {
-    if (vote.kind === 'granted') return 'yes';
+    if (vote.kind === 'granted') {
+      return this.parts.voters.counts(index) ? 'yes' : CLOCK_EXCLUDED;
+    }
     if (vote.kind === 'busy') return 'no';
     return { declined: this.parts.voters.noteAbstention(index, vote.forMs) };
   };
@@ -239,10 +247,15 @@ export class Acquirer {
 
   /** A waiter's attempt also reads the voters' clocks from their busy replies (waiting tickets). */
   private noteReply(index: number, vote: AcquireVote | undefined, sentAt: number): void {
-    if (vote?.kind === 'busy') this.parts.clocks.note(index, sentAt, performance.now(), vote.clockUs);
+    if (vote?.kind === 'busy') this.parts.voters.noteClock(index, sentAt, performance.now(), vote.clockUs);
     else this.noteLateAbstention(index, vote);
   }
 }
+
+/** How a grant of a voter that the clock guard excludes counts: not at all. */
+const CLOCK_EXCLUDED: Vote = {
+  declined: 'its wall clock stepped forward by more than clockGuard (see the log): it does not count for now',
+};
 
 /** Whether the busy replies show one owner on a majority (a real holder, not colliding acquirers). */
 function heldByOneOwner(busy: ReadonlyArray<{ holder: string }>, quorum: number): boolean {

@@ -11,6 +11,7 @@ import { LockContext } from './lock-context.js';
 import { Preflight } from './preflight.js';
 import { consoleLogger } from './logger.js';
 import {
+  clockGuardFor,
   normaliseResources,
   resolveLockOptions,
   resolveOptions,
@@ -24,7 +25,6 @@ import { WakeChannel } from './queue/wake-channel.js';
 import { waitForLock } from './queue/waiting.js';
 import { LockValues, SCRIPTS, ScriptCalls, type ScriptSettings } from './scripts/index.js';
 import { attachTelemetry } from './telemetry.js';
-import { VoterClocks } from './quorum/voter-clocks.js';
 import { Voters, type NodeStatus } from './quorum/voters.js';
 import { RedisVoter } from './voter/ioredis/redis-voter.js';
 import { isClusterNode } from './voter/ioredis-cluster/connection.js';
@@ -101,9 +101,13 @@ export class Redlock {
       logger,
       this.events,
       context.writes,
+      {
+        thresholdMs: clockGuardFor(resolved.clockGuard, resolved.ttl),
+        excludeForMs: resolved.restartGuard === false ? resolved.ttl : resolved.restartGuard,
+      },
     );
     const { driftFactor } = resolved;
-    const clocks = new VoterClocks(voters.count);
+    const { clocks } = voters;
     this.options = resolved;
     this.parts = {
       options: resolved,
@@ -304,6 +308,7 @@ export class Redlock {
     const opts = resolveLockOptions(this.options, options, watchdogByDefault);
     const joined = this.context.join(names);
     if (joined) return joined;
+    this.parts.clocks.guardLocksOf(opts.clockGuard);
     const sorted = names.length === 1 ? names : [...names].sort();
     const startedAt = performance.now();
     const request: AcquireRequest = {

@@ -1,3 +1,6 @@
+/** Drift between a voter's clock and this machine's monotonic clock never taken for a step: 1000 ppm. */
+const DRIFT_ALLOWANCE = 0.001;
+
 /**
  * The voters' time as this engine knows it: per voter, the offset of its wall clock from this
  * engine's monotonic clock, estimated from the clock readings its replies carry (a busy reply
@@ -12,6 +15,14 @@
 export class VoterClocks {
   /** Per voter: its clock (ms) minus performance.now() at the reading; NaN until read. */
   private readonly offsets: Float64Array;
+  /**
+   * Per voter, the bounds of that offset at its last reading (the voter read its clock somewhere
+   * between the request's sending and the reply's arrival), and when that was: what a later
+   * reading is compared with to see a step.
+   */
+  private readonly low: Float64Array;
+  private readonly high: Float64Array;
+  private readonly readAt: Float64Array;
   /** The median of the known offsets; NaN when none is known, undefined when it must be recomputed. */
   private median: number | undefined = Number.NaN;
   /**
@@ -20,17 +31,57 @@ export class VoterClocks {
    */
   clientClockTickets = false;
 
-  constructor(count: number) {
+  constructor(
+    count: number,
+    /**
+     * Steps up to this many ms (plus drift) are not reported by {@link note}; 0: none is. The
+     * smallest clock guard of the locks taken so far (see {@link guardLocksOf}).
+     */
+    private stepThresholdMs = 0,
+  ) {
     this.offsets = new Float64Array(count).fill(Number.NaN);
+    this.low = new Float64Array(count).fill(Number.NaN);
+    this.high = new Float64Array(count).fill(Number.NaN);
+    this.readAt = new Float64Array(count).fill(Number.NaN);
   }
 
   /**
    * Records voter `index`'s clock, `clockUs` microseconds, read in its reply to a request sent at
-   * `sentAt` and answered at `receivedAt` (both performance.now()).
+   * `sentAt` and answered at `receivedAt` (both performance.now()). Returns by how many ms the
+   * voter's clock surely stepped since its previous reading (positive: forward), beyond the step
+   * threshold plus a drift of 1000 ppm of the time between the readings (500 ppm each for the voter
+   * and this machine, so that drift over long idle periods is never taken for a step); 0 when it
+   * did not, or when this is the first reading. A reply that waited in this process (a paused or
+   * busy event loop) only widens the bounds: it cannot look like a step.
    */
-  note(index: number, sentAt: number, receivedAt: number, clockUs: number): void {
-    this.offsets[index] = clockUs / 1000 - (sentAt + receivedAt) / 2;
+  note(index: number, sentAt: number, receivedAt: number, clockUs: number): number {
+    const clockMs = clockUs / 1000;
+    const low = clockMs - receivedAt;
+    const high = clockMs - sentAt;
+    let step = 0;
+    if (this.stepThresholdMs > 0 && !Number.isNaN(this.readAt[index]!)) {
+      const allowance = this.stepThresholdMs + (sentAt - this.readAt[index]!) * DRIFT_ALLOWANCE;
+      const forward = low - this.high[index]!;
+      const back = this.low[index]! - high;
+      if (forward > allowance) step = forward;
+      else if (back > allowance) step = -back;
+    }
+    this.low[index] = low;
+    this.high[index] = high;
+    this.readAt[index] = receivedAt;
+    this.offsets[index] = clockMs - (sentAt + receivedAt) / 2;
     this.median = undefined;
+    return step;
+  }
+
+  /** A lock with clock guard `ms` is taken: steps above it must be seen. */
+  guardLocksOf(ms: number): void {
+    if (ms > 0 && ms < this.stepThresholdMs) this.stepThresholdMs = ms;
+  }
+
+  /** Forgets voter `index`'s clock (a restarted server: its next reading starts a new baseline). */
+  forget(index: number): void {
+    this.readAt[index] = Number.NaN;
   }
 
   /** Whether any voter's clock has been read. */

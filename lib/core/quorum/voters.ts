@@ -5,6 +5,7 @@ import { settleWithin, TIMED_OUT } from '../timeouts.js';
 import { quorumOf, quorumRound, type RoundOptions, type RoundOutcome, type Vote } from './quorum-round.js';
 import type { Voter } from '../voter/voter.js';
 import type { WriteWindow } from '../voter/write-batching.js';
+import { VoterClocks } from './voter-clocks.js';
 
 /** Every answer, or failure, of a voter letting go counts as done (see Voters.letGo). */
 const countsAsDone = (): 'yes' => 'yes';
@@ -29,12 +30,18 @@ export interface NodeStatus {
 export class Voters {
   /** Votes needed: a strict majority of the voters. */
   readonly quorum: number;
+  /** The voters' clocks as this engine read them (waiting tickets, the clock guard). */
+  readonly clocks: VoterClocks;
   /**
    * Per voter: until when it abstains, on this engine's monotonic clock (performance.now(); 0 = it
    * votes). Not the wall clock: a step of this machine's clock must neither end an abstention
    * early nor stretch it.
    */
   private readonly abstaining: number[];
+  /** Per voter: until when (performance.now) the clock guard excludes it (see noteClockStep). */
+  private readonly clockExcludedUntil: number[];
+  /** How many exclusions the clock guard made (0: {@link counts} needs no clock). */
+  private clockExclusions = 0;
 
   constructor(
     readonly list: readonly Voter[],
@@ -44,9 +51,19 @@ export class Voters {
     private readonly events: LockEvents,
     /** The engine's write batching window (its voters' too): when a release's writes have left. */
     private readonly writes: WriteWindow,
+    /**
+     * The clock guard: steps above `thresholdMs` (0: off) exclude a voter for `excludeForMs` (the
+     * restart guard, or the longest ttl where that is off).
+     */
+    private readonly clockGuard: { readonly thresholdMs: number; readonly excludeForMs: number } = {
+      thresholdMs: 0,
+      excludeForMs: 0,
+    },
   ) {
     this.quorum = quorumOf(list.length);
+    this.clocks = new VoterClocks(list.length, clockGuard.thresholdMs);
     this.abstaining = list.map(() => 0);
+    this.clockExcludedUntil = list.map(() => 0);
     list.forEach((voter, index) => {
       // The identity guard (voter/ioredis/admission.ts) decides on connecting, before any acquire.
       voter.onAbstention?.((forMs, why) => this.noteAbstention(index, forMs, why));
@@ -141,11 +158,62 @@ export class Voters {
           node,
           durationMs: remainingMs,
           reason: why,
+          cause: why ? 'identity' : 'restart',
         });
       }
     }
     this.abstaining[index] = until;
     return `abstaining under the restart guard for ${remainingMs} more ms`;
+  }
+
+  /**
+   * The clock guard: voter `index`'s wall clock stepped forward by `stepMs` (more than the clock
+   * guard) since this engine last read it, so it may have expired held locks early: it does not
+   * count toward this engine's quorums for `forMs` (the restart guard, or the longest ttl where
+   * that is off). Logged (which voter, by how much, until when) and emitted as 'node-abstaining'
+   * with cause 'clock'. This engine's evidence only: other engines decide for themselves.
+   */
+  noteClockStep(index: number, stepMs: number, forMs: number): void {
+    const now = performance.now();
+    const wasCounting = this.clockExcludedUntil[index]! <= now;
+    this.clockExcludedUntil[index] = Math.max(this.clockExcludedUntil[index]!, now + forMs);
+    this.abstaining[index] = Math.max(this.abstaining[index]!, now + forMs);
+    if (!wasCounting) return;
+    this.clockExclusions++;
+    const node = this.list[index]!.label;
+    const untilIso = new Date(Date.now() + forMs).toISOString();
+    const reason =
+      `its wall clock stepped forward by ${Math.round(stepMs)} ms since this engine last read it ` +
+      '(more than clockGuard), so it may have expired held locks early';
+    this.logger.warn(
+      `Redis node ${node} does not count toward this engine's lock quorums until ${untilIso}: ${reason}. ` +
+        'Sync its clock (NTP slews small offsets; a step this large is a misconfigured or resumed machine).',
+    );
+    if (this.events.observed) {
+      this.events.emit({
+        type: 'node-abstaining',
+        resources: [],
+        node,
+        durationMs: forMs,
+        reason,
+        cause: 'clock',
+      });
+    }
+  }
+
+  /**
+   * Records voter `index`'s clock as read in a reply (see VoterClocks.note); a forward step above
+   * the clock guard excludes the voter from this engine's quorums (noteClockStep).
+   */
+  noteClock(index: number, sentAt: number, receivedAt: number, clockUs: number): void {
+    const step = this.clocks.note(index, sentAt, receivedAt, clockUs);
+    if (step > 0) this.noteClockStep(index, step, this.clockGuard.excludeForMs);
+  }
+
+  /** Whether voter `index` counts toward this engine's quorums (not excluded by the clock guard). */
+  counts(index: number): boolean {
+    // The usual case costs one comparison: no voter was ever excluded.
+    return this.clockExclusions === 0 || this.clockExcludedUntil[index]! <= performance.now();
   }
 
   /**
