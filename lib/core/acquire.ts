@@ -101,7 +101,7 @@ export class Acquirer {
               follower.observe(index, vote, started);
             },
           }
-        : request.opts.wait > 0
+        : request.opts.wait > 0 || request.opts.clockGuard > 0
           ? { observe: (index, vote) => this.noteReply(index, vote, started) }
           : this.plainRound,
     );
@@ -245,10 +245,16 @@ export class Acquirer {
 
   private readonly plainRound = { observe: this.noteLateAbstention };
 
-  /** A waiter's attempt also reads the voters' clocks from their busy replies (waiting tickets). */
+  /**
+   * The voters' clocks in their replies: busy replies (waiting tickets) and, under the clock guard,
+   * grants. A voter whose clock stepped forward is excluded before its vote is counted (the round
+   * observes a reply before it classifies it).
+   */
   private noteReply(index: number, vote: AcquireVote | undefined, sentAt: number): void {
     if (vote?.kind === 'busy') this.parts.voters.noteClock(index, sentAt, performance.now(), vote.clockUs);
-    else this.noteLateAbstention(index, vote);
+    else if (vote?.kind === 'granted' && vote.clockUs !== undefined) {
+      this.parts.voters.noteClock(index, sentAt, performance.now(), vote.clockUs);
+    } else this.noteLateAbstention(index, vote);
   }
 }
 

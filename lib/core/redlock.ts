@@ -83,6 +83,8 @@ export class Redlock {
       turnMs,
       queueIdleMs: 10 * QUEUE_RECHECK_MS + turnMs,
       seedWindowMs,
+      // The clock guard reads each voter's clock in its grants.
+      clockReadings: resolved.clockGuard !== false,
     };
     this.preflight = resolved.preflight === 'off' ? undefined : new Preflight(resolved.preflight, logger);
     const context: VoterContext = {

@@ -102,6 +102,9 @@ export interface WorkerConfig {
   rounds?: boolean;
   /** S23's control: waiting tickets from the worker's own wall clock, as before issue 26. */
   clientClockTickets?: boolean;
+  /** The engine's clockGuard / healHolds options (omitted: the library defaults). */
+  clockGuard?: number | false;
+  healHolds?: boolean;
 }
 
 export interface WorkerMessage {

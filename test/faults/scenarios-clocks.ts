@@ -3,8 +3,34 @@
  * shim of test/support/clock-shim.ts on a redis-server) and of clients (the same shim on a worker
  * process), while the monotonic clock every history is written with stays shared and untouched.
  */
-import { ClockFiles } from '../support/clock-shim.js';
+import { RedisNodes } from '../../lib/testing/index.js';
+import type { Acquire } from './checker.js';
+import { ClockFiles, nodeClock } from '../support/clock-shim.js';
+import { firstMessage, now, sleep, type FaultEnv, type FaultEnvOptions } from './harness.js';
 import { pick, scenario, type ScenarioResult, type WorkerOptions } from './scenarios.js';
+
+/** Lock nodes whose wall clocks `clocks` steps (the clock shim on every redis-server). */
+function shimmedNodes(clocks: ClockFiles): FaultEnvOptions {
+  return {
+    seedGuardMarker: true,
+    launch: (count, options) => RedisNodes.start(count, { ...options, env: (i) => clocks.env(nodeClock(i)) }),
+  };
+}
+
+/** Count of abort events with a LockLostError in a report's histories (the holder lost its lock). */
+const lockLost = (acquires: ReadonlyArray<Acquire>, worker: string) =>
+  acquires.filter((a) => a.worker === worker && a.abort?.reason === 'LockLostError').length;
+
+/** Waits until node `index` holds the same lock value as node `reference` (healed), at most `ms`. */
+async function healedOn(env: FaultEnv, resource: string, index: number, reference: number, ms: number) {
+  const until = performance.now() + ms;
+  while (performance.now() < until) {
+    const values = await env.lockValues(resource);
+    if (values[index] !== null && values[index] === values[reference]) return true;
+    await sleep(50);
+  }
+  return false;
+}
 
 /** Grants per worker id, from a report's acquires. */
 function grantsPerWorker(acquires: ReadonlyArray<{ worker: string; outcome: string }>): Map<string, number> {
@@ -86,3 +112,189 @@ export const s23SkewedClientsControl = () =>
     "same, waiting tickets from each client's wall clock (as before): must be unfair",
     true,
   );
+
+// ---- S20: Kleppmann's interleaving ----------------------------------------------------------------
+
+type Guards = { clockGuard: boolean; heal: boolean };
+
+/**
+ * S20: holder A takes the lock on all five voters (ttl 2 s, restart guard 2 s, watchdog); voters 3
+ * and 4 restart empty and pass their guard; then voter 2's wall clock steps 30 s ahead, which
+ * expires A's key there. Contender B polls all along (so it has read every voter's clock before
+ * the step). With the clock guard, B does not count voter 2; with healing, A re-took voters 3 and
+ * 4 before the step; with neither (the control), B is granted the lock while A still holds it,
+ * and only the fenced store keeps A's late write out.
+ */
+function kleppmann(id: string, title: string, guards: Guards): Promise<ScenarioResult> {
+  const clocks = new ClockFiles();
+  return scenario(id, title, shimmedNodes(clocks), async (env) => {
+    const common: WorkerOptions = {
+      resource: 's20',
+      lock: true,
+      ttl: 2000,
+      restartGuard: 2000,
+      wait: 0,
+      nodeTimeout: 100,
+      clockGuard: guards.clockGuard ? undefined : false,
+      healHolds: guards.heal,
+    };
+    const holder = env.spawn({
+      ...common,
+      id: 'A',
+      watchdog: true,
+      holdMs: [7000, 7000],
+      iterations: 1,
+      notify: true,
+    });
+    const contender = env.spawn({
+      ...common,
+      id: 'B',
+      holdMs: [5, 10],
+      gapMs: [0, 0],
+      failBackoffMs: [20, 30],
+    });
+    await env.ready([holder, contender]);
+    const granted = firstMessage([holder], 'grant', 10_000);
+    env.go([holder], 60_000);
+    await granted;
+    const grantedAt = now();
+    env.go([contender], 60_000, 0);
+    const restartAt = now();
+    await env.redis.restart(3);
+    await env.redis.restart(4);
+    await sleep(3200); // the restart (and identity) guards pass; A's watchdog heals if it may
+    env.mark('voters 3, 4 restarted empty; guard', restartAt, now());
+    // Re-taken by A: the same value as on voter 0, which A holds throughout.
+    const values = await env.lockValues('s20');
+    const healed = [3, 4].filter((i) => values[i] !== null && values[i] === values[0]).length;
+    // Halfway between two of A's watchdog extensions (every ttl / 3): B, polling every few ms,
+    // meets the stepped voter long before A's next extension would tell A anything.
+    const period = 2000 / 3;
+    const elapsed = Number(now() - grantedAt) / 1e6;
+    await sleep(Math.ceil((elapsed - period / 2) / period) * period + period / 2 - elapsed);
+    const stepAt = now();
+    clocks.step(nodeClock(2), 30_000);
+    await sleep(2000);
+    env.mark('voter 2 +30 s', stepAt, now());
+    await env.finish([holder], 20_000);
+    contender.send({ type: 'stop' });
+    await env.finish([contender], 10_000);
+    return {
+      resources: ['s20'],
+      summarise: (r) => {
+        const stepMs = Number(stepAt) / 1e6;
+        const bAfter = r.acquires.filter(
+          (a) => a.worker === 'B' && a.outcome === 'granted' && a.end! > stepMs,
+        );
+        const firstB = bAfter.length ? Math.min(...bAfter.map((a) => a.end!)) - stepMs : -1;
+        const aAbort = r.acquires.find((a) => a.worker === 'A')?.abort;
+        const aLostAfter = aAbort?.reason === 'LockLostError' ? aAbort.t - stepMs : -1;
+        return {
+          figures: {
+            bGrantsAfterStep: bAfter.length,
+            healedBeforeStep: healed,
+            holderLost: lockLost(r.acquires, 'A'),
+            firstBGrantAfterStepMs: firstB,
+            holderLostAfterStepMs: aLostAfter,
+          },
+          note:
+            `voters 3, 4 re-taken by A before the step: ${healed}/2; ` +
+            (aLostAfter >= 0
+              ? `A lost its lock (LockLostError) ${Math.round(aLostAfter)} ms after the step`
+              : 'A kept its lock') +
+            `; B's first grant after the step: ${firstB >= 0 ? `+${Math.round(firstB)} ms` : 'none'} ` +
+            `(${bAfter.length} grants after it); A's late writes refused by the fenced store: ${r.writesRejected}`,
+        };
+      },
+    };
+  }).finally(() => clocks.close());
+}
+
+export const s20GuardOnly = () =>
+  kleppmann(
+    'S20-guard',
+    "one voter's clock +30 s while A holds, two voters restarted empty; clock guard, no healing",
+    {
+      clockGuard: true,
+      heal: false,
+    },
+  );
+export const s20HealOnly = () =>
+  kleppmann('S20-heal', 'same; healing, no clock guard', { clockGuard: false, heal: true });
+export const s20Control = () =>
+  kleppmann('S20-control', 'same; neither guard nor healing (must overlap; fencing keeps stale writes out)', {
+    clockGuard: false,
+    heal: false,
+  });
+
+// ---- S24: a long hold through successive minority restarts ---------------------------------------
+
+/**
+ * S24: A holds one lock with the watchdog (ttl 1 s, restart guard 1 s) for ~10 s while voters 0, 1
+ * and 2 restart empty one after another, each once the one before was re-taken (or, without
+ * healing, after as long). A contender polls all along. With healing A keeps its lock; without,
+ * it holds only voters 3 and 4 after the third restart and loses it; no overlap in either.
+ */
+function longHold(id: string, title: string, heal: boolean): Promise<ScenarioResult> {
+  return scenario(id, title, { seedGuardMarker: true }, async (env) => {
+    const common: WorkerOptions = {
+      resource: 's24',
+      lock: true,
+      ttl: 1000,
+      restartGuard: 1000,
+      wait: 0,
+      nodeTimeout: 100,
+      healHolds: heal,
+    };
+    const holder = env.spawn({
+      ...common,
+      id: 'A',
+      watchdog: true,
+      holdMs: [pick(10_000, 15_000), pick(10_000, 15_000)],
+      iterations: 1,
+      notify: true,
+    });
+    const contender = env.spawn({
+      ...common,
+      id: 'B',
+      holdMs: [5, 10],
+      gapMs: [0, 0],
+      failBackoffMs: [20, 30],
+    });
+    await env.ready([holder, contender]);
+    const granted = firstMessage([holder], 'grant', 10_000);
+    env.go([holder], 60_000);
+    await granted;
+    env.go([contender], 60_000, 0);
+    let healed = 0;
+    let holderLost = false;
+    holder.onMessage((m) => {
+      if (m.type === 'abort') holderLost = true;
+    });
+    for (const node of [0, 1, 2]) {
+      await sleep(500);
+      const at = now();
+      await env.redis.restart(node);
+      // Re-taken: the holder's value (as on voter 4, which it holds while it holds the lock).
+      if ((await healedOn(env, 's24', node, 4, 2500)) && !holderLost) healed++;
+      env.mark(`voter ${node} restarted empty`, at, now());
+    }
+    await env.finish([holder], 30_000);
+    contender.send({ type: 'stop' });
+    await env.finish([contender], 10_000);
+    return {
+      resources: ['s24'],
+      summarise: (r) => ({
+        figures: { healed, holderLost: lockLost(r.acquires, 'A') },
+        note:
+          `3 successive restarts of one voter; re-taken by the holder: ${healed}/3; ` +
+          `holder's LockLostError: ${lockLost(r.acquires, 'A')}`,
+      }),
+    };
+  });
+}
+
+export const s24LongHoldHealed = () =>
+  longHold('S24', 'watchdog hold through 3 successive minority restarts, healing on', true);
+export const s24LongHoldNoHeal = () =>
+  longHold('S24-noheal', 'same, healing off (the third restart takes the majority away)', false);

@@ -122,6 +122,8 @@ async function runJob(cfg) {
         ttl: cfg.ttl,
         nodeTimeout: cfg.nodeTimeout,
         restartGuard: cfg.restartGuard,
+        ...(cfg.clockGuard === undefined ? {} : { clockGuard: cfg.clockGuard }),
+        ...(cfg.healHolds === undefined ? {} : { healHolds: cfg.healHolds }),
         retryDelay: cfg.retryDelay,
         retryJitter: cfg.retryJitter,
         connectTimeout: 3000,

@@ -112,6 +112,7 @@ export class Leases implements LockOwner {
     if (!lock.active || performance.now() >= lock.validUntil) return;
     const voter = this.voters.list[index]!;
     try {
+      const sentAt = performance.now();
       const reply = await settleWithin(
         voter.acquire(lock.keys, lock.value, lease, ''),
         this.options.nodeTimeout,
@@ -122,6 +123,9 @@ export class Leases implements LockOwner {
         return;
       }
       if (reply.kind !== 'granted') return;
+      // Under the clock guard the grant carries the voter's clock: a voter whose clock stepped is
+      // excluded (and counts toward no later extension) though it holds the key.
+      if (reply.clockUs !== undefined) this.voters.noteClock(index, sentAt, performance.now(), reply.clockUs);
       if (!lock.active) {
         // Released or lost meanwhile: the release went out before this grant; free it.
         void this.voters.letGo(lock.keys, lock.value, RELEASE, { on: [voter] });
