@@ -43,6 +43,9 @@ import {
   s20Control,
   s20GuardOnly,
   s20HealOnly,
+  s21MajorityStep,
+  s21MajorityStepControl,
+  s22StepBackRestart,
   s23SkewedClients,
   s23SkewedClientsControl,
   s24LongHoldHealed,
@@ -525,6 +528,41 @@ describe(`fault injection against real redis-server nodes (${FULL ? 'full' : 're
       const r = await run(s24LongHoldNoHeal);
       expectSafe(r);
       expect(r.figures.holderLost).toBe(1);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S21: a majority steps forward together: a client that heard those voters before refuses them',
+    async () => {
+      const r = await run(s21MajorityStep);
+      expectSafe(r);
+      if (r.figures.firstBGrantAfterStepMs! >= 0) {
+        expect(r.figures.firstBGrantAfterStepMs).toBeGreaterThan(r.figures.holderLostAfterStepMs!);
+      }
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S21 control: with the guard off the second client is granted the held lock',
+    async () => {
+      const r = await run(s21MajorityStepControl);
+      expect(r.report.overlaps).toBeGreaterThan(0);
+      expect(r.report.staleWritesAccepted).toBe(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S22: voters that step back an hour and restart empty: tokens keep increasing',
+    async () => {
+      const r = await run(s22StepBackRestart);
+      expectSafe(r);
+      expect(r.figures.grants).toBeGreaterThan(20);
       passed(r);
     },
     TIMEOUT,

@@ -125,7 +125,12 @@ type Guards = { clockGuard: boolean; heal: boolean };
  * 4 before the step; with neither (the control), B is granted the lock while A still holds it,
  * and only the fenced store keeps A's late write out.
  */
-function kleppmann(id: string, title: string, guards: Guards): Promise<ScenarioResult> {
+function kleppmann(
+  id: string,
+  title: string,
+  guards: Guards,
+  faults: { restarted: number[]; stepped: number[] } = { restarted: [3, 4], stepped: [2] },
+): Promise<ScenarioResult> {
   const clocks = new ClockFiles();
   return scenario(id, title, shimmedNodes(clocks), async (env) => {
     const common: WorkerOptions = {
@@ -160,22 +165,22 @@ function kleppmann(id: string, title: string, guards: Guards): Promise<ScenarioR
     const grantedAt = now();
     env.go([contender], 60_000, 0);
     const restartAt = now();
-    await env.redis.restart(3);
-    await env.redis.restart(4);
+    for (const i of faults.restarted) await env.redis.restart(i);
     await sleep(3200); // the restart (and identity) guards pass; A's watchdog heals if it may
-    env.mark('voters 3, 4 restarted empty; guard', restartAt, now());
+    if (faults.restarted.length)
+      env.mark(`voters ${faults.restarted.join(', ')} restarted empty; guard`, restartAt, now());
     // Re-taken by A: the same value as on voter 0, which A holds throughout.
     const values = await env.lockValues('s20');
-    const healed = [3, 4].filter((i) => values[i] !== null && values[i] === values[0]).length;
+    const healed = faults.restarted.filter((i) => values[i] !== null && values[i] === values[0]).length;
     // Halfway between two of A's watchdog extensions (every ttl / 3): B, polling every few ms,
     // meets the stepped voter long before A's next extension would tell A anything.
     const period = 2000 / 3;
     const elapsed = Number(now() - grantedAt) / 1e6;
     await sleep(Math.ceil((elapsed - period / 2) / period) * period + period / 2 - elapsed);
     const stepAt = now();
-    clocks.step(nodeClock(2), 30_000);
+    for (const i of faults.stepped) clocks.step(nodeClock(i), 30_000);
     await sleep(2000);
-    env.mark('voter 2 +30 s', stepAt, now());
+    env.mark(`voters ${faults.stepped.join(', ')} +30 s`, stepAt, now());
     await env.finish([holder], 20_000);
     contender.send({ type: 'stop' });
     await env.finish([contender], 10_000);
@@ -198,7 +203,9 @@ function kleppmann(id: string, title: string, guards: Guards): Promise<ScenarioR
             holderLostAfterStepMs: aLostAfter,
           },
           note:
-            `voters 3, 4 re-taken by A before the step: ${healed}/2; ` +
+            (faults.restarted.length
+              ? `restarted voters re-taken by A before the step: ${healed}/${faults.restarted.length}; `
+              : '') +
             (aLostAfter >= 0
               ? `A lost its lock (LockLostError) ${Math.round(aLostAfter)} ms after the step`
               : 'A kept its lock') +
@@ -298,3 +305,81 @@ export const s24LongHoldHealed = () =>
   longHold('S24', 'watchdog hold through 3 successive minority restarts, healing on', true);
 export const s24LongHoldNoHeal = () =>
   longHold('S24-noheal', 'same, healing off (the third restart takes the majority away)', false);
+
+/** S21: a majority (voters 0-2) steps 30 s ahead together while A holds; B heard them before. */
+export const s21MajorityStep = () =>
+  kleppmann(
+    'S21',
+    'a majority of voters (3 of 5) step +30 s together while A holds; B heard them before',
+    { clockGuard: true, heal: false },
+    { restarted: [], stepped: [0, 1, 2] },
+  );
+export const s21MajorityStepControl = () =>
+  kleppmann(
+    'S21-control',
+    'same, clock guard off (must overlap)',
+    { clockGuard: false, heal: false },
+    { restarted: [], stepped: [0, 1, 2] },
+  );
+
+// ---- S22: voters step back and restart empty -----------------------------------------------------
+
+/**
+ * S22: three processes contend (wait) while voters 3 and 4 step their wall clocks back an hour and
+ * restart empty, twice: their fence counters come back seeded from clocks an hour behind, below
+ * every token issued; the tokens the lock hands out must keep increasing.
+ */
+export function s22StepBackRestart(): Promise<ScenarioResult> {
+  const clocks = new ClockFiles();
+  return scenario(
+    'S22',
+    'voters 3, 4 step back 1 h and restart empty (twice) under contention',
+    shimmedNodes(clocks),
+    async (env) => {
+      const workers = [0, 1, 2].map(() =>
+        env.spawn(
+          {
+            resource: 's22',
+            lock: true,
+            ttl: 1000,
+            restartGuard: 1000,
+            wait: 5000,
+            nodeTimeout: 100,
+            holdMs: [1, 5],
+          },
+          {},
+        ),
+      );
+      await env.ready(workers);
+      env.go(workers, 60_000);
+      for (const cycle of [1, 2]) {
+        await sleep(1000);
+        const at = now();
+        for (const i of [3, 4]) {
+          clocks.step(nodeClock(i), -3_600_000);
+          await env.redis.restart(i);
+        }
+        await sleep(2000);
+        env.mark(`voters 3, 4 -1 h, restarted empty (${cycle})`, at, now());
+      }
+      await sleep(1000);
+      for (const w of workers) w.send({ type: 'stop' });
+      await env.finish(workers, 15_000);
+      const counters = await Promise.all(
+        [0, 1, 2, 3, 4].map((i) => env.adminClient(i).get('redlock:{s22}:fence')),
+      );
+      return {
+        resources: ['s22'],
+        summarise: (r) => {
+          const tokens = r.acquires.filter((a) => a.outcome === 'granted').map((a) => a.token!);
+          return {
+            figures: { grants: tokens.length },
+            note:
+              `2 x (2 voters -1 h + restart empty); ${tokens.length} grants, tokens ${Math.min(...tokens)}..${Math.max(...tokens)}; ` +
+              `fence counters at the end: ${counters.join(', ')} (voters 3, 4 seeded from clocks an hour behind, raised by later grants)`,
+          };
+        },
+      };
+    },
+  ).finally(() => clocks.close());
+}
