@@ -154,12 +154,36 @@ export class Redlock {
     this.detachTelemetry ??= attachTelemetry(this.events, this.telemetry);
     await this.detachTelemetry;
     const statuses = await this.parts.voters.connect(this.options.connectTimeout);
+    if (this.options.clockGuard !== false) await this.checkClocks();
     const misconfigured = this.preflight?.bootstrapDone(this.parts.voters.list);
     if (misconfigured) {
       await this.close();
       throw misconfigured;
     }
     return statuses;
+  }
+
+  /**
+   * The clock guard at bootstrap: reads every voter's clock (its baseline), and reports a voter
+   * whose clock is offset from the others' by more than the guard: harmless to leases, but such an
+   * offset hides steps, and it says that the voter's clock is not synchronised.
+   */
+  private async checkClocks(): Promise<void> {
+    const { voters } = this.parts;
+    await voters.readClocks(this.parts.keys.lock('__clock_probe__'));
+    if (!this.preflight) return;
+    const guard = clockGuardFor(this.options.clockGuard, this.options.ttl);
+    for (const { index, offsetMs } of voters.clocks.disagreements(guard, voters.quorum)) {
+      const voter = voters.list[index]!;
+      this.preflight.add(
+        voter,
+        voter.label,
+        `its clock is ${Math.round(Math.abs(offsetMs))} ms ${offsetMs > 0 ? 'ahead of' : 'behind'} the median ` +
+          `of the other voters' (more than clockGuard, ${guard} ms): an offset hides the clock steps the ` +
+          'clock guard looks for, and keys there do not expire when the others say',
+        'synchronise its clock (NTP or chrony, slewing), or raise clockGuard',
+      );
+    }
   }
 
   /** Each node's reachability from its connection's state (no I/O). */

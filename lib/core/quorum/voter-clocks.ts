@@ -74,6 +74,28 @@ export class VoterClocks {
     return step;
   }
 
+  /**
+   * Voters whose clock is offset from the median of the others' by more than `thresholdMs` (plus
+   * the uncertainty of the readings), when at least `quorum` others were read: a steady offset is
+   * harmless to leases, but it hides steps (reported when the voters connect).
+   */
+  disagreements(thresholdMs: number, quorum: number): Array<{ index: number; offsetMs: number }> {
+    const found: Array<{ index: number; offsetMs: number }> = [];
+    const known = Array.from(this.offsets.keys()).filter((i) => !Number.isNaN(this.offsets[i]!));
+    for (const index of known) {
+      const others = known.filter((i) => i !== index);
+      if (others.length < quorum) continue;
+      const sorted = others.map((i) => this.offsets[i]!).sort((a, b) => a - b);
+      const n = sorted.length;
+      const median = n % 2 === 1 ? sorted[(n - 1) / 2]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2;
+      const width = (i: number) => (this.high[i]! - this.low[i]!) / 2;
+      const slack = width(index) + Math.max(...others.map(width));
+      const offsetMs = this.offsets[index]! - median;
+      if (Math.abs(offsetMs) > thresholdMs + slack) found.push({ index, offsetMs });
+    }
+    return found;
+  }
+
   /** A lock with clock guard `ms` is taken: steps above it must be seen. */
   guardLocksOf(ms: number): void {
     if (ms > 0 && ms < this.stepThresholdMs) this.stepThresholdMs = ms;

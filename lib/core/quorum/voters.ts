@@ -210,6 +210,23 @@ export class Voters {
     if (step > 0) this.noteClockStep(index, step, this.clockGuard.excludeForMs);
   }
 
+  /**
+   * Reads every connected voter's clock once (a read-only script on `probeKey`, bounded by
+   * nodeTimeout): the baseline the clock guard compares later readings with, and what waiting
+   * tickets are stamped with from the first acquire on.
+   */
+  async readClocks(probeKey: string): Promise<void> {
+    await Promise.all(
+      this.list.map(async (voter, index) => {
+        if (!voter.connected) return;
+        const sentAt = performance.now();
+        const view = await settleWithin(voter.inspect(probeKey), this.nodeTimeout).catch(() => undefined);
+        if (view === undefined || view === TIMED_OUT || view.clockUs === undefined) return;
+        this.noteClock(index, sentAt, performance.now(), view.clockUs);
+      }),
+    );
+  }
+
   /** Whether voter `index` counts toward this engine's quorums (not excluded by the clock guard). */
   counts(index: number): boolean {
     // The usual case costs one comparison: no voter was ever excluded.

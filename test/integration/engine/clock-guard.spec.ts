@@ -4,7 +4,7 @@
  * lost it) and a majority that steps together, refused by a client that heard those voters
  * before; no false alarm for drift or for a client whose own event loop stalled.
  */
-import { type LockEvent, type Redlock } from '../../../lib/index.js';
+import { NodeConfigurationError, type LockEvent, type Redlock } from '../../../lib/index.js';
 import { ClockFiles, nodeClock } from '../../support/clock-shim.js';
 import { MemoryLogger, TestCluster, sleep } from '../../support/cluster.js';
 
@@ -112,5 +112,40 @@ describe('clock guard: a voter whose clock steps forward does not count', () => 
     subscription.unsubscribe();
     expect(events.filter((e) => e.type === 'node-abstaining')).toEqual([]);
     expect(logger.lines.filter((l) => l.includes('stepped'))).toEqual([]);
+  });
+});
+
+describe('clock guard at bootstrap: a voter whose clock is offset from the others', () => {
+  let cluster: TestCluster;
+  let clocks: ClockFiles;
+
+  beforeAll(async () => {
+    clocks = new ClockFiles();
+    cluster = await TestCluster.start(3, { env: (i) => clocks.env(nodeClock(i)) });
+    clocks.set(nodeClock(1), 2000);
+  });
+  afterAll(async () => {
+    await cluster.close();
+    clocks.close();
+  });
+
+  test("is a NodeConfigurationError under preflight: 'error', naming the voter, the offset and the fix", async () => {
+    const error = await cluster.engine({ clockGuard: 500 }).catch((e: unknown) => e as Error);
+    expect(error).toBeInstanceOf(NodeConfigurationError);
+    expect((error as Error).message).toContain(String(cluster.redis.port(1)));
+    expect((error as Error).message).toMatch(
+      /clock is (19|20)\d\d ms ahead of the median of the other voters/,
+    );
+    expect((error as Error).message).toMatch(/synchronise its clock/);
+  });
+
+  test("is a warning under preflight: 'warn', and nothing within the guard", async () => {
+    const logger = new MemoryLogger();
+    const engine = await cluster.engine({ clockGuard: 500, preflight: 'warn', logger });
+    expect(logger.lines.filter((l) => l.includes('ahead of the median'))).toHaveLength(1);
+    await (await engine.acquire('offset')).release();
+    const quiet = new MemoryLogger();
+    await cluster.engine({ clockGuard: 2500, logger: quiet });
+    expect(quiet.lines.filter((l) => l.includes('median'))).toEqual([]);
   });
 });
