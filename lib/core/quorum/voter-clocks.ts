@@ -101,11 +101,6 @@ export class VoterClocks {
     if (ms > 0 && ms < this.stepThresholdMs) this.stepThresholdMs = ms;
   }
 
-  /** Forgets voter `index`'s clock (a restarted server: its next reading starts a new baseline). */
-  forget(index: number): void {
-    this.readAt[index] = Number.NaN;
-  }
-
   /** Whether any voter's clock has been read. */
   get known(): boolean {
     return !Number.isNaN(this.medianOffset());

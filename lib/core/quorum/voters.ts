@@ -211,8 +211,8 @@ export class Voters {
   }
 
   /**
-   * Reads every connected voter's clock once (a read-only script on `probeKey`, bounded by
-   * nodeTimeout): the baseline the clock guard compares later readings with, and what waiting
+   * Reads every connected voter's clock once (a read-only script on `probeKey`, bounded by five
+   * node timeouts, at least 500 ms): the baseline the clock guard compares later readings with, and what waiting
    * tickets are stamped with from the first acquire on.
    */
   async readClocks(probeKey: string): Promise<void> {
@@ -220,7 +220,10 @@ export class Voters {
       this.list.map(async (voter, index) => {
         if (!voter.connected) return;
         const sentAt = performance.now();
-        const view = await settleWithin(voter.inspect(probeKey), this.nodeTimeout).catch(() => undefined);
+        // Once, at bootstrap: a voter still busy with its first connection gets some slack.
+        const view = await settleWithin(voter.inspect(probeKey), Math.max(5 * this.nodeTimeout, 500)).catch(
+          () => undefined,
+        );
         if (view === undefined || view === TIMED_OUT || view.clockUs === undefined) return;
         this.noteClock(index, sentAt, performance.now(), view.clockUs);
       }),
