@@ -16,7 +16,7 @@ import type { RoundOutcome, Vote } from './quorum/quorum-round.js';
  * 2. Fencing: the token is, per resource, the max of the tokens the granting majority returned;
  *    when they disagree, a second round raises the granting voters' counters to it
  *    (settleTokens), so that a majority holds counter >= token before the lock is handed out.
- * 3. Validity = ttl - elapsed - drift: the lock is granted only with validity left.
+ * 3. Validity = ttl - elapsed - drift - clock guard: the lock is granted only with validity left.
  * 4. A failed attempt frees whatever it got, on every voter that may hold it.
  *
  * Waiting for a busy lock (the retry loop, queues and hand-overs) is built on top of this in
@@ -32,11 +32,15 @@ export interface AcquireRequest {
   /** Lock keys, in sorted resource order. */
   readonly lockKeys: readonly string[];
   /**
-   * Place in the resources' queues ('' when the caller does not wait, and so does not queue).
-   * The same on every voter, so the voters agree on the order; the clock makes it first come,
-   * first served across clients.
+   * Place in the resources' queues: the voters' time when the acquire started, as this engine
+   * knows it (quorum/voter-clocks.ts), the same on every voter, so the voters agree on the order
+   * and it is first come, first served across clients, whatever their own clocks say. '' when the
+   * caller does not wait (and so does not queue), and while no voter's clock is known yet: the
+   * first attempt then does not queue, and its busy replies read the clocks (queue/waiting.ts).
    */
-  readonly ticket: string;
+  ticket: string;
+  /** performance.now() when the acquire started. */
+  readonly startedAt: number;
   readonly opts: ResolvedLockOptions;
   /** Set for a semaphore (permits > 1): `lockKeys` are then its slot keys (semaphore.ts). */
   readonly semaphore?: SemaphoreRequest;
@@ -97,11 +101,13 @@ export class Acquirer {
       follower
         ? {
             observe: (index, vote) => {
-              this.noteLateAbstention(index, vote);
+              this.noteReply(index, vote, started);
               follower.observe(index, vote, started);
             },
           }
-        : this.plainRound,
+        : request.opts.wait > 0 || request.opts.clockGuard > 0
+          ? { observe: (index, vote) => this.noteReply(index, vote, started) }
+          : this.plainRound,
     );
 
     let tokensSettled = true;
@@ -111,7 +117,9 @@ export class Acquirer {
       const tokens = settled instanceof Promise ? await settled : settled;
       tokensSettled = tokens !== undefined;
       const now = performance.now();
-      const validity = ttl - (now - started) - this.parts.drift(ttl);
+      // Less the clock guard: a voter's clock that steps forward by less than it cannot end the
+      // lease there before this validity does (larger steps are seen: quorum/voter-clocks.ts).
+      const validity = ttl - (now - started) - this.parts.drift(ttl) - request.opts.clockGuard;
       if (tokens && validity > 0) {
         return { outcome: 'granted', lock: this.grant(request, value, tokens, validity, now) };
       }
@@ -214,7 +222,11 @@ export class Acquirer {
    */
   freeFailedAttempt(request: AcquireRequest, value: string, round: RoundOutcome<AcquireVote>): Promise<void> {
     const { list } = this.parts.voters;
-    const mayHold = list.filter((_, i) => round.votes[i] !== 'no' && round.votes[i] !== 'declined');
+    const { voters } = this.parts;
+    // A voter the clock guard excludes declines even when it granted: free it there too.
+    const mayHold = list.filter(
+      (_, i) => round.votes[i] !== 'no' && (round.votes[i] !== 'declined' || !voters.counts(i)),
+    );
     if (mayHold.length > 0) {
       const how = request.ticket === '' ? RELEASE : { op: 'requeue' as const, ticket: request.ticket };
       void this.parts.voters.letGo(request.lockKeys, value, how, { on: mayHold });
@@ -224,7 +236,9 @@ export class Acquirer {
 
   // Built once: rounds run on every acquire.
   private readonly classify = (vote: AcquireVote, index: number): Vote => {
-    if (vote.kind === 'granted') return 'yes';
+    if (vote.kind === 'granted') {
+      return this.parts.voters.counts(index) ? 'yes' : CLOCK_EXCLUDED;
+    }
     if (vote.kind === 'busy') return 'no';
     return { declined: this.parts.voters.noteAbstention(index, vote.forMs) };
   };
@@ -235,6 +249,18 @@ export class Acquirer {
   };
 
   private readonly plainRound = { observe: this.noteLateAbstention };
+
+  /**
+   * The voters' clocks in their replies: busy replies (waiting tickets) and, under the clock guard,
+   * grants. A voter whose clock stepped forward is excluded before its vote is counted (the round
+   * observes a reply before it classifies it).
+   */
+  private noteReply(index: number, vote: AcquireVote | undefined, sentAt: number): void {
+    if (vote?.kind === 'busy') this.parts.voters.noteClock(index, sentAt, performance.now(), vote.clockUs);
+    else if (vote?.kind === 'granted' && vote.clockUs !== undefined) {
+      this.parts.voters.noteClock(index, sentAt, performance.now(), vote.clockUs);
+    } else this.noteLateAbstention(index, vote);
+  }
 }
 
 /** A plain lock finding a semaphore's marker in its lock key (semaphore.ts): a LockUsageError. */
@@ -246,6 +272,11 @@ function checkNotSemaphore(request: AcquireRequest, busy: ReadonlyArray<{ holder
     }
   }
 }
+
+/** How a grant of a voter that the clock guard excludes counts: not at all. */
+const CLOCK_EXCLUDED: Vote = {
+  declined: 'its wall clock stepped forward by more than clockGuard (see the log): it does not count for now',
+};
 
 /** Whether the busy replies show one owner on a majority (a real holder, not colliding acquirers). */
 function heldByOneOwner(busy: ReadonlyArray<{ holder: string }>, quorum: number): boolean {

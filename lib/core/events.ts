@@ -9,6 +9,7 @@ export interface LockEvent {
     | 'extended'
     | 'released'
     | 'lost'
+    | 'healed'
     | 'node-down'
     | 'node-up'
     | 'node-abstaining';
@@ -25,6 +26,12 @@ export interface LockEvent {
   readonly node?: string;
   /** Why: a lost lock's reason, a node's error. */
   readonly reason?: string;
+  /**
+   * node-abstaining: what made the node abstain: it restarted or lost its data (`restart`), it is
+   * not the server that wrote its guard marker (`identity`: a restart or a failover), or its wall
+   * clock stepped forward (`clock`, see the `clockGuard` option).
+   */
+  readonly cause?: 'restart' | 'identity' | 'clock';
 }
 
 /**

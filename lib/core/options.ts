@@ -91,6 +91,23 @@ export interface RedlockOptions {
    * which one-way cannot promise. Costs a round trip per release. Default `false`.
    */
   confirmRelease?: boolean;
+  /**
+   * The clock guard, ms: a voter whose wall clock steps forward by more than this (an NTP step, a
+   * VM resumed with a stale clock) would expire a held lock early, so it stops counting toward this
+   * engine's quorums from its first reply after the step, until the restart guard has passed there
+   * (see docs/safety.md, "Clock steps"). Every lock's validity is shortened by it, so that a
+   * smaller step cannot end a lease unseen. At most a quarter of every ttl it is used with;
+   * `false` turns it off. Default: 500 ms, or a quarter of the ttl for shorter locks (NTP daemons
+   * step only past 128 ms (ntpd) to 1 s (chrony's makestep), and slew below that).
+   */
+  clockGuard?: number | false;
+  /**
+   * Holds heal: while a lock is valid, each extension also re-takes it on voters that no longer
+   * hold it (restarted empty, flushed, expired early, unreachable at the grant) once they vote
+   * again and the key is free there, and raises their fencing counter to the lock's token. An
+   * extension still needs a majority that held the lock before it. Default `true`.
+   */
+  healHolds?: boolean;
 }
 
 /** Per-call options of acquire / tryAcquire / using / @DistributedLock. */
@@ -146,6 +163,9 @@ export interface ResolvedOptions {
   readonly maxHold: number;
   readonly preflight: PreflightMode;
   readonly confirmRelease: boolean;
+  /** The clock guard, ms; false when off; undefined: the default (see {@link clockGuardFor}). */
+  readonly clockGuard: number | false | undefined;
+  readonly healHolds: boolean;
 }
 
 /** Per-call options after defaults. */
@@ -157,6 +177,8 @@ export interface ResolvedLockOptions {
   readonly watchdog: boolean;
   readonly maxHold: number;
   readonly holdAtLeast: number;
+  /** The clock guard of this lock, ms (0 when off): its validity is shortened by it. */
+  readonly clockGuard: number;
   readonly signal?: AbortSignal;
   /** 1 for a plain lock. */
   readonly permits: number;
@@ -177,7 +199,26 @@ const DEFAULTS = {
   maxHold: 600_000,
   preflight: 'error',
   confirmRelease: false,
+  clockGuard: 500,
+  healHolds: true,
 } as const;
+
+/**
+ * The clock guard of a lock of `ttl` ms: the configured one (checked against the ttl: at most a
+ * quarter of it), or by default 500 ms, at most a quarter of the ttl; 0 when off.
+ */
+export function clockGuardFor(clockGuard: number | false | undefined, ttl: number): number {
+  if (clockGuard === false) return 0;
+  if (clockGuard === undefined) return Math.min(DEFAULTS.clockGuard, Math.floor(ttl / 4));
+  if (clockGuard > ttl / 4) {
+    throw new RedlockOptionsError(
+      'clockGuard',
+      `${clockGuard} ms is more than a quarter of ttl ${ttl} ms`,
+      `Use at most ${Math.floor(ttl / 4)} ms (every lock's validity is shortened by it), a longer ttl, or false to turn the guard off.`,
+    );
+  }
+  return clockGuard;
+}
 
 /** Validates engine options and fills defaults. Throws {@link RedlockOptionsError} naming the fix. */
 export function resolveOptions(options: RedlockOptions): ResolvedOptions {
@@ -211,6 +252,11 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
     positive('restartGuard', restartGuard);
     checkTtlWithinGuard('ttl', ttl, restartGuard);
   }
+  const clockGuard = options.clockGuard;
+  if (clockGuard !== undefined && clockGuard !== false) {
+    nonNegative('clockGuard', clockGuard);
+    clockGuardFor(clockGuard, ttl);
+  }
   const keyPrefix = options.keyPrefix ?? DEFAULTS.keyPrefix;
   if (typeof keyPrefix !== 'string') {
     throw new RedlockOptionsError('keyPrefix', `got ${typeof keyPrefix}`, 'Use a string such as "redlock:".');
@@ -230,6 +276,8 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
     maxHold: positiveOrInfinity('maxHold', options.maxHold ?? DEFAULTS.maxHold),
     preflight: preflightMode(options.preflight ?? DEFAULTS.preflight),
     confirmRelease: flag('confirmRelease', options.confirmRelease ?? DEFAULTS.confirmRelease),
+    clockGuard,
+    healHolds: flag('healHolds', options.healHolds ?? DEFAULTS.healHolds),
   };
 }
 
@@ -274,6 +322,7 @@ export function resolveLockOptions(
     watchdog: o.watchdog ?? watchdogDefault,
     maxHold: o.maxHold === undefined ? engine.maxHold : positiveOrInfinity('maxHold', o.maxHold),
     holdAtLeast: resolveHoldAtLeast(engine, o.holdAtLeast),
+    clockGuard: clockGuardFor(engine.clockGuard, ttl),
     signal: o.signal,
     permits: o.permits === undefined ? 1 : resolvePermits(o.permits, o.mode),
   };

@@ -88,6 +88,17 @@ export class Preflight {
   }
 
   /**
+   * A finding of the engine itself about `voter` (e.g. its clock's offset from the other voters'),
+   * added to what its review found: an error at the end of bootstrap under 'error', a warning
+   * under 'warn' or once the bootstrap has passed.
+   */
+  add(voter: object, label: string, problem: string, fix: string): void {
+    const error = new NodeConfigurationError(label, problem, fix);
+    this.found.set(voter, [...(this.found.get(voter) ?? []), error]);
+    if (this.mode === 'warn' || this.bootstrapped) this.logger.warn(error.message);
+  }
+
+  /**
    * At the end of bootstrap: under 'error', what the reviews so far found, as one error (it names
    * every node and fix, in the order of `voters`, the configured order, not the order in which
    * the servers happened to answer), else undefined. Later reviews are logged instead.

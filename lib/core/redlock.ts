@@ -17,6 +17,7 @@ import { LockContext } from './lock-context.js';
 import { Preflight } from './preflight.js';
 import { consoleLogger } from './logger.js';
 import {
+  clockGuardFor,
   normaliseResources,
   resolveLockOptions,
   resolveOptions,
@@ -96,6 +97,8 @@ export class Redlock {
       turnMs,
       queueIdleMs: 10 * QUEUE_RECHECK_MS + turnMs,
       seedWindowMs,
+      // The clock guard reads each voter's clock in its grants.
+      clockReadings: resolved.clockGuard !== false,
     };
     this.preflight = resolved.preflight === 'off' ? undefined : new Preflight(resolved.preflight, logger);
     const context: VoterContext = {
@@ -114,19 +117,28 @@ export class Redlock {
       logger,
       this.events,
       context.writes,
+      {
+        thresholdMs: clockGuardFor(resolved.clockGuard, resolved.ttl),
+        excludeForMs: resolved.restartGuard === false ? resolved.ttl : resolved.restartGuard,
+      },
     );
     const { driftFactor } = resolved;
+    const { clocks } = voters;
     this.options = resolved;
     this.parts = {
       options: resolved,
       voters,
       keys,
       values: new LockValues(),
+      clocks,
       turnMs,
-      // The middle of the window above the caller's clock: voters whose clocks are within half a
-      // window of the caller's all take it.
-      seedProposalUs: () =>
-        Math.floor((performance.timeOrigin + performance.now()) * 1000 + seedWindowMs * 500),
+      // The middle of the window above the voters' time (this process's clock until a voter's
+      // clock is known): voters whose clocks are within half a window of it all take it.
+      seedProposalUs: () => {
+        const now = performance.now();
+        const time = clocks.voterTime(now) ?? performance.timeOrigin + now;
+        return Math.floor(time * 1000 + seedWindowMs * 500);
+      },
       drift: (ttl) => Math.floor(ttl * driftFactor) + 2,
     };
     this.leases = new Leases(voters, resolved, this.parts.drift, this.events);
@@ -158,6 +170,7 @@ export class Redlock {
     this.detachTelemetry ??= attachTelemetry(this.events, this.telemetry);
     await this.detachTelemetry;
     const statuses = await this.parts.voters.connect(this.options.connectTimeout);
+    if (this.options.clockGuard !== false) await this.checkClocks();
     const misconfigured = this.preflight?.bootstrapDone(this.parts.voters.list);
     if (misconfigured) {
       await this.close();
@@ -185,6 +198,29 @@ export class Redlock {
    */
   checkLockOptions(options: LockOptions): void {
     resolveLockOptions(this.options, options, false);
+  }
+
+  /**
+   * The clock guard at bootstrap: reads every voter's clock (its baseline), and reports a voter
+   * whose clock is offset from the others' by more than the guard: harmless to leases, but such an
+   * offset hides steps, and it says that the voter's clock is not synchronised.
+   */
+  private async checkClocks(): Promise<void> {
+    const { voters } = this.parts;
+    await voters.readClocks(this.parts.keys.lock('__clock_probe__'));
+    if (!this.preflight) return;
+    const guard = clockGuardFor(this.options.clockGuard, this.options.ttl);
+    for (const { index, offsetMs } of voters.clocks.disagreements(guard, voters.quorum)) {
+      const voter = voters.list[index]!;
+      this.preflight.add(
+        voter,
+        voter.label,
+        `its clock is ${Math.round(Math.abs(offsetMs))} ms ${offsetMs > 0 ? 'ahead of' : 'behind'} the median ` +
+          `of the other voters' (more than clockGuard, ${guard} ms): an offset hides the clock steps the ` +
+          'clock guard looks for, and keys there do not expire when the others say',
+        'synchronise its clock (NTP or chrony, slewing), or raise clockGuard',
+      );
+    }
   }
 
   /** Each node's reachability from its connection's state (no I/O). */
@@ -381,24 +417,29 @@ export class Redlock {
     if (opts.permits > 1 || this.semaphores.size > 0) this.checkUse(names, opts.permits);
     const joined = this.context.join(names);
     if (joined) return joined;
+    this.parts.clocks.guardLocksOf(opts.clockGuard);
     if (opts.permits > 1) {
       const lockKey = this.parts.keys.lock(names[0]!);
       opts.signal?.throwIfAborted();
+      const slotsStartedAt = performance.now();
       return {
         names,
         sorted: names,
         lockKeys: slotKeys(lockKey, opts.permits),
-        ticket: opts.wait > 0 ? String(Date.now()) : '',
+        ticket: opts.wait > 0 ? this.parts.clocks.ticket(slotsStartedAt) : '',
+        startedAt: slotsStartedAt,
         opts,
         semaphore: { lockKey, permits: opts.permits },
       };
     }
     const sorted = names.length === 1 ? names : [...names].sort();
+    const startedAt = performance.now();
     const request: AcquireRequest = {
       names,
       sorted,
       lockKeys: sorted.map((r) => this.parts.keys.lock(r)),
-      ticket: opts.wait > 0 ? String(Date.now()) : '',
+      ticket: opts.wait > 0 ? this.parts.clocks.ticket(startedAt) : '',
+      startedAt,
       opts,
     };
     // A Redis Cluster voter takes a lock's keys in one script: they must share a slot.

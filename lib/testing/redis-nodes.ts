@@ -29,6 +29,11 @@ export interface RedisNodesOptions {
   extraArgs?: string[];
   /** How long one node may take to start, ms (default 10000). */
   startTimeout?: number;
+  /**
+   * Extra environment variables of node `index`'s process, on every (re)start: e.g. an LD_PRELOAD
+   * library that steps the node's wall clock in a test of clock faults.
+   */
+  env?: (index: number) => Record<string, string>;
 }
 
 /** One running (or stopped) redis-server of a {@link RedisNodes} set. */
@@ -271,7 +276,8 @@ export class RedisNodes {
   }
 
   private launch(index: number): Promise<void> {
-    const proc = spawn('redis-server', this.args(index), { stdio: ['ignore', 'pipe', 'pipe'] });
+    const env = this.options.env ? { ...process.env, ...this.options.env(index) } : undefined;
+    const proc = spawn('redis-server', this.args(index), { stdio: ['ignore', 'pipe', 'pipe'], env });
     this.procs[index] = proc;
     endOnExit(proc);
     const timeout = this.options.startTimeout ?? 10_000;

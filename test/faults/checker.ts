@@ -4,9 +4,10 @@
  * the processes of one machine) and reports what a correct lock must never show.
  *
  * Definitions (all per resource):
- * - hold interval of a grant: [acquire completed, min(release called, validity end)], where the
- *   validity end is the latest one the holder knew (grant, or a later extension seen at abort or
- *   release). Two definite hold intervals that intersect are an overlap (sweep line).
+ * - hold interval of a grant: [acquire completed, min(release called, validity end, signal
+ *   aborted)], where the validity end is the latest one the holder knew (grant, or a later
+ *   extension seen at abort or release); a holder whose signal aborted with a LockLostError was
+ *   told it lost the lock. Two definite hold intervals that intersect are an overlap (sweep line).
  * - an acquire with no outcome in its history (the worker was killed while acquiring) is
  *   indeterminate: it possibly held [request, request + ttl]. Such intervals are reported as
  *   possible overlaps, never counted as violations (the acquire may well have failed). An acquire
@@ -295,7 +296,17 @@ export function check(
 
     // Overlaps: sweep over definite hold intervals sorted by start.
     const holds = grants
-      .map((a) => ({ a, start: a.end!, stop: Math.min(a.releaseCalled ?? Infinity, a.validityEnd!) }))
+      // A lock whose signal aborted (LockLostError: the holder was told it lost the majority, and
+      // its engine then freed its keys) is no longer held from that moment.
+      .map((a) => ({
+        a,
+        start: a.end!,
+        stop: Math.min(
+          a.releaseCalled ?? Infinity,
+          a.validityEnd!,
+          a.abort?.reason === 'LockLostError' ? a.abort.t : Infinity,
+        ),
+      }))
       .filter((h) => h.stop > h.start)
       .sort((x, y) => x.start - y.start);
     let active: (typeof holds)[number] | undefined;

@@ -40,6 +40,18 @@ import {
 } from './scenarios-network.js';
 import { s1PgFenced, s1PgUnfenced } from './scenarios-pg.js';
 import {
+  s20Control,
+  s20GuardOnly,
+  s20HealOnly,
+  s21MajorityStep,
+  s21MajorityStepControl,
+  s22StepBackRestart,
+  s23SkewedClients,
+  s23SkewedClientsControl,
+  s24LongHoldHealed,
+  s24LongHoldNoHeal,
+} from './scenarios-clocks.js';
+import {
   s15Failover,
   s15FailoverNoGuard,
   s5Aof,
@@ -458,6 +470,127 @@ describe(`fault injection against real redis-server nodes (${FULL ? 'full' : 're
     },
     TIMEOUT,
   );
+  // ---- clocks (scenarios-clocks.ts): wall clocks stepped by the clock shim ----
+  test(
+    "S20: Kleppmann's interleaving (a voter's clock +30 s, two voters restarted empty), clock guard only: no overlap",
+    async () => {
+      const r = await run(s20GuardOnly);
+      expectSafe(r);
+      // The stepped voter did not count for B: B got the lock only once A had been told it lost it.
+      if (r.figures.firstBGrantAfterStepMs! >= 0) {
+        expect(r.figures.holderLostAfterStepMs).toBeGreaterThanOrEqual(0);
+        expect(r.figures.firstBGrantAfterStepMs).toBeGreaterThan(r.figures.holderLostAfterStepMs!);
+      }
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S20 with healing only (no clock guard): the holder re-took the restarted voters, no overlap',
+    async () => {
+      const r = await run(s20HealOnly);
+      expectSafe(r);
+      expect(r.figures.healedBeforeStep).toBe(2);
+      expect(r.figures.holderLost).toBe(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S20 control (neither): the second client gets the held lock; the fenced store accepts 0 stale writes',
+    async () => {
+      const r = await run(s20Control);
+      expect(r.report.overlaps).toBeGreaterThan(0);
+      expect(r.figures.firstBGrantAfterStepMs).toBeLessThan(r.figures.holderLostAfterStepMs!);
+      expect(r.report.staleWritesAccepted).toBe(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S24: a watchdog hold through three successive minority restarts keeps its lock with healing',
+    async () => {
+      const r = await run(s24LongHoldHealed);
+      expectSafe(r);
+      expect(r.figures.healed).toBe(3);
+      expect(r.figures.holderLost).toBe(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S24 without healing: the holder loses its lock at the third restart, no overlap',
+    async () => {
+      const r = await run(s24LongHoldNoHeal);
+      expectSafe(r);
+      expect(r.figures.holderLost).toBe(1);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S21: a majority steps forward together: a client that heard those voters before refuses them',
+    async () => {
+      const r = await run(s21MajorityStep);
+      expectSafe(r);
+      if (r.figures.firstBGrantAfterStepMs! >= 0) {
+        expect(r.figures.firstBGrantAfterStepMs).toBeGreaterThan(r.figures.holderLostAfterStepMs!);
+      }
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S21 control: with the guard off the second client is granted the held lock',
+    async () => {
+      const r = await run(s21MajorityStepControl);
+      expect(r.report.overlaps).toBeGreaterThan(0);
+      expect(r.report.staleWritesAccepted).toBe(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S22: voters that step back an hour and restart empty: tokens keep increasing',
+    async () => {
+      const r = await run(s22StepBackRestart);
+      expectSafe(r);
+      expect(r.figures.grants).toBeGreaterThan(20);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    "S23: clients whose clocks are 10 s behind and ahead get fair shares (waiting order in the voters' time)",
+    async () => {
+      const r = await run(s23SkewedClients);
+      expectSafe(r);
+      expect(r.figures.medianGrants).toBeGreaterThanOrEqual(20);
+      expect(r.figures.worstRatioToMedian).toBeLessThanOrEqual(1.5);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    "S23 control: tickets from each client's wall clock let the process behind jump the line",
+    async () => {
+      const r = await run(s23SkewedClientsControl);
+      expectSafe(r); // unfair, not unsafe
+      expect(r.figures.worstRatioToMedian).toBeGreaterThan(1.5);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
   // ---- real deployments (scenarios-deploy.ts): full run only, each takes 15-40 s ----
   const deployTest = FULL || process.env.FAULTS_DEPLOY === '1' ? test : test.skip;
   /** A guard-off control must show what the guard prevents: overlapping holds or tokens going back. */

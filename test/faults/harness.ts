@@ -100,6 +100,11 @@ export interface WorkerConfig {
   skipWriteIfLost?: boolean;
   notify?: boolean;
   rounds?: boolean;
+  /** S23's control: waiting tickets from the worker's own wall clock, as before issue 26. */
+  clientClockTickets?: boolean;
+  /** The engine's clockGuard / healHolds options (omitted: the library defaults). */
+  clockGuard?: number | false;
+  healHolds?: boolean;
 }
 
 export interface WorkerMessage {
@@ -157,11 +162,12 @@ export class WorkerProcess {
     this.exited = new Promise((res) => proc.once('exit', (code, signal) => res({ code, signal })));
   }
 
-  static spawn(): WorkerProcess {
+  /** `env`: extra environment variables (e.g. the clock shim of test/support/clock-shim.ts). */
+  static spawn(env: Record<string, string> = {}): WorkerProcess {
     installExitHook();
     const proc = spawn(process.execPath, [WORKER], {
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      env: { ...process.env, NODE_OPTIONS: '' }, // not Jest's --experimental-vm-modules
+      env: { ...process.env, NODE_OPTIONS: '', ...env }, // not Jest's --experimental-vm-modules
     });
     liveWorkers.add(proc);
     proc.once('exit', () => liveWorkers.delete(proc));
@@ -359,6 +365,8 @@ export interface FaultEnvOptions<N extends LockNodes = RedisNodes> {
 /** Lock nodes, a fenced store, workers and their histories for one scenario run. */
 export class FaultEnv<N extends LockNodes = RedisNodes> {
   readonly workers: WorkerProcess[] = [];
+  /** Worker processes started for this run only (an environment of their own): ended by close. */
+  private readonly dedicated: WorkerProcess[] = [];
   readonly windows: FaultWindow[] = [];
   private readonly histories: string[] = [];
   private readonly admin = new Map<number, Redis>();
@@ -415,11 +423,16 @@ export class FaultEnv<N extends LockNodes = RedisNodes> {
    * Starts a worker (a pooled process, or a new one) over all lock nodes; the caller sends it `go`
    * after {@link ready}.
    */
-  spawn(config: Omit<WorkerConfig, 'id' | 'history' | 'nodes' | 'store'> & { id?: string }): WorkerProcess {
+  spawn(
+    config: Omit<WorkerConfig, 'id' | 'history' | 'nodes' | 'store'> & { id?: string },
+    { env }: { env?: Record<string, string> } = {},
+  ): WorkerProcess {
     const id = config.id ?? `w${this.workerCount}`;
     this.workerCount++;
     const history = join(this.dir, `${id}.jsonl`);
-    const worker = leaseWorker();
+    // A worker with an environment of its own (a stepped wall clock) is a new process, not pooled.
+    const worker = env ? WorkerProcess.spawn(env) : leaseWorker();
+    if (env) this.dedicated.push(worker);
     const nodes = this.redis.workerNodes?.() ?? this.redis.urls;
     worker.start({ ...config, id, history, nodes, store: this.store.url(0) });
     this.workers.push(worker);
@@ -609,7 +622,7 @@ export class FaultEnv<N extends LockNodes = RedisNodes> {
     this.closed = true;
     await Promise.all(
       this.workers.map(async (w) => {
-        if (w.busy || w.isStopped()) await w.kill();
+        if (w.busy || w.isStopped() || this.dedicated.includes(w)) await w.kill();
         w.leased = false;
       }),
     );

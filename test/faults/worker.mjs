@@ -122,12 +122,17 @@ async function runJob(cfg) {
         ttl: cfg.ttl,
         nodeTimeout: cfg.nodeTimeout,
         restartGuard: cfg.restartGuard,
+        ...(cfg.clockGuard === undefined ? {} : { clockGuard: cfg.clockGuard }),
+        ...(cfg.healHolds === undefined ? {} : { healHolds: cfg.healHolds }),
         retryDelay: cfg.retryDelay,
         retryJitter: cfg.retryJitter,
         connectTimeout: 3000,
         logger: silent,
       })
     : undefined;
+  // S23's control only: waiting tickets from this process's wall clock, as before issue 26 (a
+  // switch on the engine's voter clocks, not an option of the library).
+  if (engine && cfg.clientClockTickets) engine.parts.clocks.clientClockTickets = true;
 
   /** Read-modify-write of the counter under `token` (or unfenced when token is undefined). */
   async function readModifyWrite(i, resource, token, lock, holdMs) {

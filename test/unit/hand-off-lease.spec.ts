@@ -1,4 +1,9 @@
-import { countHandOffs, handOffLeaseEnd, type HandOff } from '../../lib/core/queue/hand-off.js';
+import {
+  countHandOffs,
+  handOffClockStepped,
+  handOffLeaseEnd,
+  type HandOff,
+} from '../../lib/core/queue/hand-off.js';
 
 const drift = (ms: number) => Math.floor(ms * 0.01) + 2;
 const handOff = (node: number, clockUs: number, value = 'w:1'): HandOff => ({
@@ -36,5 +41,20 @@ describe('the lease of a lock handed over (pure arithmetic)', () => {
     const handOffs = [handOff(0, 0, 'w:1'), handOff(1, 0, 'w:0'), handOff(2, 0, 'w:1')];
     expect(countHandOffs(handOffs, clocks, 'w:1', 2, 400, drift)?.counted).toHaveLength(2);
     expect(countHandOffs(handOffs, clocks, 'w:1', 3, 400, drift)).toBeUndefined();
+  });
+});
+
+describe('hand-over leases and clock steps', () => {
+  const reading = { sentAt: 1000, clockUs: 5_000_000_000 };
+
+  it("a voter whose clock stepped forward between the waiter's reading and the hand-over is not counted", () => {
+    // 300 ms passed here between the reading and the message; the voter's clock moved 30.3 s.
+    const stepped = { node: 0, value: 'v', token: 7, clockUs: 5_030_300_000, receivedAt: 1300 };
+    const steady = { node: 1, value: 'v', token: 7, clockUs: 5_000_290_000, receivedAt: 1300 };
+    expect(handOffClockStepped(stepped, reading, 100)).toBe(true);
+    expect(handOffClockStepped(steady, reading, 100)).toBe(false);
+    const clocks = [reading, reading];
+    expect(countHandOffs([stepped, steady], clocks, 'v', 2, 400, drift, 100)).toBeUndefined();
+    expect(countHandOffs([stepped, steady], clocks, 'v', 1, 400, drift, 100)?.counted).toEqual([steady]);
   });
 });

@@ -53,7 +53,8 @@ export class HeldLock implements Lock {
   /** Lock keys in sorted resource order, as the scripts receive them. */
   readonly keys: readonly string[];
   private readonly sortedResources: readonly string[];
-  private readonly tokens: readonly number[];
+  /** The fencing tokens in the order of `keys` (what a healed voter's counters are raised to). */
+  readonly tokens: readonly number[];
   /** Built on first read: see {@link fencingTokens}. */
   private tokensByResource: Readonly<Record<string, number>> | undefined;
   /** Lease in ms the watchdog extends to. */

@@ -1,7 +1,8 @@
 import { LockLostError, RedlockOptionsError } from '../errors.js';
 import type { LockEvent, LockEvents } from '../events.js';
-import type { ResolvedOptions } from '../options.js';
+import { clockGuardFor, type ResolvedOptions } from '../options.js';
 import { RELEASE } from '../scripts/index.js';
+import { settleWithin, TIMED_OUT } from '../timeouts.js';
 import type { Voters } from '../quorum/voters.js';
 import { ExtendBatcher } from './extend-batcher.js';
 import { HeldLock, type Grant, type LockOwner } from './held-lock.js';
@@ -46,6 +47,7 @@ export class Leases implements LockOwner {
   async extend(lock: HeldLock, ttl: number | undefined, retryWindowMs?: number): Promise<void> {
     const lease = ttl ?? lock.ttl;
     this.checkLease(lease, ttl);
+    const clockGuard = clockGuardFor(this.options.clockGuard, lease);
     if (!lock.active) {
       throw new LockLostError(
         lock.resources,
@@ -58,14 +60,18 @@ export class Leases implements LockOwner {
     // thousands of locks extended in one tick need more than one command's time-out.
     const { nodeTimeout } = this.options;
     const timeoutMs = retryWindowMs === undefined ? nodeTimeout : Math.max(nodeTimeout, retryWindowMs / 2);
+    // Holds heal: the voters that answer they no longer hold it, also after the round's decision.
+    const healing = this.options.healHolds ? new Healing(this, lock, lease) : undefined;
     const round = await this.voters.round(
       (_, index) => this.batchers[index]!.extend(lock.keys, lock.value, lease),
-      (extended) => (extended ? 'yes' : 'no'),
+      // A voter that the clock guard excludes may have expired the lock early: it does not count.
+      (extended, index) =>
+        extended ? (this.voters.counts(index) ? 'yes' : { declined: 'excluded by the clock guard' }) : 'no',
       // The batchers send in a microtask queued before this one: time the round from there.
-      { armAfter: Promise.resolve(), timeoutMs },
+      { armAfter: Promise.resolve(), timeoutMs, observe: healing?.observe },
     );
     const now = performance.now();
-    const validity = lease - (now - started) - this.drift(lease);
+    const validity = lease - (now - started) - this.drift(lease) - clockGuard;
     if (!lock.active) throw new LockLostError(lock.resources, 'it was released or lost while being extended');
     // Inconclusive (time-outs, not refusals) with enough validity left to try again at the next tick.
     const refused = round.no.length > this.voters.count - this.voters.quorum;
@@ -88,6 +94,50 @@ export class Leases implements LockOwner {
     }
     lock.setValidity(validity, now);
     if (this.events.observed) this.emit('extended', lock);
+    await healing?.confirmed();
+  }
+
+  /**
+   * Holds heal: right after an extension that a majority confirmed (so the lock is surely held,
+   * with fresh validity), re-takes it on the voters that answered that they no longer hold it
+   * (restarted empty, flushed, expired early, or never granted it): with the acquire script, so
+   * a voter under the restart guard abstains and a key held by anyone else stays theirs, and for
+   * the same lease. Then a voter whose fencing counter came out below the lock's token is raised
+   * to it (the token does not change). The voters re-taken here did not count toward this
+   * extension's majority; they count toward the next one, as voters that held the lock before it.
+   * Nothing is sent once the validity has ended. Never throws: a voter that fails is tried again
+   * at the next extension.
+   */
+  async heal(lock: HeldLock, lease: number, index: number): Promise<void> {
+    if (!lock.active || performance.now() >= lock.validUntil) return;
+    const voter = this.voters.list[index]!;
+    try {
+      const sentAt = performance.now();
+      const reply = await settleWithin(
+        voter.acquire(lock.keys, lock.value, lease, ''),
+        this.options.nodeTimeout,
+      );
+      if (reply === TIMED_OUT) return;
+      if (reply.kind === 'abstaining') {
+        this.voters.noteAbstention(index, reply.forMs);
+        return;
+      }
+      if (reply.kind !== 'granted') return;
+      // Under the clock guard the grant carries the voter's clock: a voter whose clock stepped is
+      // excluded (and counts toward no later extension) though it holds the key.
+      if (reply.clockUs !== undefined) this.voters.noteClock(index, sentAt, performance.now(), reply.clockUs);
+      if (!lock.active) {
+        // Released or lost meanwhile: the release went out before this grant; free it.
+        void this.voters.letGo(lock.keys, lock.value, RELEASE, { on: [voter] });
+        return;
+      }
+      if (reply.tokens.some((token, i) => token < lock.tokens[i]!)) {
+        await settleWithin(voter.raiseFence(lock.keys, lock.value, lock.tokens), this.options.nodeTimeout);
+      }
+      if (this.events.observed) this.emit('healed', lock, undefined, voter.label);
+    } catch {
+      // Unreachable now: the next extension tries again.
+    }
   }
 
   /**
@@ -123,13 +173,19 @@ export class Leases implements LockOwner {
     await Promise.all([...this.held].map((lock) => lock.release()));
   }
 
-  private emit(type: 'extended' | 'released' | 'lost', lock: HeldLock, reason?: string): void {
+  private emit(
+    type: 'extended' | 'released' | 'lost' | 'healed',
+    lock: HeldLock,
+    reason?: string,
+    node?: string,
+  ): void {
     const event: LockEvent = {
       type,
       resources: lock.resources,
       fencingToken: lock.fencingToken,
-      ...(type === 'extended' ? {} : { durationMs: performance.now() - lock.grantedAt }),
+      ...(type === 'extended' || type === 'healed' ? {} : { durationMs: performance.now() - lock.grantedAt }),
       ...(reason === undefined ? {} : { reason }),
+      ...(node === undefined ? {} : { node }),
     };
     this.events.emit(event);
   }
@@ -146,5 +202,34 @@ export class Leases implements LockOwner {
     if (guard !== false && lease > guard) {
       throw new RedlockOptionsError('ttl', `${lease} ms exceeds restartGuard ${guard} ms`, 'Extend by less.');
     }
+  }
+}
+
+/**
+ * The voters of one extension that answered they no longer hold the lock: re-taken (Leases.heal)
+ * once the extension succeeded, also those that answer after the round's decision.
+ */
+class Healing {
+  private readonly lost: number[] = [];
+  private done = false;
+  private readonly pending: Array<Promise<void>> = [];
+
+  constructor(
+    private readonly leases: Leases,
+    private readonly lock: HeldLock,
+    private readonly lease: number,
+  ) {}
+
+  readonly observe = (index: number, extended: boolean | undefined): void => {
+    if (extended !== false) return;
+    if (this.done) this.pending.push(this.leases.heal(this.lock, this.lease, index));
+    else this.lost.push(index);
+  };
+
+  /** The extension succeeded: re-take where it was lost; resolves once those known so far are done. */
+  confirmed(): Promise<unknown> {
+    this.done = true;
+    for (const index of this.lost) this.pending.push(this.leases.heal(this.lock, this.lease, index));
+    return Promise.all(this.pending);
   }
 }

@@ -19,6 +19,8 @@ export interface HandOff {
   readonly token: number;
   /** The voter's clock when it handed the lock over, microseconds. */
   readonly clockUs: number;
+  /** When the waiter's engine received the message (performance.now); the hand-over came before. */
+  readonly receivedAt?: number;
 }
 
 /** A voter's clock, read in a reply to a request sent at `sentAt` (performance.now) or later. */
@@ -47,8 +49,22 @@ export interface CountedHandOffs {
 }
 
 /**
- * The hand-overs to `value` that can be counted (the waiter has a clock reading of their voter),
- * or undefined when fewer than `quorum` can.
+ * Whether the voter's clock moved forward by more than `clockGuardMs` beyond the time that passed
+ * between the waiter's reading and the message: the hand-over cannot have happened after the
+ * message arrived, so a voter whose two readings lie further apart than that stepped its clock in
+ * between, and timing its lease from them would overestimate it by the step. (A step smaller than
+ * the guard is covered by the validity, which is shortened by the guard.)
+ */
+export function handOffClockStepped(handOff: HandOff, reading: ClockReading, clockGuardMs: number): boolean {
+  if (handOff.receivedAt === undefined) return false;
+  const voterMs = (handOff.clockUs - reading.clockUs) / 1000;
+  return reading.sentAt + voterMs > handOff.receivedAt + clockGuardMs;
+}
+
+/**
+ * The hand-overs to `value` that can be counted (the waiter has a clock reading of their voter,
+ * and that voter's clock did not step forward by more than `clockGuardMs` since), or undefined
+ * when fewer than `quorum` can.
  */
 export function countHandOffs(
   handOffs: readonly HandOff[],
@@ -57,11 +73,13 @@ export function countHandOffs(
   quorum: number,
   turnMs: number,
   drift: (ms: number) => number,
+  clockGuardMs = 0,
 ): CountedHandOffs | undefined {
   const leases: Array<{ handOff: HandOff; until: number }> = [];
   for (const handOff of handOffs) {
     const reading = clocks[handOff.node];
     if (!reading || handOff.value !== value) continue;
+    if (clockGuardMs > 0 && handOffClockStepped(handOff, reading, clockGuardMs)) continue;
     leases.push({ handOff, until: handOffLeaseEnd(handOff, reading, turnMs, drift) });
   }
   if (leases.length < quorum) return undefined;

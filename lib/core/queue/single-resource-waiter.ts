@@ -1,7 +1,7 @@
 import type { Acquirer, AcquireRequest, AttemptFollower } from '../acquire.js';
 import type { EngineParts } from '../engine-parts.js';
 import type { HeldLock } from '../lease/held-lock.js';
-import type { AcquireVote } from '../scripts/index.js';
+import { RELEASE, type AcquireVote } from '../scripts/index.js';
 import { startTimeout, startTimeoutOrEarlier } from '../timeouts.js';
 import { countHandOffs, type ClockReading, type HandOff } from './hand-off.js';
 
@@ -52,14 +52,26 @@ export class SingleResourceWaiter {
   async takeHandOffs(handOffs: readonly HandOff[]): Promise<HeldLock | undefined> {
     const { parts, request } = this;
     const { quorum } = parts.voters;
-    const usable = countHandOffs(handOffs, this.clocks, this.value, quorum, parts.turnMs, parts.drift);
+    // A turn is a lease of its own: its clock guard is at most a quarter of it (and the engine
+    // then looks for steps above that: VoterClocks.guardLocksOf).
+    const clockGuard = Math.min(request.opts.clockGuard, parts.turnMs / 4);
+    parts.clocks.guardLocksOf(clockGuard);
+    const usable = countHandOffs(
+      handOffs,
+      this.clocks,
+      this.value,
+      quorum,
+      parts.turnMs,
+      parts.drift,
+      clockGuard,
+    );
     if (!usable) return undefined;
     const grants = usable.counted.map((h) => ({ index: h.node, reply: { tokens: [h.token] } }));
     const tokens = await this.acquirer.settleTokens(request, this.value, grants);
     const now = performance.now();
     const { ttl } = request.opts;
     // Never longer than the caller's own lease, which may be shorter than a turn.
-    const validity = Math.min(usable.until - now, ttl - parts.drift(ttl));
+    const validity = Math.min(usable.until - now, ttl - parts.drift(ttl)) - clockGuard;
     if (!tokens || validity <= 0) return undefined;
     const lock = this.acquirer.grant(request, this.value, tokens, validity, now);
     // Early is the safe side here (the lock is extended a little sooner), and a line per grain
@@ -87,6 +99,12 @@ export class SingleResourceWaiter {
   async cleanUp(attempt: FollowedAttempt): Promise<void> {
     await attempt.settled(LATE_ANSWER_WAIT_MS);
     if (!attempt.anyGranted()) return;
+    if (this.request.ticket === '') {
+      // Not queued (no voter's clock was known): no voter can hand this value anything, so the
+      // release needs no new value to tell hand-overs apart.
+      void this.parts.voters.letGo(this.request.lockKeys, this.value, RELEASE);
+      return;
+    }
     const renamedTo = this.parts.values.next(false);
     const how = { op: 'requeue', ticket: this.request.ticket, renamedTo } as const;
     void this.parts.voters.letGo(this.request.lockKeys, this.value, how);

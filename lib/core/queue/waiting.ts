@@ -79,6 +79,11 @@ export async function waitForLock(
       const remaining = deadline - performance.now();
       if (remaining <= 0 || quorumBackTooLate(attempt, remaining))
         throw exhausted(attempt, attempts, request);
+      // The first attempt did not queue when no voter's clock was known: its busy replies told
+      // them, so the ticket is now the voters' time when the acquire started; queue at once.
+      const queueNow =
+        request.ticket === '' && (request.ticket = parts.clocks.ticket(request.startedAt)) !== '';
+      if (queueNow) continue;
       if (!subscription) {
         // The attempt queued us: listen for our turn. A wake-up that arrived before this is kept
         // for us by the channel, unless the channel was not subscribed yet when we were queued:

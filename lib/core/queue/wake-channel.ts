@@ -94,7 +94,7 @@ export class WakeChannel {
     const { value } = decoded;
     const delivery: Delivery =
       decoded.kind === 'handed'
-        ? { node, value, token: decoded.token, clockUs: decoded.clockUs }
+        ? { node, value, token: decoded.token, clockUs: decoded.clockUs, receivedAt: performance.now() }
         : decoded.cause;
     const waiter = this.waiters.get(value);
     if (waiter) return pass(waiter, delivery);

@@ -5,6 +5,7 @@ import { settleWithin, startTimeout, TIMED_OUT } from '../timeouts.js';
 import { quorumOf, quorumRound, type RoundOptions, type RoundOutcome, type Vote } from './quorum-round.js';
 import type { Voter } from '../voter/voter.js';
 import type { WriteWindow } from '../voter/write-batching.js';
+import { VoterClocks } from './voter-clocks.js';
 
 /**
  * Voters that start to abstain within this many ms are logged in one line (every new node at
@@ -35,8 +36,18 @@ export interface NodeStatus {
 export class Voters {
   /** Votes needed: a strict majority of the voters. */
   readonly quorum: number;
-  /** Per voter: epoch ms until which it abstains (0 = it votes). */
+  /** The voters' clocks as this engine read them (waiting tickets, the clock guard). */
+  readonly clocks: VoterClocks;
+  /**
+   * Per voter: until when it abstains, on this engine's monotonic clock (performance.now(); 0 = it
+   * votes). Not the wall clock: a step of this machine's clock must neither end an abstention
+   * early nor stretch it.
+   */
   private readonly abstaining: number[];
+  /** Per voter: until when (performance.now) the clock guard excludes it (see noteClockStep). */
+  private readonly clockExcludedUntil: number[];
+  /** How many exclusions the clock guard made (0: {@link counts} needs no clock). */
+  private clockExclusions = 0;
 
   constructor(
     readonly list: readonly Voter[],
@@ -46,9 +57,19 @@ export class Voters {
     private readonly events: LockEvents,
     /** The engine's write batching window (its voters' too): when a release's writes have left. */
     private readonly writes: WriteWindow,
+    /**
+     * The clock guard: steps above `thresholdMs` (0: off) exclude a voter for `excludeForMs` (the
+     * restart guard, or the longest ttl where that is off).
+     */
+    private readonly clockGuard: { readonly thresholdMs: number; readonly excludeForMs: number } = {
+      thresholdMs: 0,
+      excludeForMs: 0,
+    },
   ) {
     this.quorum = quorumOf(list.length);
+    this.clocks = new VoterClocks(list.length, clockGuard.thresholdMs);
     this.abstaining = list.map(() => 0);
+    this.clockExcludedUntil = list.map(() => 0);
     list.forEach((voter, index) => {
       // The identity guard (voter/ioredis/admission.ts) decides on connecting, before any acquire.
       voter.onAbstention?.((forMs, why) => this.noteAbstention(index, forMs, why || undefined));
@@ -122,7 +143,7 @@ export class Voters {
    * better. When the abstentions leave no quorum, one more line says when a quorum votes again.
    */
   noteAbstention(index: number, remainingMs: number, why?: string): string {
-    const now = Date.now();
+    const now = performance.now();
     const until = now + remainingMs;
     if (this.abstaining[index]! < now) {
       this.unlogged.push({ index, until, why });
@@ -135,6 +156,7 @@ export class Voters {
           node,
           durationMs: remainingMs,
           reason: why,
+          cause: why ? 'identity' : 'restart',
         });
       }
     }
@@ -157,7 +179,7 @@ export class Voters {
     if (batch.length === 0) return;
     this.unlogged = [];
     const label = (i: number) => this.list[i]!.label;
-    const iso = (ms: number) => new Date(ms).toISOString();
+    const iso = wallTime;
     const guard = `restartGuard ${String(this.restartGuard)} ms`;
     const parts: string[] = [];
     // The restart guard's own reason (no marker, or one still running): one clause for all of them.
@@ -198,7 +220,7 @@ export class Voters {
    * again, which logs it (once per episode).
    */
   private watchQuorumReturn(): void {
-    const now = Date.now();
+    const now = performance.now();
     const at = this.quorumVotesAt(now);
     if (at === now) return; // a quorum votes now
     if (this.quorumReturn?.at === at) return;
@@ -208,7 +230,7 @@ export class Voters {
     const cancel = startTimeout(at - now + 1, () => {
       this.quorumReturn = undefined;
       this.logAbstentions();
-      const ready = Date.now();
+      const ready = performance.now();
       if (this.quorumVotesAt(ready) === ready) {
         const voting = this.list.filter((v, i) => v.connected && this.abstaining[i]! <= ready);
         this.logger.log(
@@ -223,7 +245,7 @@ export class Voters {
   }
 
   /**
-   * Epoch ms at which a quorum votes, as far as the abstentions tell: `now` when one does, the
+   * When (performance.now) a quorum votes, as far as the abstentions tell: `now` when one does, the
    * quorum-th soonest end of an abstention otherwise (a voter that abstains counts from the end of
    * its abstention, one that votes from now, one that is down never).
    */
@@ -235,13 +257,83 @@ export class Voters {
   }
 
   /**
+   * The clock guard: voter `index`'s wall clock stepped forward by `stepMs` (more than the clock
+   * guard) since this engine last read it, so it may have expired held locks early: it does not
+   * count toward this engine's quorums for `forMs` (the restart guard, or the longest ttl where
+   * that is off). Logged (which voter, by how much, until when) and emitted as 'node-abstaining'
+   * with cause 'clock'. This engine's evidence only: other engines decide for themselves.
+   */
+  noteClockStep(index: number, stepMs: number, forMs: number): void {
+    const now = performance.now();
+    const wasCounting = this.clockExcludedUntil[index]! <= now;
+    this.clockExcludedUntil[index] = Math.max(this.clockExcludedUntil[index]!, now + forMs);
+    this.abstaining[index] = Math.max(this.abstaining[index]!, now + forMs);
+    if (!wasCounting) return;
+    this.clockExclusions++;
+    const node = this.list[index]!.label;
+    const untilIso = new Date(Date.now() + forMs).toISOString();
+    const reason =
+      `its wall clock stepped forward by ${Math.round(stepMs)} ms since this engine last read it ` +
+      '(more than clockGuard), so it may have expired held locks early';
+    this.logger.warn(
+      `Redis node ${node} does not count toward this engine's lock quorums until ${untilIso}: ${reason}. ` +
+        'Sync its clock (NTP slews small offsets; a step this large is a misconfigured or resumed machine).',
+    );
+    if (this.events.observed) {
+      this.events.emit({
+        type: 'node-abstaining',
+        resources: [],
+        node,
+        durationMs: forMs,
+        reason,
+        cause: 'clock',
+      });
+    }
+  }
+
+  /**
+   * Records voter `index`'s clock as read in a reply (see VoterClocks.note); a forward step above
+   * the clock guard excludes the voter from this engine's quorums (noteClockStep).
+   */
+  noteClock(index: number, sentAt: number, receivedAt: number, clockUs: number): void {
+    const step = this.clocks.note(index, sentAt, receivedAt, clockUs);
+    if (step > 0) this.noteClockStep(index, step, this.clockGuard.excludeForMs);
+  }
+
+  /**
+   * Reads every connected voter's clock once (a read-only script on `probeKey`, bounded by five
+   * node timeouts, at least 500 ms): the baseline the clock guard compares later readings with, and what waiting
+   * tickets are stamped with from the first acquire on.
+   */
+  async readClocks(probeKey: string): Promise<void> {
+    await Promise.all(
+      this.list.map(async (voter, index) => {
+        if (!voter.connected) return;
+        const sentAt = performance.now();
+        // Once, at bootstrap: a voter still busy with its first connection gets some slack.
+        const view = await settleWithin(voter.inspect(probeKey), Math.max(5 * this.nodeTimeout, 500)).catch(
+          () => undefined,
+        );
+        if (view === undefined || view === TIMED_OUT || view.clockUs === undefined) return;
+        this.noteClock(index, sentAt, performance.now(), view.clockUs);
+      }),
+    );
+  }
+
+  /** Whether voter `index` counts toward this engine's quorums (not excluded by the clock guard). */
+  counts(index: number): boolean {
+    // The usual case costs one comparison: no voter was ever excluded.
+    return this.clockExclusions === 0 || this.clockExcludedUntil[index]! <= performance.now();
+  }
+
+  /**
    * When a quorum should vote again after a round that did not reach one, in ms from now: the
    * quorum-th soonest among the voters (0 for those that voted, the rest of its abstention for one
    * that abstained). Undefined when that depends on voters that failed or did not answer: nobody
    * can tell when they come back.
    */
   msUntilQuorumVotes(votes: RoundOutcome<unknown>['votes']): number | undefined {
-    const now = Date.now();
+    const now = performance.now();
     const waits = this.list
       .map((_, i) => {
         const vote = votes[i];
@@ -282,12 +374,16 @@ export class Voters {
 
   /** Current reachability of each voter, from the connections' state (no I/O). */
   status(): NodeStatus[] {
-    const now = Date.now();
+    const now = performance.now();
+    const wallNow = Date.now();
     return this.list.map((voter, i) => ({
       node: voter.label,
       reachable: voter.connected,
       ...(voter.connected ? {} : { error: voter.connectionError }),
-      ...(this.abstaining[i]! > now ? { abstainingUntil: this.abstaining[i]! } : {}),
+      // Reported in epoch ms (a convenience for people and health checks), decided monotonically.
+      ...(this.abstaining[i]! > now
+        ? { abstainingUntil: Math.round(wallNow + this.abstaining[i]! - now) }
+        : {}),
     }));
   }
 
@@ -331,4 +427,9 @@ function shortReason(error: string | undefined, timeoutMs: number): string {
     return `no connection within connectTimeout ${timeoutMs} ms`;
   }
   return error.replace(/ \(.*$/s, '').replace(/: .*$/s, '');
+}
+
+/** A time on this process's monotonic clock (performance.now), shown as wall-clock ISO text for a reader. */
+function wallTime(monotonicMs: number): string {
+  return new Date(Date.now() + monotonicMs - performance.now()).toISOString();
 }

@@ -5,8 +5,11 @@ import { luaSetting } from './settings.js';
 
 /** A node's answer to an acquire, decoded. */
 export type AcquireVote =
-  /** Granted: one fencing token per lock key, in key order. */
-  | { readonly kind: 'granted'; readonly tokens: readonly number[] }
+  /**
+   * Granted: one fencing token per lock key, in key order, and the node's clock in microseconds
+   * when the engine runs the clock guard (settings `clockReadings`).
+   */
+  | { readonly kind: 'granted'; readonly tokens: readonly number[]; readonly clockUs?: number }
   /**
    * Busy: `retryAfterMs` until it may be free (the longest remaining lease or turn; -1 if a key has
    * no expiry), `holder` the value of the first busy key (a holder's value, or a turn), and the
@@ -37,8 +40,9 @@ export type AcquireVote =
  * caller (it holds the caller's value), or its turn, counts as free.
  *
  * Replies (decodeAcquireReply reads them): the token when one resource is granted (an integer:
- * the usual grant builds no table), {1, token1..tokenN} when several are, {0, ms, holder, clock}
- * when busy, {-1, ms} when the node abstains under the restart guard.
+ * the usual grant builds no table), {1, token1..tokenN} when several are, {2, token1..tokenN,
+ * clock} when the engine runs the clock guard (its settings ask for the node's clock with every
+ * grant), {0, ms, holder, clock} when busy, {-1, ms} when the node abstains under the restart guard.
  */
 export const ACQUIRE_SCRIPT = luaScript(
   'acquire',
@@ -78,7 +82,9 @@ if not granted then
     if ARGV[4] ~= '' then redis.call('ZREM', KEYS[2 * n + i], value) end
   end
 end
-local out = n > 1 and {1}
+-- The clock guard (the settings argument ends with 'c') wants the node's clock with every grant.
+local clock = string.byte(ARGV[2], -1) == 99
+local out = (n > 1 or clock) and {1}
 for i = 1, n do
   -- A missing counter: a new resource, its idle expiry, or a node that lost its data.
   local fence = KEYS[n + i]${nextTokenLua({ fence: 'fence', marker: 'KEYS[#KEYS]', proposal: 'tonumber(ARGV[5])', settings: 'ARGV[2]' })}
@@ -92,6 +98,11 @@ for i = 1, n do
   if not out then return token end
   out[i + 1] = token
 end
+if clock then
+  local now = redis.call('TIME')
+  out[1] = 2
+  out[n + 2] = tonumber(now[1]) * 1000000 + tonumber(now[2])
+end
 return out
 `,
 );
@@ -102,6 +113,7 @@ export function decodeAcquireReply(reply: unknown): AcquireVote {
   if (!Array.isArray(reply)) throw new TypeError(`unexpected acquire reply ${String(reply)}`);
   const tag = reply[0] as number;
   if (tag === 1) return new Granted((reply as number[]).slice(1));
+  if (tag === 2) return new Granted((reply as number[]).slice(1, -1), reply[reply.length - 1] as number);
   if (tag === 0) return new Busy(reply[1] as number, String(reply[2]), reply[3] as number);
   return new Abstaining(reply[1] as number);
 }
@@ -112,7 +124,10 @@ export function decodeAcquireReply(reply: unknown): AcquireVote {
 
 class Granted {
   readonly kind = 'granted';
-  constructor(readonly tokens: readonly number[]) {}
+  constructor(
+    readonly tokens: readonly number[],
+    readonly clockUs?: number,
+  ) {}
 }
 
 class Busy {

@@ -26,6 +26,11 @@ export interface ScriptSettings {
    * a counter is never lost and seeded again sooner than that.
    */
   readonly seedWindowMs: number;
+  /**
+   * Whether grants carry the node's clock (the clock guard of the engine is on): the settings
+   * argument then ends with ` c`, which the acquire script reads as its last character.
+   */
+  readonly clockReadings?: boolean;
 }
 
 /** The settings the scripts read, in the order of the settings argument. */
@@ -48,6 +53,7 @@ export function settingsArg(settings: ScriptSettings): string {
     Math.max(0, Math.floor(settings.seedWindowMs)),
     whole(settings.queueIdleMs),
     whole(settings.turnMs),
+    ...(settings.clockReadings ? ['c'] : []),
   ].join(' ');
 }
 

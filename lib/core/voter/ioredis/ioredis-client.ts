@@ -54,7 +54,7 @@ export class IoredisClient implements ScriptClient {
   /** The check on this connection said no (not merely failed to run): nothing to wait for. */
   private refused = false;
   private readonly admissionWaiters = new Set<() => void>();
-  /** Epoch ms until which the node abstains under the identity guard (0: it votes). */
+  /** performance.now() until which the node abstains under the identity guard (0: it votes). */
   private abstainUntil = 0;
   private readonly abstentionListeners: Array<(forMs: number, why: string) => void> = [];
   /** The voter this client serves: preflight reviews its server under that voter (attach). */
@@ -114,7 +114,7 @@ export class IoredisClient implements ScriptClient {
   abstainingForMs(): number {
     if (this.abstainUntil === 0) return 0;
     // The identity guard, decided on connecting: no I/O until it ends.
-    const forMs = this.abstainUntil - Date.now();
+    const forMs = this.abstainUntil - performance.now();
     if (forMs > 0) return forMs;
     this.abstainUntil = 0;
     return 0;
@@ -239,7 +239,8 @@ export class IoredisClient implements ScriptClient {
           this.refusal = result.refusal.message;
           this.refused = true;
         } else {
-          this.abstainUntil = result.abstainMs > 0 ? Date.now() + result.abstainMs : 0;
+          // Monotonic: a step of this machine's wall clock neither ends the guard nor stretches it.
+          this.abstainUntil = result.abstainMs > 0 ? performance.now() + result.abstainMs : 0;
           if (result.abstainMs > 0) {
             for (const listener of this.abstentionListeners) listener(result.abstainMs, result.why ?? '');
           }

@@ -1,0 +1,139 @@
+/** Drift between a voter's clock and this machine's monotonic clock never taken for a step: 1000 ppm. */
+const DRIFT_ALLOWANCE = 0.001;
+
+/**
+ * The voters' time as this engine knows it: per voter, the offset of its wall clock from this
+ * engine's monotonic clock, estimated from the clock readings its replies carry (a busy reply
+ * carries the voter's clock). Nothing here reads the client's own wall clock: a client whose clock
+ * is seconds off still stamps its place in line, and proposes fence seeds, in the voters' time.
+ *
+ * An offset is read as (voter clock) - (midpoint of the request's send and reply times), so it is
+ * off by at most half a round trip; the newest reading of a voter replaces the older one (a voter
+ * whose clock steps is followed at once). The voters' time is the median over the voters read so
+ * far: one voter whose clock stepped, or a minority, does not move it.
+ */
+export class VoterClocks {
+  /** Per voter: its clock (ms) minus performance.now() at the reading; NaN until read. */
+  private readonly offsets: Float64Array;
+  /**
+   * Per voter, the bounds of that offset at its last reading (the voter read its clock somewhere
+   * between the request's sending and the reply's arrival), and when that was: what a later
+   * reading is compared with to see a step.
+   */
+  private readonly low: Float64Array;
+  private readonly high: Float64Array;
+  private readonly readAt: Float64Array;
+  /** The median of the known offsets; NaN when none is known, undefined when it must be recomputed. */
+  private median: number | undefined = Number.NaN;
+  /**
+   * Test control only (fault scenario S23's control run): stamp waiting tickets with this
+   * process's wall clock, as the engine did before tickets followed the voters' time.
+   */
+  clientClockTickets = false;
+
+  constructor(
+    count: number,
+    /**
+     * Steps up to this many ms (plus drift) are not reported by {@link note}; 0: none is. The
+     * smallest clock guard of the locks taken so far (see {@link guardLocksOf}).
+     */
+    private stepThresholdMs = 0,
+  ) {
+    this.offsets = new Float64Array(count).fill(Number.NaN);
+    this.low = new Float64Array(count).fill(Number.NaN);
+    this.high = new Float64Array(count).fill(Number.NaN);
+    this.readAt = new Float64Array(count).fill(Number.NaN);
+  }
+
+  /**
+   * Records voter `index`'s clock, `clockUs` microseconds, read in its reply to a request sent at
+   * `sentAt` and answered at `receivedAt` (both performance.now()). Returns by how many ms the
+   * voter's clock surely stepped since its previous reading (positive: forward), beyond the step
+   * threshold plus a drift of 1000 ppm of the time between the readings (500 ppm each for the voter
+   * and this machine, so that drift over long idle periods is never taken for a step); 0 when it
+   * did not, or when this is the first reading. A reply that waited in this process (a paused or
+   * busy event loop) only widens the bounds: it cannot look like a step.
+   */
+  note(index: number, sentAt: number, receivedAt: number, clockUs: number): number {
+    const clockMs = clockUs / 1000;
+    const low = clockMs - receivedAt;
+    const high = clockMs - sentAt;
+    let step = 0;
+    if (this.stepThresholdMs > 0 && !Number.isNaN(this.readAt[index]!)) {
+      const allowance = this.stepThresholdMs + (sentAt - this.readAt[index]!) * DRIFT_ALLOWANCE;
+      const forward = low - this.high[index]!;
+      const back = this.low[index]! - high;
+      if (forward > allowance) step = forward;
+      else if (back > allowance) step = -back;
+    }
+    this.low[index] = low;
+    this.high[index] = high;
+    this.readAt[index] = receivedAt;
+    this.offsets[index] = clockMs - (sentAt + receivedAt) / 2;
+    this.median = undefined;
+    return step;
+  }
+
+  /**
+   * Voters whose clock is offset from the median of the others' by more than `thresholdMs` (plus
+   * the uncertainty of the readings), when at least `quorum` others were read: a steady offset is
+   * harmless to leases, but it hides steps (reported when the voters connect).
+   */
+  disagreements(thresholdMs: number, quorum: number): Array<{ index: number; offsetMs: number }> {
+    const found: Array<{ index: number; offsetMs: number }> = [];
+    const known = Array.from(this.offsets.keys()).filter((i) => !Number.isNaN(this.offsets[i]!));
+    for (const index of known) {
+      const others = known.filter((i) => i !== index);
+      if (others.length < quorum) continue;
+      const sorted = others.map((i) => this.offsets[i]!).sort((a, b) => a - b);
+      const n = sorted.length;
+      const median = n % 2 === 1 ? sorted[(n - 1) / 2]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2;
+      const width = (i: number) => (this.high[i]! - this.low[i]!) / 2;
+      const slack = width(index) + Math.max(...others.map(width));
+      const offsetMs = this.offsets[index]! - median;
+      if (Math.abs(offsetMs) > thresholdMs + slack) found.push({ index, offsetMs });
+    }
+    return found;
+  }
+
+  /** A lock with clock guard `ms` is taken: steps above it must be seen. */
+  guardLocksOf(ms: number): void {
+    if (ms > 0 && ms < this.stepThresholdMs) this.stepThresholdMs = ms;
+  }
+
+  /** Whether any voter's clock has been read. */
+  get known(): boolean {
+    return !Number.isNaN(this.medianOffset());
+  }
+
+  /**
+   * The voters' time, epoch ms as they keep it, at the monotonic instant `at` (performance.now());
+   * undefined when no voter's clock has been read yet.
+   */
+  voterTime(at: number): number | undefined {
+    const offset = this.medianOffset();
+    return Number.isNaN(offset) ? undefined : at + offset;
+  }
+
+  /**
+   * The waiting ticket of an acquire that started at `startedAt` (performance.now()): the voters'
+   * time then, in ms with microsecond digits, the same string for every voter. '' while no voter's
+   * clock is known: the caller's first attempt then does not queue, and its busy replies tell the
+   * clocks.
+   */
+  ticket(startedAt: number): string {
+    if (this.clientClockTickets) return String(Date.now() - (performance.now() - startedAt));
+    const time = this.voterTime(startedAt);
+    return time === undefined ? '' : time.toFixed(3);
+  }
+
+  private medianOffset(): number {
+    if (this.median !== undefined) return this.median;
+    const known = Array.from(this.offsets).filter((o) => !Number.isNaN(o));
+    known.sort((a, b) => a - b);
+    const n = known.length;
+    this.median =
+      n === 0 ? Number.NaN : n % 2 === 1 ? known[(n - 1) / 2]! : (known[n / 2 - 1]! + known[n / 2]!) / 2;
+    return this.median;
+  }
+}

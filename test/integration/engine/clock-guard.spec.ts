@@ -1,0 +1,151 @@
+/**
+ * The clock guard (issue 26, item 1) against real redis-server voters whose wall clocks the clock
+ * shim steps: Kleppmann's interleaving (a voter that held the lock steps forward, two others had
+ * lost it) and a majority that steps together, refused by a client that heard those voters
+ * before; no false alarm for drift or for a client whose own event loop stalled.
+ */
+import { NodeConfigurationError, type LockEvent, type Redlock } from '../../../lib/index.js';
+import { ClockFiles, nodeClock } from '../../support/clock-shim.js';
+import { MemoryLogger, TestCluster, sleep } from '../../support/cluster.js';
+
+const lockKey = (r: string) => `redlock:{${r}}`;
+
+describe('clock guard: a voter whose clock steps forward does not count', () => {
+  let cluster: TestCluster;
+  let clocks: ClockFiles;
+
+  beforeAll(async () => {
+    clocks = new ClockFiles();
+    cluster = await TestCluster.start(5, { env: (i) => clocks.env(nodeClock(i)) });
+    await Promise.all(
+      cluster.redis.urls.map((_, i) => cluster.redis.client(i).set('redlock:__restart_guard__', '0')),
+    );
+  });
+  afterAll(async () => {
+    await cluster.close();
+    clocks.close();
+  });
+  afterEach(() => {
+    for (let i = 0; i < 5; i++) clocks.set(nodeClock(i), 0);
+  });
+
+  /**
+   * A holds `resource` on voters 0-2 (3 and 4 lost it: restarted empty, guard passed; no healing);
+   * B hears every voter once (the lock is busy), then `stepped` voters jump 30 s ahead, and B tries
+   * again. Returns whether B got the lock, and B's events and log.
+   */
+  async function interleaving(resource: string, stepped: number[], bGuard: boolean) {
+    const a = await cluster.engine({ ttl: 2000, restartGuard: 2000, healHolds: false });
+    const logger = new MemoryLogger();
+    const b = await cluster.engine({
+      ttl: 2000,
+      restartGuard: 2000,
+      logger,
+      ...(bGuard ? {} : { clockGuard: false }),
+    });
+    const events: LockEvent[] = [];
+    const subscription = b.events$.subscribe((e) => events.push(e));
+    const held = await a.acquire(resource);
+    await Promise.all([3, 4].map((i) => cluster.redis.client(i).del(lockKey(resource))));
+    expect(await b.tryAcquire(resource)).toBeNull(); // busy on 0-2: B read their clocks
+    for (const i of stepped) clocks.step(nodeClock(i), 30_000);
+    // Refused: busy (a majority answered, not enough of it counted) or no quorum (too many excluded).
+    const second = await b.tryAcquire(resource).catch((e: unknown) => {
+      if ((e as Error).name === 'QuorumUnavailableError') return null;
+      throw e;
+    });
+    subscription.unsubscribe();
+    const overlap = second !== null && held.signal.aborted === false;
+    await second?.release();
+    await held.release();
+    return { granted: second !== null, overlap, events, logger, b };
+  }
+
+  test("Kleppmann's interleaving: the stepped voter is refused, so the second client does not get the held lock", async () => {
+    const { granted, events, logger } = await interleaving('kleppmann', [2], true);
+    expect(granted).toBe(false);
+    const abstaining = events.filter((e) => e.type === 'node-abstaining');
+    expect(abstaining).toHaveLength(1);
+    expect(abstaining[0]).toMatchObject({
+      cause: 'clock',
+      node: expect.stringContaining(String(cluster.redis.port(2))),
+    });
+    const line = logger.lines.find((l) => l.includes('stepped forward'))!;
+    expect(line).toMatch(
+      new RegExp(`${cluster.redis.port(2)}.* until \\d{4}-\\d\\d-\\d\\dT.*stepped forward by 29\\d{3} ms`),
+    );
+  });
+
+  test('control: with the guard off the second client is granted the lock while the first still holds it', async () => {
+    const { granted, overlap } = await interleaving('kleppmann-control', [2], false);
+    expect(granted).toBe(true);
+    expect(overlap).toBe(true);
+  });
+
+  test('a majority that steps forward together: a client that heard those voters before refuses them', async () => {
+    const { granted, events } = await interleaving('majority', [0, 1, 2], true);
+    expect(granted).toBe(false);
+    expect(events.filter((e) => e.type === 'node-abstaining' && e.cause === 'clock')).toHaveLength(3);
+  });
+
+  test('no false alarm: voters drifting 500 ppm, and a client whose event loop stalled 1.5 s with replies in flight', async () => {
+    const logger = new MemoryLogger();
+    const engine: Redlock = await cluster.engine({ ttl: 400, restartGuard: 400, logger, clockGuard: 20 });
+    const events: LockEvent[] = [];
+    const subscription = engine.events$.subscribe((e) => events.push(e));
+    for (let round = 0; round < 10; round++) {
+      const lock = await engine.acquire('drift');
+      await lock.release();
+      await sleep(300);
+      // 500 ppm: 0.15 ms more per 300 ms on every voter, shown as whole ms every few rounds.
+      if (round % 4 === 3) for (let i = 0; i < 5; i++) clocks.step(nodeClock(i), 1);
+    }
+    const lock = engine.acquire('stall');
+    // The replies arrive while this process is blocked (a stop-the-world pause of the client).
+    process.nextTick(() => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1500));
+    await lock.then(
+      (l) => l.release(),
+      () => undefined,
+    );
+    const after = await engine.acquire('stall');
+    await after.release();
+    subscription.unsubscribe();
+    expect(events.filter((e) => e.type === 'node-abstaining')).toEqual([]);
+    expect(logger.lines.filter((l) => l.includes('stepped'))).toEqual([]);
+  });
+});
+
+describe('clock guard at bootstrap: a voter whose clock is offset from the others', () => {
+  let cluster: TestCluster;
+  let clocks: ClockFiles;
+
+  beforeAll(async () => {
+    clocks = new ClockFiles();
+    cluster = await TestCluster.start(3, { env: (i) => clocks.env(nodeClock(i)) });
+    clocks.set(nodeClock(1), 2000);
+  });
+  afterAll(async () => {
+    await cluster.close();
+    clocks.close();
+  });
+
+  test("is a NodeConfigurationError under preflight: 'error', naming the voter, the offset and the fix", async () => {
+    const error = await cluster.engine({ clockGuard: 500 }).catch((e: unknown) => e as Error);
+    expect(error).toBeInstanceOf(NodeConfigurationError);
+    expect((error as Error).message).toContain(String(cluster.redis.port(1)));
+    expect((error as Error).message).toMatch(
+      /clock is (19|20)\d\d ms ahead of the median of the other voters/,
+    );
+    expect((error as Error).message).toMatch(/synchronise its clock/);
+  });
+
+  test("is a warning under preflight: 'warn', and nothing within the guard", async () => {
+    const logger = new MemoryLogger();
+    const engine = await cluster.engine({ clockGuard: 500, preflight: 'warn', logger });
+    expect(logger.lines.filter((l) => l.includes('ahead of the median'))).toHaveLength(1);
+    await (await engine.acquire('offset')).release();
+    const quiet = new MemoryLogger();
+    await cluster.engine({ clockGuard: 2500, logger: quiet });
+    expect(quiet.lines.filter((l) => l.includes('median'))).toEqual([]);
+  });
+});

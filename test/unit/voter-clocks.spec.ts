@@ -1,0 +1,70 @@
+import { VoterClocks } from '../../lib/core/quorum/voter-clocks.js';
+
+describe("VoterClocks: the voters' time as an engine knows it", () => {
+  it('knows nothing before a reading: no ticket (the first attempt does not queue)', () => {
+    const clocks = new VoterClocks(5);
+    expect(clocks.known).toBe(false);
+    expect(clocks.voterTime(100)).toBeUndefined();
+    expect(clocks.ticket(100)).toBe('');
+  });
+
+  it('reads an offset at the midpoint of the round trip', () => {
+    const clocks = new VoterClocks(3);
+    // Sent at 100, answered at 104 (monotonic ms): the voter read 1_000_000_002 ms.
+    clocks.note(0, 100, 104, 1_000_000_002_000);
+    expect(clocks.voterTime(102)).toBe(1_000_000_002);
+    expect(clocks.voterTime(1102)).toBe(1_000_001_002);
+    expect(clocks.ticket(102)).toBe('1000000002.000');
+  });
+
+  it('takes the median: one voter whose clock stepped (or a minority) does not move it', () => {
+    const clocks = new VoterClocks(5);
+    const at = (ms: number) => ms * 1000;
+    clocks.note(0, 0, 0, at(5_000));
+    clocks.note(1, 0, 0, at(5_001));
+    clocks.note(2, 0, 0, at(5_002));
+    clocks.note(3, 0, 0, at(35_000)); // 30 s ahead
+    clocks.note(4, 0, 0, at(-3_595_000)); // an hour behind
+    expect(clocks.voterTime(0)).toBe(5_001);
+    clocks.note(1, 0, 0, at(65_001)); // a second voter steps: still a minority
+    expect(clocks.voterTime(0)).toBe(5_002);
+  });
+
+  it('the newest reading of a voter replaces the older one', () => {
+    const clocks = new VoterClocks(1);
+    clocks.note(0, 0, 2, 10_000);
+    clocks.note(0, 50, 52, 90_000);
+    expect(clocks.voterTime(51)).toBe(90);
+  });
+});
+
+describe('VoterClocks: steps', () => {
+  it('reports a forward step above the threshold, from the first reading after it', () => {
+    const clocks = new VoterClocks(1, 500);
+    expect(clocks.note(0, 0, 1, 1_000_000_000)).toBe(0); // baseline
+    expect(clocks.note(0, 1000, 1001, 1_001_000_000)).toBe(0); // 1 s later, 1 s more
+    const step = clocks.note(0, 2000, 2001, 1_032_000_000); // 1 s later, 31 s more
+    expect(step).toBeGreaterThan(29_990);
+    expect(step).toBeLessThanOrEqual(30_000);
+    expect(clocks.note(0, 3000, 3001, 1_033_000_000)).toBe(0); // re-baselined
+  });
+
+  it('takes neither 500 ppm of drift over a long idle period nor a reply that waited in a paused process for a step', () => {
+    const clocks = new VoterClocks(1, 100);
+    clocks.note(0, 0, 1, 0);
+    // Three hours later the voter's clock is 500 ppm (5.4 s) ahead of this monotonic clock.
+    const later = 3 * 3600_000;
+    expect(clocks.note(0, later, later + 1, (later + later * 0.0005) * 1000)).toBe(0);
+    // This process was stopped for 5 s while the reply waited in its socket.
+    expect(clocks.note(0, later + 10, later + 5010, (later + 5.4e3 + 12) * 1000)).toBe(0);
+  });
+
+  it('a step back is reported as negative, and nothing is reported with the guard off', () => {
+    const clocks = new VoterClocks(1, 500);
+    clocks.note(0, 0, 1, 3_600_000_000);
+    expect(clocks.note(0, 10, 11, 10_000)).toBeLessThan(-3_599_000);
+    const off = new VoterClocks(1, 0);
+    off.note(0, 0, 1, 0);
+    expect(off.note(0, 10, 11, 60_000_000)).toBe(0);
+  });
+});
