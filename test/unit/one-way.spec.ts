@@ -1,4 +1,9 @@
-import { oneWayScriptCall, UnconfirmedCalls, type OneWayCall } from '../../lib/core/voter/one-way.js';
+import {
+  oneWayScriptCall,
+  OneWayWires,
+  UnconfirmedCalls,
+  type OneWayCall,
+} from '../../lib/core/voter/one-way.js';
 
 const script = { name: 'release', source: 'return 1', sha: 'e0e1f9fabfc9d4800c877a703b823ac0578ff8db' };
 const call = (value: string): OneWayCall => ({ script, keys: ['redlock:{r}'], args: [value] });
@@ -11,6 +16,21 @@ describe('one-way calls (no Redis: the bytes and the bookkeeping)', () => {
         `*5\r\n$7\r\nEVALSHA\r\n$40\r\n${script.sha}\r\n$1\r\n1\r\n` +
         '$23\r\nredlock:{résumé-🔒}\r\n$6\r\nvälue\r\n',
     );
+  });
+
+  test("an engine's encoder encodes a release once for all its voters (same arrays), anew for any other call", () => {
+    const wires = new OneWayWires();
+    const other = { ...script, name: 'abandon', sha: 'f'.repeat(40) };
+    const keys = ['redlock:{r}', 'redlock:{r}:fence', 'redlock:{r}:queue'];
+    const args = ['v1', '60000 1000 100 10000 200'];
+    const first = wires.oneWayWire(script, keys, args);
+    expect(first).toBe(oneWayScriptCall(script.sha, keys, args));
+    expect(wires.oneWayWire(script, keys, args)).toBe(first);
+    expect(wires.oneWayWire(other, keys, args)).toBe(oneWayScriptCall(other.sha, keys, args));
+    const args2 = ['v2', args[1]!];
+    expect(wires.oneWayWire(other, keys, args2)).toBe(oneWayScriptCall(other.sha, keys, args2));
+    const keys2 = ['redlock:{s}', 'redlock:{s}:fence', 'redlock:{s}:queue'];
+    expect(wires.oneWayWire(other, keys2, args2)).toBe(oneWayScriptCall(other.sha, keys2, args2));
   });
 
   test('a reply to a call sent after one-way calls confirms them; later ones stay until their own confirmation', () => {

@@ -1,4 +1,5 @@
 import { FENCE_SUFFIX, queueKeyOf } from '../keys.js';
+import { OneWayWires } from '../voter/one-way.js';
 import type { LetGo } from './release.js';
 import { settingsArg, type ScriptSettings } from './settings.js';
 
@@ -42,6 +43,8 @@ export class ScriptCalls {
   readonly settings: string;
   /** The fence counters' idle expiry, ms, as RAISE_FENCE receives it. */
   readonly fenceIdleMs: string;
+  /** The bytes of the last one-way call, encoded once for every voter of a release (voter/one-way.ts). */
+  readonly oneWay = new OneWayWires();
   private lastKeys: { lockKeys: readonly string[]; keys: readonly string[] } | undefined;
   private lastAcquireKeys:
     { resourceKeys: readonly string[]; marker: string; keys: readonly string[] } | undefined;

@@ -29,10 +29,9 @@ function bulk(text: string): string {
 }
 
 /**
- * `CLIENT REPLY SKIP` and `EVALSHA sha keys args` as the bytes to write. Encoded per voter: a
- * module-wide cache of the last call (one string per release instead of one per voter) saved
- * about 1.7 us per release of five voters (0.3 % of B1's Node + Redis CPU per cycle, 1 % of B2's
- * per lock), not worth state shared by every engine of the process.
+ * `CLIENT REPLY SKIP` and `EVALSHA sha keys args` as the bytes to write. A release asks every
+ * voter with the same keys and arguments (ScriptCalls shares them): the engine encodes them once
+ * for all its voters ({@link OneWayWires}).
  */
 export function oneWayScriptCall(sha: string, keys: readonly string[], args: readonly string[]): string {
   let wire = `${SKIP_NEXT_REPLY}*${3 + keys.length + args.length}\r\n$7\r\nEVALSHA\r\n${bulk(sha)}${bulk(String(keys.length))}`;
@@ -40,6 +39,36 @@ export function oneWayScriptCall(sha: string, keys: readonly string[], args: rea
   for (const arg of args) wire += bulk(arg);
   return wire;
 }
+
+/** What encodes a one-way call's bytes (OneWayCalls.send): {@link oneWayScriptCall}, or a cache of it. */
+export interface OneWayEncoder {
+  oneWayWire(script: LuaScript, keys: readonly string[], args: readonly string[]): string;
+}
+
+/**
+ * One engine's encoder of one-way calls: keeps the bytes of the last call, by the identity of its
+ * script, keys and arguments arrays (ScriptCalls hands every voter of a release the same arrays,
+ * and never changes an array it handed out), so that a release of N voters encodes once, not N
+ * times: with every key declared (the fence counter and queue too) and the settings argument, the
+ * per-voter encoding was a visible share of B2's Node CPU and garbage. Per engine, not module-global.
+ */
+export class OneWayWires implements OneWayEncoder {
+  private last:
+    { script: LuaScript; keys: readonly string[]; args: readonly string[]; wire: string } | undefined;
+
+  oneWayWire(script: LuaScript, keys: readonly string[], args: readonly string[]): string {
+    const last = this.last;
+    if (last && last.script === script && last.keys === keys && last.args === args) return last.wire;
+    const wire = oneWayScriptCall(script.sha, keys, args);
+    this.last = { script, keys, args, wire };
+    return wire;
+  }
+}
+
+/** Encodes each call anew (a caller without an engine's {@link OneWayWires}). */
+const ENCODE_EACH: OneWayEncoder = {
+  oneWayWire: (script, keys, args) => oneWayScriptCall(script.sha, keys, args),
+};
 
 /**
  * Whether the server lets this connection's user skip replies: `CLIENT REPLY ON` (the mode every
@@ -146,14 +175,16 @@ export class OneWayCalls {
   }
 
   /**
-   * Sends `script` one-way, after `beforeWrite` (the voter's write batching). False when the
-   * connection does not allow it now: the caller sends it with a reply instead.
+   * Sends `script` one-way, after `beforeWrite` (the voter's write batching), encoded by `encoder`
+   * (the engine's shared {@link OneWayWires} when given). False when the connection does not allow
+   * it now: the caller sends it with a reply instead.
    */
   send(
     script: LuaScript,
     keys: readonly string[],
     args: readonly string[],
     beforeWrite: () => void,
+    encoder: OneWayEncoder = ENCODE_EACH,
   ): boolean {
     if (!this.enabled || this.unconfirmed.full) return false;
     const { stream } = this.client as unknown as {
@@ -161,7 +192,7 @@ export class OneWayCalls {
     };
     if (!stream?.writable) return false;
     beforeWrite();
-    stream.write(oneWayScriptCall(script.sha, keys, args));
+    stream.write(encoder.oneWayWire(script, keys, args));
     this.unconfirmed.sentNow({ script, keys, args });
     return true;
   }

@@ -1,4 +1,5 @@
 import type { LuaScript } from '../scripts/index.js';
+import type { OneWayEncoder } from './one-way.js';
 
 /**
  * What a Redis client brings to a {@link ScriptVoter} (script-voter.ts): how to run a script, its
@@ -74,9 +75,15 @@ export interface ScriptClient {
   /**
    * Optional, one-way calls (voter/one-way.ts): sends `script` with no reply coming back, in order
    * with the connection's other commands. False when it did not send it (the caller then runs it
-   * with a reply). Only let-go scripts are sent this way.
+   * with a reply). Only let-go scripts are sent this way. `encoder`, when given, encodes the bytes
+   * (the engine's, shared by its voters: a release encodes once, not once per voter).
    */
-  runOneWay?(script: LuaScript, keys: readonly string[], args: readonly string[]): boolean;
+  runOneWay?(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+    encoder?: OneWayEncoder,
+  ): boolean;
   /**
    * Optional, for clients that route by slot (a Redis Cluster): the slot of a key. A watchdog's
    * batch of extensions is then sent as one call per slot (a script cannot reach across slots).

@@ -162,8 +162,9 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
    */
   letGoOneWay(keys: readonly string[], value: string, how: LetGo): boolean {
     if (!this.adapter.runOneWay || !this.adapter.connected) return false;
-    const args = this.calls.letGoArgs(value, how);
-    return this.adapter.runOneWay(letGoScript(how), this.calls.keys(keys), args);
+    const calls = this.calls;
+    const args = calls.letGoArgs(value, how);
+    return this.adapter.runOneWay(letGoScript(how), calls.keys(keys), args, calls.oneWay);
   }
 
   inspect(lockKey: string): Promise<KeyView> {

@@ -3,7 +3,7 @@ import type { RedlockLogger } from '../../logger.js';
 import { runScript, SCRIPTS, type LuaScript } from '../../scripts/index.js';
 import { settleWithin, startTimeout } from '../../timeouts.js';
 import { describeError, faultRetryMs, isFinalFault, nodeErrorLine, nodeFault } from '../describe-error.js';
-import { OneWayCalls } from '../one-way.js';
+import { OneWayCalls, type OneWayEncoder } from '../one-way.js';
 import type { ScriptClient } from '../script-client.js';
 import type { VoterContext } from '../voter.js';
 import { WriteBatcher } from '../write-batching.js';
@@ -144,8 +144,13 @@ export class IoredisClient implements ScriptClient {
   }
 
   /** Writes the call one-way where this connection allows it (one-way.ts). */
-  runOneWay(script: LuaScript, keys: readonly string[], args: readonly string[]): boolean {
-    return this.oneWay.send(script, keys, args, this.coalesce);
+  runOneWay(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly string[],
+    encoder?: OneWayEncoder,
+  ): boolean {
+    return this.oneWay.send(script, keys, args, this.coalesce, encoder);
   }
 
   async ping(): Promise<void> {
