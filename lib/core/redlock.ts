@@ -15,7 +15,6 @@ import {
   resolveLockOptions,
   resolveOptions,
   type LockOptions,
-  type RedlockNode,
   type RedlockOptions,
   type ResolvedOptions,
 } from './options.js';
@@ -25,10 +24,9 @@ import { waitForLock } from './queue/waiting.js';
 import { engineScripts, LockValues, type ScriptSettings } from './scripts/index.js';
 import { attachTelemetry } from './telemetry.js';
 import { Voters, type NodeStatus } from './quorum/voters.js';
-import { RedisVoter } from './voter/ioredis/redis-voter.js';
-import { isClusterNode } from './voter/ioredis-cluster/connection.js';
-import { assertLockFitsVoters, ClusterVoter } from './voter/ioredis-cluster/cluster-voter.js';
-import { isVoterFactory, type Voter, type VoterContext } from './voter/voter.js';
+import { assertLockFitsVoters } from './voter/ioredis-cluster/cluster-voter.js';
+import { createVoter } from './voter/create-voter.js';
+import type { Voter, VoterContext } from './voter/voter.js';
 
 /** Largest window above a voter's clock within which it seeds a new counter with the caller's proposal, ms. */
 const SEED_WINDOW_MS = 200;
@@ -91,7 +89,7 @@ export class Redlock {
       preflight: this.preflight,
     };
     const voters = new Voters(
-      options.nodes.map((node) => createVoter(node, context)),
+      options.nodes.map((node, i) => createVoter(node, context, resolved.client, `nodes[${i}]`)),
       resolved.nodeTimeout,
       resolved.restartGuard,
       logger,
@@ -326,10 +324,4 @@ export class Redlock {
       attempt.retryAfterMs,
     );
   };
-}
-
-/** The voter for one entry of `nodes`. */
-function createVoter(node: RedlockNode, context: VoterContext): Voter {
-  if (isVoterFactory(node)) return node.createVoter(context);
-  return isClusterNode(node) ? ClusterVoter.from(node, context) : RedisVoter.from(node, context);
 }

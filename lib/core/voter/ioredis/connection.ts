@@ -1,4 +1,6 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import type { Redis, RedisOptions } from 'ioredis';
+import { clientKind } from '../../clients/detect.js';
+import { ioredisModule } from '../../clients/load.js';
 import type { LuaScript } from '../../scripts/index.js';
 import type { Corkable } from '../write-batching.js';
 import { settleWithin } from '../../timeouts.js';
@@ -30,15 +32,21 @@ export function redisConnection(
   node: string | RedisOptions | Redis,
   connectTimeout: number,
 ): RedisConnection {
-  if (node instanceof Redis) {
-    const o = node.options;
-    return { client: node, label: `${o.tls ? 'rediss' : 'redis'}://${o.host}:${o.port}`, owned: false };
+  if (typeof node === 'object' && clientKind(node) === 'ioredis') {
+    const o = (node as Redis).options;
+    return {
+      client: node as Redis,
+      label: `${o.tls ? 'rediss' : 'redis'}://${o.host}:${o.port}`,
+      owned: false,
+    };
   }
+  // Loaded only now: an engine whose nodes are all clients passed in never loads ioredis.
+  const { Redis } = ioredisModule<typeof import('ioredis')>();
   const defaults = ownedConnectionOptions(connectTimeout);
   if (typeof node === 'string') {
     return { client: new Redis(node, defaults), label: redactUrl(node), owned: true };
   }
-  const options = { ...defaults, ...node };
+  const options: RedisOptions = { ...defaults, ...(node as RedisOptions) };
   if (options.sentinels?.length) {
     // A Sentinel-managed primary: the address changes with failovers; the name does not.
     const sentinels = options.sentinels.map((s) => `${s.host ?? 'localhost'}:${s.port ?? 26379}`).join(',');
