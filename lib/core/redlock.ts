@@ -27,6 +27,7 @@ import { Voters, type NodeStatus } from './quorum/voters.js';
 import { assertLockFitsVoters } from './voter/ioredis-cluster/cluster-voter.js';
 import { createVoter } from './voter/create-voter.js';
 import type { Voter, VoterContext } from './voter/voter.js';
+import { WriteWindow } from './voter/write-batching.js';
 
 /** Largest window above a voter's clock within which it seeds a new counter with the caller's proposal, ms. */
 const SEED_WINDOW_MS = 200;
@@ -87,6 +88,7 @@ export class Redlock {
       logger,
       connectTimeout: resolved.connectTimeout,
       preflight: this.preflight,
+      writes: new WriteWindow(),
     };
     const voters = new Voters(
       options.nodes.map((node, i) => createVoter(node, context, resolved.client, `nodes[${i}]`)),
@@ -94,6 +96,7 @@ export class Redlock {
       resolved.restartGuard,
       logger,
       this.events,
+      context.writes,
     );
     const { driftFactor } = resolved;
     this.options = resolved;

@@ -86,9 +86,42 @@ export function netnsSupport(): { ok: boolean; reason?: string } {
   return (support = { ok: true });
 }
 
-/** Whether `nft` (Debian `nftables`) is installed, for the asymmetric fault. */
+let nftSupportResult: { ok: boolean; reason?: string } | undefined;
+
+/**
+ * Whether the asymmetric fault (S19) can run: namespaces work ({@link netnsSupport}), `nft` (Debian
+ * `nftables`) is installed, and the kernel takes an nftables table inside a namespace (probed in a
+ * namespace of our own; a container may lack nf_tables). Cached; `reason` says what is missing.
+ */
+export function nftSupport(): { ok: boolean; reason?: string } {
+  if (nftSupportResult) return nftSupportResult;
+  const net = netnsSupport();
+  if (!net.ok) return (nftSupportResult = net);
+  if (spawnSync('nft', ['--version']).status !== 0) {
+    return (nftSupportResult = {
+      ok: false,
+      reason: 'nft is not installed: `apt-get install -y nftables` (npm test installs it when run as root)',
+    });
+  }
+  const probe = `nql-${process.pid}-0-8`;
+  try {
+    run('ip', ['netns', 'add', probe]);
+    run('ip', ['netns', 'exec', probe, 'nft', 'add', 'table', 'inet', 'nql_probe']);
+    nftSupportResult = { ok: true };
+  } catch (err) {
+    nftSupportResult = {
+      ok: false,
+      reason: `nftables does not work in a namespace here: ${(err as Error).message}`,
+    };
+  } finally {
+    tryRun('ip', ['netns', 'del', probe]);
+  }
+  return nftSupportResult;
+}
+
+/** Whether S19's nftables rule can be used here (see {@link nftSupport} for why not). */
 export function nftAvailable(): boolean {
-  return spawnSync('nft', ['--version']).status === 0;
+  return nftSupport().ok;
 }
 
 // ---- cleanup on every way out -------------------------------------------------------------------

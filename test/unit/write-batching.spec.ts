@@ -1,9 +1,4 @@
-import {
-  corkUntilTickEnd,
-  WriteBatcher,
-  writesHandedOver,
-  type Corkable,
-} from '../../lib/core/voter/write-batching.js';
+import { WriteBatcher, WriteWindow, type Corkable } from '../../lib/core/voter/write-batching.js';
 
 /** A socket stand-in that records when it was corked and uncorked (no I/O involved). */
 class RecordingSocket implements Corkable {
@@ -24,8 +19,9 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('WriteBatcher: one socket write per tick for batches, none held back for a lone command', () => {
   test('a lone command per tick is never corked', async () => {
+    const window = new WriteWindow();
     const socket = new RecordingSocket();
-    const batcher = new WriteBatcher();
+    const batcher = new WriteBatcher(window);
     for (let tick = 0; tick < 5; tick++) {
       batcher.beforeWrite(socket);
       await nextTurn();
@@ -34,8 +30,9 @@ describe('WriteBatcher: one socket write per tick for batches, none held back fo
   });
 
   test('from the second command of a tick the socket is corked, once, and uncorked before the next turn', async () => {
+    const window = new WriteWindow();
     const socket = new RecordingSocket();
-    const batcher = new WriteBatcher();
+    const batcher = new WriteBatcher(window);
     batcher.beforeWrite(socket);
     expect(socket.corked).toBe(0); // the first one goes out at once
     batcher.beforeWrite(socket);
@@ -47,8 +44,9 @@ describe('WriteBatcher: one socket write per tick for batches, none held back fo
   });
 
   test('after a tick with several commands, the first command of the next one is corked too; after a lone one, not', async () => {
+    const window = new WriteWindow();
     const socket = new RecordingSocket();
-    const batcher = new WriteBatcher();
+    const batcher = new WriteBatcher(window);
     batcher.beforeWrite(socket);
     batcher.beforeWrite(socket); // a batch
     await nextTurn();
@@ -67,8 +65,9 @@ describe('WriteBatcher: one socket write per tick for batches, none held back fo
   });
 
   test('sockets corked in the same tick are all uncorked at its end, each by its own batcher', async () => {
+    const window = new WriteWindow();
     const sockets = [new RecordingSocket(), new RecordingSocket(), new RecordingSocket()];
-    const batchers = sockets.map(() => new WriteBatcher());
+    const batchers = sockets.map(() => new WriteBatcher(window));
     for (let i = 0; i < 3; i++) {
       batchers[i]!.beforeWrite(sockets[i]!);
       if (i > 0) batchers[i]!.beforeWrite(sockets[i]!); // sockets 1 and 2 get two commands
@@ -78,22 +77,24 @@ describe('WriteBatcher: one socket write per tick for batches, none held back fo
     expect(sockets.map((s) => s.log)).toEqual([[], ['cork', 'uncork'], ['cork', 'uncork']]);
   });
 
-  test('corkUntilTickEnd (a Cluster corking every master): each cork is undone once at the end of the tick', async () => {
+  test('corkUntilClose (a Cluster corking every master): each cork is undone once at the end of the tick', async () => {
+    const window = new WriteWindow();
     const socket = new RecordingSocket();
-    corkUntilTickEnd(socket);
-    corkUntilTickEnd(socket);
+    window.corkUntilClose(socket);
+    window.corkUntilClose(socket);
     expect(socket.corked).toBe(2);
     await nextTurn();
     expect(socket.corked).toBe(0);
     expect(socket.log).toEqual(['cork', 'cork', 'uncork', 'uncork']);
   });
 
-  test('writesHandedOver: at once when nothing is corked; after the uncork when a socket waits for the end of the tick', async () => {
+  test('handedOver: at once when nothing is corked; after the uncork when a socket waits for the end of the tick', async () => {
+    const window = new WriteWindow();
     const socket = new RecordingSocket();
-    const batcher = new WriteBatcher();
+    const batcher = new WriteBatcher(window);
     batcher.beforeWrite(socket); // out at once
     let handedOver = false;
-    void writesHandedOver().then(() => (handedOver = true));
+    void window.handedOver().then(() => (handedOver = true));
     await Promise.resolve();
     expect(handedOver).toBe(true);
     await nextTurn();
@@ -101,11 +102,28 @@ describe('WriteBatcher: one socket write per tick for batches, none held back fo
     batcher.beforeWrite(socket);
     batcher.beforeWrite(socket); // corked until the end of the tick
     const seen: string[] = [];
-    void writesHandedOver().then(() => seen.push(`handed over after ${socket.log.join(', ')}`));
+    void window.handedOver().then(() => seen.push(`handed over after ${socket.log.join(', ')}`));
     await Promise.resolve();
     await Promise.resolve();
     expect(seen).toEqual([]); // microtasks of this tick run before the window closes
     await nextTurn();
     expect(seen).toEqual(['handed over after cork, uncork']);
+  });
+
+  test('each engine has its own window: writes corked by one engine do not hold back the hand-over of another', async () => {
+    const [mine, theirs] = [new WriteWindow(), new WriteWindow()];
+    const [myBatcher, theirBatcher] = [new WriteBatcher(mine), new WriteBatcher(theirs)];
+    const [mySocket, theirSocket] = [new RecordingSocket(), new RecordingSocket()];
+    theirBatcher.beforeWrite(theirSocket);
+    theirBatcher.beforeWrite(theirSocket); // corked in their window
+    myBatcher.beforeWrite(mySocket); // a lone command: out at once
+    let handedOver = false;
+    void mine.handedOver().then(() => (handedOver = true));
+    await Promise.resolve();
+    expect(handedOver).toBe(true); // not at the end of their tick
+    expect(theirSocket.corked).toBe(1);
+    expect(mySocket.log).toEqual([]);
+    await nextTurn();
+    expect(theirSocket.log).toEqual(['cork', 'uncork']);
   });
 });

@@ -4,7 +4,7 @@ import type { RedlockLogger } from '../logger.js';
 import { settleWithin, TIMED_OUT } from '../timeouts.js';
 import { quorumOf, quorumRound, type RoundOptions, type RoundOutcome, type Vote } from './quorum-round.js';
 import type { Voter } from '../voter/voter.js';
-import { writesHandedOver } from '../voter/write-batching.js';
+import type { WriteWindow } from '../voter/write-batching.js';
 
 /** Every answer, or failure, of a voter letting go counts as done (see Voters.letGo). */
 const countsAsDone = (): 'yes' => 'yes';
@@ -38,6 +38,8 @@ export class Voters {
     private readonly restartGuard: number | false,
     private readonly logger: RedlockLogger,
     private readonly events: LockEvents,
+    /** The engine's write batching window (its voters' too): when a release's writes have left. */
+    private readonly writes: WriteWindow,
   ) {
     this.quorum = quorumOf(list.length);
     this.abstaining = list.map(() => 0);
@@ -96,12 +98,12 @@ export class Voters {
     for (const voter of voters) {
       if (confirmed || !voter.letGoOneWay?.(keys, value, how)) (replying ??= []).push(voter);
     }
-    if (!replying) return writesHandedOver();
+    if (!replying) return this.writes.handedOver();
     const needed = Math.min(this.quorum, voters.length) - (voters.length - replying.length);
     const send = (voter: Voter) => voter.letGo(keys, value, how).catch(ignore);
     if (needed <= 0) {
       for (const voter of replying) void send(voter);
-      return writesHandedOver();
+      return this.writes.handedOver();
     }
     return quorumRound(replying, needed, this.nodeTimeout, send, countsAsDone);
   }

@@ -28,19 +28,16 @@ function bulk(text: string): string {
   return `$${Buffer.byteLength(text)}\r\n${text}\r\n`;
 }
 
-/** The last call encoded: a release asks every voter with the same one, in a row. */
-let last: { sha: string; keys: readonly string[]; args: readonly string[]; wire: string } | undefined;
-
 /**
- * `CLIENT REPLY SKIP` and `EVALSHA sha keys args` as the bytes to write, shared by the voters
- * asked in a row with the same arrays (one string per release, not one per voter).
+ * `CLIENT REPLY SKIP` and `EVALSHA sha keys args` as the bytes to write. Encoded per voter: a
+ * module-wide cache of the last call (one string per release instead of one per voter) saved
+ * about 1.7 us per release of five voters (0.3 % of B1's Node + Redis CPU per cycle, 1 % of B2's
+ * per lock), not worth state shared by every engine of the process.
  */
 export function oneWayScriptCall(sha: string, keys: readonly string[], args: readonly string[]): string {
-  if (last && last.sha === sha && last.keys === keys && last.args === args) return last.wire;
   let wire = `${SKIP_NEXT_REPLY}*${3 + keys.length + args.length}\r\n$7\r\nEVALSHA\r\n${bulk(sha)}${bulk(String(keys.length))}`;
   for (const key of keys) wire += bulk(key);
   for (const arg of args) wire += bulk(arg);
-  last = { sha, keys, args, wire };
   return wire;
 }
 

@@ -8,6 +8,7 @@ import type {
   LetGo,
   ScriptSettings,
 } from '../scripts/index.js';
+import type { WriteWindow } from './write-batching.js';
 
 /**
  * One voter of the quorum, as the algorithm sees it: something that runs the lock operations on
@@ -83,6 +84,11 @@ export interface VoterContext {
   readonly connectTimeout: number;
   /** Reviews what a voter's server says of itself on each connection; undefined when preflight is off. */
   readonly preflight?: Preflight | undefined;
+  /**
+   * The engine's write batching window (write-batching.ts), for voters that cork their sockets
+   * until the end of a tick; the engine waits on it for a release's writes to leave.
+   */
+  readonly writes: WriteWindow;
 }
 
 /**

@@ -4,9 +4,18 @@
  * on access; no timers, so nothing keeps a process alive).
  */
 
+/**
+ * The voter's clock: epoch milliseconds (fractions allowed), what Redis' TIME and key expiry
+ * follow. The default is the process's clock; a test may pass its own to step time by hand (the
+ * voter conformance table does: test/conformance/).
+ */
+export type MemoryClock = () => number;
+
+const processClock: MemoryClock = () => performance.timeOrigin + performance.now();
+
 interface Leased {
   value: string;
-  /** performance.now() at which it expires; Infinity without expiry. */
+  /** Clock reading (ms) at which it expires; Infinity without expiry. */
   expiresAt: number;
 }
 
@@ -24,18 +33,18 @@ export class MemoryState {
   private readonly channels = new Map<string, Set<(message: string) => void>>();
   private lastClockUs = 0;
 
+  /** @param now The voter's clock (default: the process's); see {@link MemoryClock}. */
+  constructor(private readonly now: MemoryClock = processClock) {}
+
   /** The voter's clock in microseconds, strictly increasing (what Redis TIME gives the scripts). */
   clockUs(): number {
-    this.lastClockUs = Math.max(
-      this.lastClockUs + 1,
-      Math.floor((performance.timeOrigin + performance.now()) * 1000),
-    );
+    this.lastClockUs = Math.max(this.lastClockUs + 1, Math.floor(this.now() * 1000));
     return this.lastClockUs;
   }
 
   get(key: string): string | undefined {
     const entry = this.strings.get(key);
-    if (entry && entry.expiresAt <= performance.now()) {
+    if (entry && entry.expiresAt <= this.now()) {
       this.strings.delete(key);
       return undefined;
     }
@@ -45,7 +54,7 @@ export class MemoryState {
   /** SET key value PX ttl (NX: only when missing). Returns whether it was set. */
   set(key: string, value: string, ttlMs: number, onlyIfMissing = false): boolean {
     if (onlyIfMissing && this.get(key) !== undefined) return false;
-    this.strings.set(key, { value, expiresAt: performance.now() + ttlMs });
+    this.strings.set(key, { value, expiresAt: this.now() + ttlMs });
     return true;
   }
 
@@ -53,12 +62,12 @@ export class MemoryState {
   pttl(key: string): number {
     if (this.get(key) === undefined) return -2;
     const { expiresAt } = this.strings.get(key)!;
-    return expiresAt === Infinity ? -1 : Math.max(0, Math.ceil(expiresAt - performance.now()));
+    return expiresAt === Infinity ? -1 : Math.max(0, Math.ceil(expiresAt - this.now()));
   }
 
   pexpire(key: string, ttlMs: number): void {
     const entry = this.strings.get(key);
-    if (entry && this.get(key) !== undefined) entry.expiresAt = performance.now() + ttlMs;
+    if (entry && this.get(key) !== undefined) entry.expiresAt = this.now() + ttlMs;
   }
 
   del(key: string): void {

@@ -23,6 +23,8 @@ export class MemoryVoter implements Voter {
   readonly connectionError = undefined;
   private readonly unsubscribes: Array<() => void> = [];
   private readonly turnMs: number;
+  /** How far above its clock a first token may be seeded with the caller's proposal, µs (fence.ts). */
+  private readonly seedWindowUs: number;
 
   constructor(
     readonly label: string,
@@ -31,6 +33,7 @@ export class MemoryVoter implements Voter {
     context: VoterContext,
   ) {
     this.turnMs = context.settings.turnMs;
+    this.seedWindowUs = Math.max(0, Math.floor(context.settings.seedWindowMs)) * 1000;
   }
 
   /** A factory for `nodes`: one voter per engine, all sharing `state` (one "server"). */
@@ -45,7 +48,13 @@ export class MemoryVoter implements Voter {
     return Promise.resolve(true);
   }
 
-  async acquire(keys: readonly string[], value: string, ttlMs: number, ticket: string): Promise<AcquireVote> {
+  async acquire(
+    keys: readonly string[],
+    value: string,
+    ttlMs: number,
+    ticket: string,
+    seedUs?: number,
+  ): Promise<AcquireVote> {
     const s = this.state;
     const granted = keys.length === 1 && s.set(keys[0]!, value, ttlMs, true);
     if (!granted) {
@@ -69,7 +78,22 @@ export class MemoryVoter implements Voter {
         if (ticket !== '') s.zrem(key + QUEUE_SUFFIX, value);
       }
     }
-    return { kind: 'granted', tokens: keys.map((key) => s.nextToken(key + FENCE_SUFFIX)) };
+    return { kind: 'granted', tokens: keys.map((key) => this.grantToken(key + FENCE_SUFFIX, seedUs)) };
+  }
+
+  /**
+   * The token of a grant (scripts/fence.ts, nextTokenLua): a missing counter is seeded from the
+   * clock, or from the caller's proposal when that lies above the clock, at most the seed window
+   * above it, so that voters whose clocks agree seed the same token.
+   */
+  private grantToken(fence: string, seedUs: number | undefined): number {
+    const s = this.state;
+    if (seedUs === undefined || s.counter(fence) !== undefined) return s.nextToken(fence);
+    const clock = s.clockUs();
+    const proposal = Math.round(seedUs);
+    const token = proposal > clock ? Math.min(proposal, clock + this.seedWindowUs) : clock;
+    s.setCounter(fence, token);
+    return token;
   }
 
   async raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean> {

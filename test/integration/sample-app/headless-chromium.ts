@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 
-/** Debian's Chromium (`apt-get install chromium`); .ci/run installs it. */
+/** Debian's Chromium (`apt-get install chromium`); `npm test`'s pre-step installs it where it can. */
 export const CHROMIUM = process.env.CHROMIUM_BIN ?? '/usr/bin/chromium';
 
 /**
@@ -23,6 +23,27 @@ const FLAGS = [
   '--disable-sync',
   '--remote-debugging-port=0',
 ];
+
+let availability: { ok: boolean; reason?: string } | undefined;
+
+function probeChromium(): { ok: boolean; reason?: string } {
+  const fix =
+    'install it with `sudo apt-get install -y chromium` (Debian), or set CHROMIUM_BIN to a Chromium';
+  if (!existsSync(CHROMIUM)) return { ok: false, reason: `${CHROMIUM} not found: ${fix}` };
+  const head = readFileSync(CHROMIUM).subarray(0, 4096).toString('latin1');
+  if (head.startsWith('#!') && /\bsnap\b/.test(head)) {
+    return { ok: false, reason: `${CHROMIUM} is a snap stub, which does not run here: ${fix}` };
+  }
+  const r = spawnSync(CHROMIUM, ['--version'], { encoding: 'utf8', timeout: 15_000 });
+  if (r.status !== 0 || !/chrom/i.test(r.stdout ?? '')) {
+    const said = `${r.stdout ?? ''}${r.stderr ?? ''}`.trim().split('\n').slice(-3).join(' / ');
+    return {
+      ok: false,
+      reason: `\`${CHROMIUM} --version\` failed (${r.status ?? r.error?.message}): ${said || 'no output'}`,
+    };
+  }
+  return { ok: true };
+}
 
 /** A page, driven over the Chrome DevTools protocol (a flat session of the browser socket). */
 export interface BrowserPage {
@@ -70,8 +91,13 @@ export class HeadlessChromium {
     });
   }
 
-  static available(): boolean {
-    return existsSync(CHROMIUM);
+  /**
+   * Whether {@link CHROMIUM} can run here, and if not, why (for the skip message): missing, a snap
+   * stub (Ubuntu's `chromium-browser` package, which does not run in containers), or failing to
+   * start (`--version`). Cached: it runs Chromium once.
+   */
+  static availability(): { ok: boolean; reason?: string } {
+    return (availability ??= probeChromium());
   }
 
   /** Starts Chromium and connects to its DevTools socket (bounded by `timeoutMs`). */

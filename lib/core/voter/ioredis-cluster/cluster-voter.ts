@@ -29,7 +29,7 @@ import { clusterConnection, type ClusterConnection, type ClusterVoterNode } from
 import { assertClusterPrefix, assertOneSlot, keySlot, slotMarkerKey } from './slots.js';
 import { describeError, quitConnection } from '../ioredis/connection.js';
 import type { Voter, VoterContext } from '../voter.js';
-import { corkUntilTickEnd, currentWindow, type Corkable } from '../write-batching.js';
+import type { Corkable, WriteWindow } from '../write-batching.js';
 
 /**
  * A Redis Cluster as ONE voter of the quorum: the cluster holds one copy of the lock state,
@@ -70,7 +70,8 @@ export class ClusterVoter implements Voter {
   private lastError: string | undefined;
   private up = false;
   private seeded = false;
-  /** The batching window in which the masters' sockets were last corked (write-batching.ts). */
+  /** The engine's batching window, and the one in which the masters' sockets were last corked. */
+  private readonly writes: WriteWindow;
   private corkedWindow = 0;
   /** This voter's acquires in flight, by lock value (see letGo). */
   private readonly acquiring = new Map<string, Promise<unknown>>();
@@ -99,6 +100,7 @@ export class ClusterVoter implements Voter {
     this.guardMs = context.settings.guardMs;
     this.fenceIdleMs = context.settings.fenceIdleMs;
     this.logger = context.logger;
+    this.writes = context.writes;
     this.connectTimeout = Math.max(context.connectTimeout, 500);
     this.client.on('error', this.onError);
     this.client.on('node error', this.onNodeError);
@@ -256,12 +258,13 @@ export class ClusterVoter implements Voter {
    * enableAutoPipelining batches too, but waits for setImmediate.
    */
   private coalesceWrites(): void {
-    const current = currentWindow();
+    const current = this.writes.current();
     if (this.corkedWindow === current) return;
     this.corkedWindow = current;
     for (const node of this.client.nodes('master')) {
       const stream = (node as unknown as { stream?: Partial<Corkable> }).stream;
-      if (node.status === 'ready' && stream?.cork && stream.uncork) corkUntilTickEnd(stream as Corkable);
+      if (node.status === 'ready' && stream?.cork && stream.uncork)
+        this.writes.corkUntilClose(stream as Corkable);
     }
   }
 

@@ -42,7 +42,7 @@ export class RedisVoter implements Voter {
   /** The connection that receives wake messages (a subscribed connection can run nothing else). */
   subscriber: Redis | undefined;
   private lastError: string | undefined;
-  private readonly writes = new WriteBatcher();
+  private readonly writes: WriteBatcher;
   private up = false;
   private readonly healthListeners: Array<(up: boolean, reason?: string) => void> = [];
   private readonly owned: boolean;
@@ -81,6 +81,7 @@ export class RedisVoter implements Voter {
 
   constructor(connection: RedisConnection, context: VoterContext) {
     this.client = connection.client;
+    this.writes = new WriteBatcher(context.writes);
     this.oneWay = new OneWayCalls(this.client);
     this.label = connection.label;
     this.owned = connection.owned;

@@ -1,0 +1,419 @@
+import { RELEASE, type AcquireVote, type WakeMessage } from '../../lib/core/scripts/index.js';
+import type { Voter } from '../../lib/core/voter/voter.js';
+import { until, type Behaviour, type Engine, type Scene } from './harness.js';
+
+/*
+ * The rows of the voter conformance table: one behaviour each, a small scenario on one voter (and
+ * other clients of its server where a behaviour needs them), through the Voter interface only.
+ * Every row runs on every voter (drivers.ts) and fails against its mutation (mutations.ts).
+ * Durations are stated once; `scene.slack` widens them under real time.
+ */
+
+/** A lease long enough not to run out during a row, unless the row waits for it. */
+const LONG = 5_000;
+/** A lease a row lets run out. */
+const SHORT = 300;
+
+/** The tokens of a granted vote (fails on any other vote). */
+function tokensOf(vote: AcquireVote): readonly number[] {
+  if (vote.kind !== 'granted') throw new Error(`expected a grant, got ${JSON.stringify(vote)}`);
+  for (const token of vote.tokens) expect(Number.isSafeInteger(token) && token > 0).toBe(true);
+  return vote.tokens;
+}
+
+/** The one token of a granted vote for one resource. */
+async function grant(
+  voter: Voter,
+  key: string,
+  value: string,
+  ttlMs = LONG,
+  seedUs?: number,
+): Promise<number> {
+  const tokens = tokensOf(await voter.acquire([key], value, ttlMs, '', seedUs));
+  expect(tokens).toHaveLength(1);
+  return tokens[0]!;
+}
+
+/** Expects `x` within [lo, hi]. */
+function within(x: number | null, lo: number, hi: number, what: string): void {
+  if (x === null || x < lo || x > hi) throw new Error(`${what}: ${x} not within [${lo}, ${hi}]`);
+}
+
+/**
+ * Grants a fresh key with a proposed seed 3/4 of the seed window above the voter's clock, and
+ * expects the proposal as the token. A voter whose clock overtook the proposal before the grant
+ * (a stalled machine) rightly gives its clock instead (>= the proposal): tried again on a new key,
+ * at most 3 times. A token below the proposal fails at once.
+ */
+async function seededGrant(
+  { voter, key, serverTimeUs, settings }: Scene,
+  name: string,
+  value: () => string,
+): Promise<{ key: string; token: number }> {
+  for (let attempt = 0; ; attempt++) {
+    const k = key(`${name}-${attempt}`);
+    await voter.inspect(k); // a round trip first: the voter is warm (and inspect writes nothing)
+    const proposal = (await serverTimeUs()) + (settings.seedWindowMs * 1000 * 3) / 4;
+    const token = await grant(voter, k, value(), LONG, proposal);
+    if (token === proposal || token < proposal || attempt === 2) {
+      expect(token).toBe(proposal);
+      return { key: k, token };
+    }
+  }
+}
+
+/** Waits for the hand-over message to `value` on `engine`'s channel. */
+async function handedTo(engine: Engine, value: string): Promise<Extract<WakeMessage, { kind: 'handed' }>> {
+  await until(() => engine.messages.some((m) => m.value === value), `the lock to be handed to ${value}`);
+  const message = engine.messages.find((m) => m.value === value)!;
+  if (message.kind !== 'handed') throw new Error(`expected a hand-over, got ${JSON.stringify(message)}`);
+  return message;
+}
+
+export const BEHAVIOURS: Behaviour[] = [
+  {
+    id: 'grant',
+    title:
+      'grant: a free key is taken for its lease, with a token; several keys all at once; the lease runs out',
+    async run({ voter, key, keys, engine, advance, slack }) {
+      const e = engine();
+      const [a, b, m] = [e.value(), e.value(), e.value(true)];
+      const token = await grant(voter, key('g'), a, SHORT);
+      const view = await voter.inspect(key('g'));
+      expect(view.holder).toBe(a);
+      within(view.ttlMs, SHORT - slack, SHORT, 'lease after the grant');
+      expect(view.fence).toBe(token);
+      const pair = keys('g2', 2);
+      expect(tokensOf(await voter.acquire(pair, m, LONG, ''))).toHaveLength(2);
+      for (const k of pair) expect((await voter.inspect(k)).holder).toBe(m);
+      await advance(SHORT + 20);
+      expect((await voter.inspect(key('g'))).holder).toBeNull();
+      expect(await grant(voter, key('g'), b)).toBe(token + 1);
+    },
+  },
+  {
+    id: 'busy',
+    title:
+      'busy: a held key answers busy with retryAfter and holder; all or none; not queued without a ticket',
+    async run({ voter, key, keys, engine, advance, serverTimeUs, slack }) {
+      const e = engine();
+      const [a, b, c] = [e.value(), e.value(true), e.value()];
+      await grant(voter, key('b'), a, 1000);
+      await advance(200);
+      const before = await serverTimeUs();
+      const vote = await voter.acquire([key('b')], c, LONG, '');
+      const after = await serverTimeUs();
+      if (vote.kind !== 'busy') throw new Error(`expected busy, got ${JSON.stringify(vote)}`);
+      expect(vote.holder).toBe(a);
+      within(vote.retryAfterMs, 800 - slack, 800, 'retryAfter');
+      within(vote.clockUs, before, after, "busy vote's clock");
+      // All or none: a lock of two keys, one of them held, takes neither.
+      const [free, held] = keys('b2', 2);
+      await grant(voter, held!, a);
+      expect((await voter.acquire([free!, held!], b, LONG, '')).kind).toBe('busy');
+      expect((await voter.inspect(free!)).holder).toBeNull();
+      // Without a ticket nobody queued: a release frees the key for everyone.
+      await voter.letGo([key('b')], a, RELEASE);
+      expect((await voter.inspect(key('b'))).holder).toBeNull();
+    },
+  },
+  {
+    id: 'extend',
+    title:
+      'extend: the holder renews its lease (single and batch); a wrong value is refused; a lapsed lease is not renewed',
+    async run({ voter, key, keys, engine, advance, slack }) {
+      const e = engine();
+      const [a, b, c, m, x] = [e.value(), e.value(), e.value(), e.value(true), e.value()];
+      await grant(voter, key('e1'), a, 1000);
+      await advance(400);
+      expect(await voter.extend([{ keys: [key('e1')], value: a, ttlMs: 2000 }])).toEqual([true]);
+      within((await voter.inspect(key('e1'))).ttlMs, 2000 - slack, 2000, 'lease after extend');
+      expect(await voter.extend([{ keys: [key('e1')], value: b, ttlMs: LONG }])).toEqual([false]);
+      const view = await voter.inspect(key('e1'));
+      expect(view.holder).toBe(a);
+      within(view.ttlMs, 0, 2000, 'lease after a refused extend');
+      // A batch over several locks (and slots), one of several keys, one answer each.
+      await grant(voter, key('e2'), b);
+      await grant(voter, key('e3'), c);
+      const pair = keys('e4', 2);
+      tokensOf(await voter.acquire(pair, m, 1000, ''));
+      const answers = await voter.extend([
+        { keys: [key('e1')], value: a, ttlMs: 3000 },
+        { keys: [key('e2')], value: c, ttlMs: 3000 },
+        { keys: [key('e3')], value: c, ttlMs: 3000 },
+        { keys: pair, value: m, ttlMs: 3000 },
+      ]);
+      expect(answers).toEqual([true, false, true, true]);
+      const views = await Promise.all([key('e3'), ...pair].map((k) => voter.inspect(k)));
+      for (const v of views) within(v.ttlMs, 3000 - slack, 3000, 'lease after a batch extend');
+      const refused = await voter.inspect(key('e2'));
+      expect(refused.holder).toBe(b);
+      within(refused.ttlMs, 0, LONG, "lease of the refused batch item's key");
+      // A lease that ran out is not renewed.
+      await grant(voter, key('e5'), x, 100);
+      await advance(150);
+      expect(await voter.extend([{ keys: [key('e5')], value: x, ttlMs: LONG }])).toEqual([false]);
+      expect((await voter.inspect(key('e5'))).holder).toBeNull();
+    },
+  },
+  {
+    id: 'release',
+    title:
+      "release: the holder's release frees its keys; another value frees nothing; a second release is harmless",
+    async run({ voter, key, keys, engine }) {
+      const e = engine();
+      const [a, b, c, m] = [e.value(), e.value(), e.value(), e.value(true)];
+      await grant(voter, key('r'), a);
+      await voter.letGo([key('r')], b, RELEASE);
+      expect((await voter.inspect(key('r'))).holder).toBe(a);
+      await voter.letGo([key('r')], a, RELEASE);
+      expect((await voter.inspect(key('r'))).holder).toBeNull();
+      await grant(voter, key('r'), c);
+      await voter.letGo([key('r')], a, RELEASE); // late, repeated: c keeps it
+      expect((await voter.inspect(key('r'))).holder).toBe(c);
+      const pair = keys('r2', 2);
+      tokensOf(await voter.acquire(pair, m, LONG, ''));
+      await voter.letGo(pair, m, RELEASE);
+      for (const k of pair) expect((await voter.inspect(k)).holder).toBeNull();
+    },
+  },
+  {
+    id: 'requeue',
+    title:
+      'requeue and leave-queue: a failed attempt frees what it got and keeps its place in line; a waiter that leaves is skipped',
+    async run({ voter, key, engine }) {
+      const e = engine();
+      await e.listen(voter);
+      const [a, w, b] = [e.value(), e.value(), e.value()];
+      await grant(voter, key('q'), a);
+      expect((await voter.acquire([key('q')], w, LONG, '200')).kind).toBe('busy');
+      expect((await voter.acquire([key('q')], b, LONG, '100')).kind).toBe('busy');
+      // b's attempt failed on a majority: it frees what it got here and waits on at its ticket.
+      await grant(voter, key('q-other'), b);
+      await voter.letGo([key('q')], b, { op: 'requeue', ticket: '100' });
+      await voter.letGo([key('q-other')], b, { op: 'requeue', ticket: '100' });
+      expect((await voter.inspect(key('q-other'))).holder).toBeNull();
+      // a's release hands the lock to b, first by ticket: b kept its place.
+      await voter.letGo([key('q')], a, RELEASE);
+      expect((await handedTo(e, b)).cause).toBe(a);
+      expect((await voter.inspect(key('q'))).holder).toBe(b);
+      // b gives up: leaving hands the lock on to w; w leaves too: nobody is in line, the key is free.
+      await voter.letGo([key('q')], b, { op: 'leave-queue' });
+      expect((await handedTo(e, w)).cause).toBe(b);
+      await voter.letGo([key('q')], w, { op: 'leave-queue' });
+      expect((await voter.inspect(key('q'))).holder).toBeNull();
+      // A waiter that left before the release is not handed anything.
+      const [h, x] = [e.value(), e.value()];
+      await grant(voter, key('q2'), h);
+      expect((await voter.acquire([key('q2')], x, LONG, '50')).kind).toBe('busy');
+      await voter.letGo([key('q2')], x, { op: 'leave-queue' });
+      await voter.letGo([key('q2')], h, RELEASE);
+      expect((await voter.inspect(key('q2'))).holder).toBeNull();
+      expect(e.messages.some((m) => m.value === x)).toBe(false);
+    },
+  },
+  {
+    id: 'hand-off',
+    title:
+      'hand-off: a release hands the lock to the first waiter by ticket, for the turn lease, with the next token, published on its channel',
+    async run({ voter, key, engine, serverTimeUs, settings, slack }) {
+      const [e1, e2, gone] = [engine(), engine(), engine()];
+      await e1.listen(voter);
+      await e2.listen(voter);
+      const a = e1.value();
+      const token = await grant(voter, key('h'), a);
+      // Queued in this order; tickets say w2, w3, w1. `skipped` is first, but its engine is gone.
+      const [w1, w2, w3, skipped] = [e1.value(), e2.value(), e1.value(), gone.value()];
+      for (const [value, ticket] of [
+        [w1, '300'],
+        [w2, '100'],
+        [w3, '200'],
+        [skipped, '50'],
+      ] as const) {
+        expect((await voter.acquire([key('h')], value, LONG, ticket)).kind).toBe('busy');
+      }
+      const before = await serverTimeUs();
+      await voter.letGo([key('h')], a, RELEASE);
+      const first = await handedTo(e2, w2);
+      // Each hand-over issues the next token (the skipped waiter's turn used one up too).
+      expect(first.cause).toBe(a);
+      expect(first.token).toBeGreaterThan(token);
+      within(first.clockUs, before, await serverTimeUs(), "hand-over message's clock");
+      const view = await voter.inspect(key('h'));
+      expect(view).toMatchObject({ holder: w2, fence: first.token });
+      within(view.ttlMs, settings.turnMs - slack, settings.turnMs, 'turn lease');
+      await voter.letGo([key('h')], w2, RELEASE);
+      expect(await handedTo(e1, w3)).toMatchObject({ cause: w2, token: first.token + 1 });
+      await voter.letGo([key('h')], w3, RELEASE);
+      expect(await handedTo(e1, w1)).toMatchObject({ cause: w3, token: first.token + 2 });
+      await voter.letGo([key('h')], w1, RELEASE);
+      expect((await voter.inspect(key('h'))).holder).toBeNull();
+      expect([...e1.messages, ...e2.messages].map((m) => m.value)).toEqual(
+        expect.not.arrayContaining([skipped]),
+      );
+    },
+  },
+  {
+    id: 'fence-seeding',
+    title:
+      "fence seeding: a resource's first grant takes the proposed seed within the seed window; later grants count on",
+    async run(scene) {
+      const { voter, engine, serverTimeUs, settings, key } = scene;
+      const e = engine();
+      const windowUs = settings.seedWindowMs * 1000;
+      const first = await seededGrant(scene, 'f1', () => e.value());
+      await voter.letGo([first.key], (await voter.inspect(first.key)).holder!, RELEASE);
+      const now = await serverTimeUs();
+      expect(await grant(voter, first.key, e.value(), LONG, now + 10 * windowUs)).toBe(first.token + 1);
+      // A proposal beyond the window is capped at the voter's clock + the window.
+      const far = await grant(voter, key('f2'), e.value(), LONG, now + 50 * windowUs);
+      within(far, now, (await serverTimeUs()) + windowUs, 'a far proposal, capped');
+      // A proposal below the voter's clock: the clock wins.
+      within(await grant(voter, key('f3'), e.value(), LONG, 1), now, await serverTimeUs(), 'a low proposal');
+      within(await grant(voter, key('f4'), e.value()), now, await serverTimeUs(), 'no proposal');
+    },
+  },
+  {
+    id: 'raise-fence',
+    title:
+      'second fencing round: raiseFence raises (never lowers) the counters only while the value holds the keys',
+    async run({ voter, key, keys, engine }) {
+      const e = engine();
+      const [a, b, m] = [e.value(), e.value(), e.value(true)];
+      const token = await grant(voter, key('rf'), a);
+      expect(await voter.raiseFence([key('rf')], a, [token + 1000])).toBe(true);
+      expect((await voter.inspect(key('rf'))).fence).toBe(token + 1000);
+      expect(await voter.raiseFence([key('rf')], a, [token + 10])).toBe(true);
+      expect((await voter.inspect(key('rf'))).fence).toBe(token + 1000);
+      expect(await voter.raiseFence([key('rf')], b, [token + 5000])).toBe(false);
+      expect((await voter.inspect(key('rf'))).fence).toBe(token + 1000);
+      const pair = keys('rf2', 2);
+      const tokens = tokensOf(await voter.acquire(pair, m, LONG, ''));
+      expect(await voter.raiseFence(pair, m, [tokens[0]! + 7, tokens[1]! + 9])).toBe(true);
+      expect((await voter.inspect(pair[1]!)).fence).toBe(tokens[1]! + 9);
+      await voter.letGo([key('rf')], a, RELEASE);
+      expect(await voter.raiseFence([key('rf')], a, [token + 9000])).toBe(false);
+      expect(await grant(voter, key('rf'), b)).toBe(token + 1001);
+    },
+  },
+  {
+    id: 'restart-guard',
+    title: 'restart guard: a voter that lost its data abstains (granting nothing) until the guard has passed',
+    settings: { guardMs: 600 },
+    async run({ voter, key, engine, advance, loseData, serverTimeUs, settings, slack }) {
+      const e = engine();
+      const guard = settings.guardMs;
+      await loseData();
+      const first = await voter.acquire([key('rg')], e.value(), LONG, '');
+      if (first.kind !== 'abstaining')
+        throw new Error(`expected an abstention, got ${JSON.stringify(first)}`);
+      within(first.forMs, guard - 2 * slack, guard, 'abstention');
+      expect(await voter.inspect(key('rg'))).toEqual({ holder: null, ttlMs: null, fence: null });
+      await advance(guard / 2);
+      const second = await voter.acquire([key('rg')], e.value(), LONG, '');
+      expect(second.kind).toBe('abstaining');
+      within((second as { forMs: number }).forMs, 1, guard / 2 + slack, 'abstention, later');
+      await advance(guard / 2 + 20);
+      const now = await serverTimeUs();
+      expect(await grant(voter, key('rg'), e.value())).toBeGreaterThanOrEqual(now);
+    },
+  },
+  {
+    id: 'identity-guard',
+    title:
+      'identity guard: after its server restarted (data kept, another run_id) a voter abstains for the guard, counters dropped; so does a new client',
+    settings: { guardMs: 600 },
+    async run({ voter, voterWith, key, engine, advance, changeServer, serverTimeUs, settings, slack }) {
+      const e = engine();
+      const guard = settings.guardMs;
+      // A server in service for long: its marker says the guard has passed, a counter exists.
+      const unguarded = await voterWith({ guardMs: 0 });
+      const old = await grant(unguarded, key('ig'), e.value());
+      await unguarded.letGo([key('ig')], (await unguarded.inspect(key('ig'))).holder!, RELEASE);
+      await changeServer();
+      await until(() => voter.connected, 'the voter to reconnect and check its server', 3000);
+      const vote = await voter.acquire([key('ig')], e.value(), LONG, '');
+      if (vote.kind !== 'abstaining') throw new Error(`expected an abstention, got ${JSON.stringify(vote)}`);
+      within(vote.forMs, guard - 2 * slack, guard, 'abstention');
+      const late = await voterWith(); // a client that connects for the first time after the restart
+      const lateVote = await late.acquire([key('ig')], e.value(), LONG, '');
+      expect(lateVote.kind).toBe('abstaining');
+      within((lateVote as { forMs: number }).forMs, 1, guard, 'abstention of a new client');
+      expect(await voter.inspect(key('ig'))).toEqual({ holder: null, ttlMs: null, fence: null });
+      await advance(guard + 20);
+      const now = await serverTimeUs();
+      const token = await grant(voter, key('ig'), e.value());
+      expect(token).toBeGreaterThanOrEqual(now);
+      expect(token).toBeGreaterThan(old);
+    },
+  },
+  {
+    id: 'inspect',
+    title:
+      "inspect: holder, remaining lease and fence counter, read-only (a free key's counter stays missing)",
+    async run(scene) {
+      const { voter, key, engine, advance, serverTimeUs, slack } = scene;
+      const e = engine();
+      const a = e.value();
+      expect(await voter.inspect(key('i'))).toEqual({ holder: null, ttlMs: null, fence: null });
+      const token = await grant(voter, key('i'), a, 1000);
+      await advance(300);
+      const view = await voter.inspect(key('i'));
+      expect(view).toMatchObject({ holder: a, fence: token });
+      within(view.ttlMs, 700 - slack, 700, 'remaining lease');
+      await voter.letGo([key('i')], a, RELEASE);
+      expect(await voter.inspect(key('i'))).toEqual({ holder: null, ttlMs: null, fence: token });
+      expect(await grant(voter, key('i'), e.value(), LONG, (await serverTimeUs()) + 50_000)).toBe(token + 1);
+      // Inspecting wrote nothing: the first grant of an inspected key still takes the proposed seed.
+      await seededGrant(scene, 'i-new', () => e.value());
+    },
+  },
+  {
+    id: 'abstention-reporting',
+    title:
+      'abstention reporting: a voter whose server restarted tells onAbstention how long and why, and stays connected',
+    settings: { guardMs: 600 },
+    async run({ voter, voterWith, key, engine, changeServer, abstentionsOf, settings, slack }) {
+      if (!voter.onAbstention) throw new Error('the voter has no onAbstention');
+      const unguarded = await voterWith({ guardMs: 0 }); // no identity guard: nothing to report
+      await grant(unguarded, key('ar'), engine().value()); // a server in service: its marker is set
+      expect(abstentionsOf(voter)).toEqual([]); // a new server: nothing to report
+      await changeServer();
+      const heard = abstentionsOf(voter);
+      await until(() => heard.length > 0, 'an abstention report', 3000);
+      expect(heard).toHaveLength(1);
+      within(heard[0]!.forMs, settings.guardMs - 2 * slack, settings.guardMs, 'reported abstention');
+      expect(heard[0]!.why).toMatch(/run_id/);
+      await until(() => voter.connected, 'the voter to count as connected', 1000); // abstaining is not being down
+      expect(abstentionsOf(unguarded)).toEqual([]);
+    },
+  },
+  {
+    id: 'release-semantics',
+    title:
+      'release semantics: a release (one-way where the voter can) is ordered before the later commands on the same voter',
+    async run({ voter, key, engine, note }) {
+      const e = engine();
+      const [a, b, c] = [e.value(), e.value(), e.value()];
+      // One-way calls are allowed once the connection is prepared (a release of nothing is harmless).
+      await voter.inspect(key('rs'));
+      let oneWay = false;
+      for (let i = 0; i < 10 && voter.letGoOneWay && !oneWay; i++) {
+        oneWay = voter.letGoOneWay([key('rs-probe')], a, RELEASE);
+        if (!oneWay) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      note(oneWay ? 'one-way' : 'answered');
+      const release = (value: string) => {
+        if (!(oneWay && voter.letGoOneWay!([key('rs')], value, RELEASE))) {
+          voter.letGo([key('rs')], value, RELEASE).catch(() => undefined);
+        }
+      };
+      await grant(voter, key('rs'), a);
+      release(a); // not awaited: the acquire below is sent after it
+      expect(await grant(voter, key('rs'), b)).toBeGreaterThan(0);
+      release(a); // a late release of the old value frees nothing
+      await grant(voter, key('rs-other'), c);
+      expect((await voter.inspect(key('rs'))).holder).toBe(b);
+    },
+  },
+];
