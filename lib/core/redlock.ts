@@ -21,7 +21,7 @@ import {
 import { QUEUE_RECHECK_MS } from './queue/retry-backoff.js';
 import { WakeChannel } from './queue/wake-channel.js';
 import { waitForLock } from './queue/waiting.js';
-import { engineScripts, LockValues, type ScriptSettings } from './scripts/index.js';
+import { LockValues, SCRIPTS, ScriptCalls, type ScriptSettings } from './scripts/index.js';
 import { attachTelemetry } from './telemetry.js';
 import { Voters, type NodeStatus } from './quorum/voters.js';
 import { assertLockFitsVoters } from './voter/ioredis-cluster/cluster-voter.js';
@@ -83,8 +83,9 @@ export class Redlock {
     };
     this.preflight = resolved.preflight === 'off' ? undefined : new Preflight(resolved.preflight, logger);
     const context: VoterContext = {
-      scripts: engineScripts(settings),
+      scripts: SCRIPTS,
       settings,
+      calls: new ScriptCalls(settings),
       logger,
       connectTimeout: resolved.connectTimeout,
       preflight: this.preflight,

@@ -2,8 +2,9 @@ import { GUARD_MARKER_NAME } from '../../lib/core/keys.js';
 import type { RedlockLogger } from '../../lib/core/logger.js';
 import {
   decodeWakeMessage,
-  engineScripts,
   LockValues,
+  SCRIPTS,
+  ScriptCalls,
   type ScriptSettings,
   type WakeMessage,
 } from '../../lib/core/scripts/index.js';
@@ -34,13 +35,14 @@ export const DEFAULT_SETTINGS: ScriptSettings = {
 const silent: RedlockLogger = { log: () => undefined, warn: () => undefined, error: () => undefined };
 
 /**
- * The context an engine gives its voters, for `settings`. The one place that knows how scripts
- * are built from settings (the `scripts` branch changes that: only this function follows).
+ * The context an engine gives its voters, for `settings`: the one place that knows what an engine
+ * passes (the static scripts, its argument builder and its write batching window).
  */
 export function voterContext(settings: ScriptSettings): VoterContext {
   return {
-    scripts: engineScripts(settings),
+    scripts: SCRIPTS,
     settings,
+    calls: new ScriptCalls(settings),
     logger: silent,
     connectTimeout: 2000,
     writes: new WriteWindow(),

@@ -1,6 +1,4 @@
-import { luaString } from '../../lib/core/scripts/lua-script.js';
-import { clusterAcquireScript } from '../../lib/core/scripts/cluster-scripts.js';
-import { engineScripts, type ScriptSettings } from '../../lib/core/scripts/index.js';
+import { SCRIPTS, ScriptCalls, type ScriptSettings } from '../../lib/core/scripts/index.js';
 import {
   assertOneSlot,
   CrossSlotLockError,
@@ -57,22 +55,29 @@ describe('the cluster acquire script', () => {
     seedWindowMs: 100,
   };
 
-  it('takes the marker as its last key and leaves the single-server script as it was', () => {
-    const single = engineScripts(settings).acquire.source;
-    const cluster = clusterAcquireScript(settings).source;
-    expect(single).toContain(luaString(settings.guardKey));
-    expect(cluster).not.toContain(luaString(settings.guardKey));
-    expect(cluster).toContain('KEYS[#KEYS]');
-    expect(cluster).toContain('local n = #KEYS - 1');
-    // Nothing else differs.
-    expect(
-      cluster.replaceAll('KEYS[#KEYS]', luaString(settings.guardKey)).replace('#KEYS - 1', '#KEYS'),
-    ).toBe(single);
+  it('is the single-server script: the marker is its last declared key, never a literal', () => {
+    const source = SCRIPTS.acquire.source;
+    expect(source).not.toContain(settings.guardKey);
+    expect(source).toContain('KEYS[#KEYS]');
+    expect(source).toContain('local n = (#KEYS - 1) / 3');
   });
 
-  it('is built with the guard off too (the marker is then only written)', () => {
-    expect(clusterAcquireScript({ ...settings, guardMs: 0 }).source).toContain(
-      "redis.call('SET', KEYS[#KEYS], '0')",
-    );
+  it('declares every key it touches in the lock keys slot, the slot marker included', () => {
+    const lockKeys = ['redlock:{order:42}:items', 'redlock:{order:42}:payment'];
+    const slot = assertOneSlot(lockKeys, lockKeys, 'cluster://h:1');
+    const keys = new ScriptCalls(settings).acquireKeys(lockKeys, slotMarkerKey(settings.guardKey, slot));
+    expect(keys).toEqual([
+      ...lockKeys,
+      ...lockKeys.map((k) => `${k}:fence`),
+      ...lockKeys.map((k) => `${k}:queue`),
+      slotMarkerKey(settings.guardKey, slot),
+    ]);
+    expect(new Set(keys.map(keySlot))).toEqual(new Set([slot]));
+  });
+
+  it('is the same with the guard off: the guard travels in the settings argument', () => {
+    const off = new ScriptCalls({ ...settings, guardMs: 0 });
+    expect(off.acquireArgs('v', 1000, '')[1]).toBe('0 1000 100 10000 200');
+    expect(new ScriptCalls(settings).acquireArgs('v', 1000, '')[1]).toBe('60000 1000 100 10000 200');
   });
 });

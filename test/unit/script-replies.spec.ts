@@ -1,6 +1,6 @@
 import { decodeAcquireReply } from '../../lib/core/scripts/acquire.js';
 import { decodeExtendManyReply, decodeExtendReply, extendManyCall } from '../../lib/core/scripts/extend.js';
-import { letGoArgs } from '../../lib/core/scripts/release.js';
+import { ScriptCalls } from '../../lib/core/scripts/calls.js';
 import { decodeWakeMessage } from '../../lib/core/scripts/wake-message.js';
 import { LockValues, MULTI_RESOURCE_MARK } from '../../lib/core/scripts/lock-value.js';
 import { quorumOf } from '../../lib/core/quorum/quorum-round.js';
@@ -50,10 +50,24 @@ describe('the TypeScript side of the Lua contract (no Redis)', () => {
   });
 
   test('letting go: named operations become the scripts arguments', () => {
-    expect(letGoArgs('v', { op: 'release' })).toEqual(['v']);
-    expect(letGoArgs('v', { op: 'leave-queue' })).toEqual(['v']);
-    expect(letGoArgs('v', { op: 'requeue', ticket: '17' })).toEqual(['v', '17']);
-    expect(letGoArgs('v', { op: 'requeue', ticket: '17', renamedTo: 'w' })).toEqual(['v', '17', 'w']);
+    const calls = new ScriptCalls({
+      guardMs: 0,
+      guardKey: 'g',
+      fenceIdleMs: 1000,
+      turnMs: 200,
+      queueIdleMs: 1000,
+      seedWindowMs: 100,
+    });
+    const settings = calls.settings; // every script that reads settings gets them as ARGV[2]
+    expect(calls.letGoArgs('v', { op: 'release' })).toEqual(['v', settings]);
+    expect(calls.letGoArgs('v', { op: 'leave-queue' })).toEqual(['v', settings]);
+    expect(calls.letGoArgs('v', { op: 'requeue', ticket: '17' })).toEqual(['v', settings, '17']);
+    expect(calls.letGoArgs('v', { op: 'requeue', ticket: '17', renamedTo: 'w' })).toEqual([
+      'v',
+      settings,
+      '17',
+      'w',
+    ]);
   });
 
   test('lock values name their engine channel; several resources are marked', () => {

@@ -1,8 +1,7 @@
-import { FENCE_SUFFIX, QUEUE_SUFFIX } from '../keys.js';
 import { TURN_MARK } from './lock-value.js';
-import { luaScript, type LuaScript } from './lua-script.js';
+import { luaScript } from './lua-script.js';
 import { nextTokenLua } from './fence.js';
-import type { ScriptSettings } from './settings.js';
+import { luaSetting } from './settings.js';
 
 /** A node's answer to an acquire, decoded. */
 export type AcquireVote =
@@ -24,8 +23,13 @@ export type AcquireVote =
 
 /**
  * Acquire on one node, all-or-none over its resources.
- * KEYS: lock keys. ARGV: value, ttl ms, ticket ('' = do not queue: the caller will not wait), and
- * optionally the seed the caller proposes for a missing fence counter (microseconds, see fence.ts).
+ * KEYS, for n resources: lock keys 1..n, their fence counters n+1..2n, their queues 2n+1..3n,
+ * then the restart-guard marker (3n+1: the node's, or on a Redis Cluster the marker of the lock
+ * keys' slot). Every key the script touches is declared, as Redis Cluster requires, so one script
+ * serves single servers and clusters alike (scripts/keys.ts builds the list).
+ * ARGV: value, settings (settings.ts), ttl ms, ticket ('' = do not queue: the caller will not
+ * wait), and optionally the seed the caller proposes for a missing fence counter (microseconds,
+ * see fence.ts).
  *
  * A caller that will wait joins the queue of each busy resource, by its ticket. A lock released
  * while someone waits goes to the first waiter in line (see queue.ts), so a release wakes one
@@ -36,13 +40,12 @@ export type AcquireVote =
  * the usual grant builds no table), {1, token1..tokenN} when several are, {0, ms, holder, clock}
  * when busy, {-1, ms} when the node abstains under the restart guard.
  */
-export function acquireScript(settings: ScriptSettings): LuaScript {
-  return luaScript(
-    'acquire',
-    `
-local n = #KEYS
+export const ACQUIRE_SCRIPT = luaScript(
+  'acquire',
+  `
+local n = (#KEYS - 1) / 3
 local value = ARGV[1]
-local granted = n == 1 and redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2])
+local granted = n == 1 and redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[3])
 if not granted then
   local turn = '${TURN_MARK}' .. value
   local busy = -2
@@ -56,12 +59,13 @@ if not granted then
     end
   end
   if busy ~= -2 then
-    if ARGV[3] ~= '' then
+    if ARGV[4] ~= '' then
+      local queue_idle_ms = ${luaSetting('ARGV[2]', 'queueIdleMs')}
       for i = 1, n do
-        local queue = KEYS[i] .. '${QUEUE_SUFFIX}'
-        redis.call('ZADD', queue, 'NX', ARGV[3], value)
-        if redis.call('PTTL', queue) < ${settings.queueIdleMs} then
-          redis.call('PEXPIRE', queue, ${settings.queueIdleMs})
+        local queue = KEYS[2 * n + i]
+        redis.call('ZADD', queue, 'NX', ARGV[4], value)
+        if redis.call('PTTL', queue) < queue_idle_ms then
+          redis.call('PEXPIRE', queue, queue_idle_ms)
         end
       end
     end
@@ -70,14 +74,14 @@ if not granted then
   end
   -- Every key is free, our turn, or already handed to us.
   for i = 1, n do
-    redis.call('SET', KEYS[i], value, 'PX', ARGV[2])
-    if ARGV[3] ~= '' then redis.call('ZREM', KEYS[i] .. '${QUEUE_SUFFIX}', value) end
+    redis.call('SET', KEYS[i], value, 'PX', ARGV[3])
+    if ARGV[4] ~= '' then redis.call('ZREM', KEYS[2 * n + i], value) end
   end
 end
 local out = n > 1 and {1}
 for i = 1, n do
   -- A missing counter: a new resource, its idle expiry, or a node that lost its data.
-  local fence = KEYS[i] .. '${FENCE_SUFFIX}'${nextTokenLua(settings, { fence: 'fence', guarded: true, proposal: 'tonumber(ARGV[4])' })}
+  local fence = KEYS[n + i]${nextTokenLua({ fence: 'fence', marker: 'KEYS[#KEYS]', proposal: 'tonumber(ARGV[5])', settings: 'ARGV[2]' })}
   if abstain then
     -- Abstaining: undo this grant, so that it counts for nobody.
     for j = 1, n do
@@ -90,37 +94,7 @@ for i = 1, n do
 end
 return out
 `,
-  );
-}
-
-/** The last arguments built: an attempt asks every voter with the same ones, in a row. */
-let last:
-  { value: string; ttlMs: number; ticket: string; seedUs?: number; args: readonly string[] } | undefined;
-
-/**
- * The acquire script's arguments: the same for every voter of an attempt, so they are built once
- * and shared (read-only) by the voters asked in a row, instead of once per voter on the hot path.
- */
-export function acquireArgs(
-  value: string,
-  ttlMs: number,
-  ticket: string,
-  seedUs?: number,
-): readonly string[] {
-  if (
-    last &&
-    last.value === value &&
-    last.ttlMs === ttlMs &&
-    last.ticket === ticket &&
-    last.seedUs === seedUs
-  ) {
-    return last.args;
-  }
-  const args = [value, String(Math.ceil(ttlMs)), ticket];
-  if (seedUs !== undefined) args.push(seedUs.toFixed(0));
-  last = { value, ttlMs, ticket, seedUs, args };
-  return args;
-}
+);
 
 /** Reads the acquire script's reply (see acquireScript). */
 export function decodeAcquireReply(reply: unknown): AcquireVote {

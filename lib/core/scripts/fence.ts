@@ -1,15 +1,19 @@
-import { FENCE_SUFFIX } from '../keys.js';
-import { luaScript, luaString } from './lua-script.js';
-import type { ScriptSettings } from './settings.js';
+import { luaScript } from './lua-script.js';
+import { luaSetting } from './settings.js';
 
 /** What a {@link nextTokenLua} block reads. */
 export interface NextTokenInputs {
-  /** Lua expression: the fence counter's key. */
+  /** Lua expression: the fence counter's key (a declared key of the script). */
   readonly fence: string;
-  /** Whether a missing counter consults the restart guard first (acquire: yes; a hand-over: no). */
-  readonly guarded: boolean;
+  /**
+   * Lua expression: the restart-guard marker's key (a declared key), when a missing counter
+   * consults the restart guard first (acquire: yes; a hand-over: no, so undefined).
+   */
+  readonly marker?: string;
   /** Lua expression: the seed the caller proposes (a number, or nil). */
   readonly proposal?: string;
+  /** Lua expression: the settings argument (settings.ts), e.g. `ARGV[2]`. */
+  readonly settings: string;
 }
 
 /**
@@ -17,7 +21,7 @@ export interface NextTokenInputs {
  * only what {@link NextTokenInputs} names and declares two locals, `token` (the next fencing token
  * of the counter) and `abstain` (nil, or the ms this node must abstain). Inline, not a Lua
  * function: a `local function` is a closure created on every call of the script, and this runs
- * on every grant, on every node.
+ * on every grant, on every node. Built once, when this module loads: the scripts are constants.
  *
  * A missing counter is seeded from the node's clock in microseconds, so it starts above any token
  * issued before it was lost, or from the caller's proposal when that lies within seedWindowMs
@@ -25,46 +29,48 @@ export interface NextTokenInputs {
  * and the grant needs no second fencing round; still above every earlier token, since a counter
  * is lost and seeded again no sooner than the restart guard or its idle expiry, both longer than
  * the window). Its idle expiry is set when seeded and renewed every 64 grants: a counter that
- * expires anyway is seeded again, above every earlier token.
+ * expires anyway is seeded again, above every earlier token. The settings are parsed on those two
+ * paths only: the usual grant reads none of them.
  *
- * The restart guard (`guarded`): a node that lost its data has lost every counter too, so the
+ * The restart guard (`marker`): a node that lost its data has lost every counter too, so the
  * guard is read only when the counter is missing, and the usual grant reads neither the marker nor
  * the clock. The marker key has no expiry: it is missing only on a node that lost its data (or is
  * new), and such a node must not vote until every lease it may have granted and forgotten has run
  * out; '0' means the guard has passed on this node. While it abstains, the block leaves no counter
- * behind, so that the next attempt checks again. With the guard off, the node is marked '0'
+ * behind, so that the next attempt checks again. With the guard off (0), the node is marked '0'
  * (trusted as it is), so that an engine that runs with the guard on later does not take it for a
  * node that lost its data.
  */
-export function nextTokenLua(
-  { guardMs, guardKey, fenceIdleMs, seedWindowMs }: ScriptSettings,
-  { fence, guarded, proposal }: NextTokenInputs,
-): string {
-  const marker = luaString(guardKey);
-  const guard = !guarded
-    ? ''
-    : guardMs <= 0
-      ? `
-    if redis.call('GET', ${marker}) ~= '0' then redis.call('SET', ${marker}, '0') end`
+export function nextTokenLua({ fence, marker, proposal, settings }: NextTokenInputs): string {
+  const guard =
+    marker === undefined
+      ? ''
       : `
     local ready = redis.call('GET', ${marker})
     if ready ~= '0' then
-      t = redis.call('TIME')
-      local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-      if ready then
-        ready = tonumber(ready)
+      local guard_ms = ${luaSetting(settings, 'guardMs')}
+      if guard_ms <= 0 then
+        redis.call('SET', ${marker}, '0')
       else
-        ready = now + ${guardMs}
-        redis.call('SET', ${marker}, string.format('%.0f', ready))
+        t = redis.call('TIME')
+        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        if ready then
+          ready = tonumber(ready)
+        else
+          ready = now + guard_ms
+          redis.call('SET', ${marker}, string.format('%.0f', ready))
+        end
+        if now < ready then abstain = ready - now else redis.call('SET', ${marker}, '0') end
       end
-      if now < ready then abstain = ready - now else redis.call('SET', ${marker}, '0') end
     end`;
   const seedFromProposal =
     proposal === undefined
       ? ''
       : `
       local proposal = ${proposal}
-      if proposal and proposal > token then token = math.min(proposal, token + ${seedWindowMs * 1000}) end`;
+      if proposal and proposal > token then
+        token = math.min(proposal, token + ${luaSetting(settings, 'seedWindowMs')} * 1000)
+      end`;
   return `
   local token = redis.call('INCR', ${fence})
   local abstain = nil
@@ -75,28 +81,29 @@ export function nextTokenLua(
     else
       t = t or redis.call('TIME')
       token = tonumber(t[1]) * 1000000 + tonumber(t[2])${seedFromProposal}
-      redis.call('SET', ${fence}, string.format('%.0f', token), 'PX', ${fenceIdleMs})
+      redis.call('SET', ${fence}, string.format('%.0f', token), 'PX', ${luaSetting(settings, 'fenceIdleMs')})
     end
   elseif token % 64 == 0 then
-    redis.call('PEXPIRE', ${fence}, ${fenceIdleMs})
+    redis.call('PEXPIRE', ${fence}, ${luaSetting(settings, 'fenceIdleMs')})
   end`;
 }
 
 /**
  * Second fencing round: raise each counter to at least the token chosen by the client, but only
  * while this client still holds every lock key on the node.
- * KEYS: lock keys. ARGV: value, fence idle ttl ms, token1..tokenN.
- * Returns 1 when done, 0 when the lock is no longer held here.
+ * KEYS: lock keys 1..n, then their fence counters n+1..2n. ARGV: value, fence idle ttl ms,
+ * token1..tokenN. Returns 1 when done, 0 when the lock is no longer held here.
  */
 export const RAISE_FENCE = luaScript(
   'raise-fence',
   `
+local n = #KEYS / 2
 -- Only a holder may raise: a late call must not lift the counter for a lock it lost.
-for i = 1, #KEYS do
+for i = 1, n do
   if redis.call('GET', KEYS[i]) ~= ARGV[1] then return 0 end
 end
-for i = 1, #KEYS do
-  local fence = KEYS[i] .. '${FENCE_SUFFIX}'
+for i = 1, n do
+  local fence = KEYS[n + i]
   local current = redis.call('GET', fence)
   if (not current) or tonumber(current) < tonumber(ARGV[i + 2]) then
     redis.call('SET', fence, ARGV[i + 2], 'PX', ARGV[2])
@@ -105,11 +112,6 @@ end
 return 1
 `,
 );
-
-/** RAISE_FENCE's arguments. */
-export function raiseFenceArgs(value: string, fenceIdleMs: number, tokens: readonly number[]): string[] {
-  return [value, String(Math.ceil(fenceIdleMs)), ...tokens.map(String)];
-}
 
 /** RAISE_FENCE's reply: whether the node raised its counters (it still held the lock). */
 export function decodeRaiseFenceReply(reply: unknown): boolean {

@@ -1,12 +1,11 @@
-import { acquireScript } from './acquire.js';
+import { ACQUIRE_SCRIPT } from './acquire.js';
 import { EXTEND, EXTEND_MANY } from './extend.js';
 import { RAISE_FENCE } from './fence.js';
 import { INSPECT } from './inspect.js';
 import type { LuaScript } from './lua-script.js';
-import { leaveQueueScript, releaseScript, requeueScript, type LetGo } from './release.js';
-import { compileSettings, type ScriptSettings } from './settings.js';
+import { LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT, REQUEUE_SCRIPT } from './release.js';
 
-/** The scripts of one engine, with its settings compiled in. */
+/** The lock scripts, by operation. */
 export interface EngineScripts {
   readonly acquire: LuaScript;
   readonly release: LuaScript;
@@ -20,29 +19,27 @@ export interface EngineScripts {
   readonly all: readonly LuaScript[];
 }
 
-/** The script of a {@link LetGo} operation. */
-export function letGoScript(scripts: EngineScripts, how: LetGo): LuaScript {
-  return how.op === 'release' ? scripts.release : how.op === 'requeue' ? scripts.requeue : scripts.leaveQueue;
-}
+const byOperation = {
+  acquire: ACQUIRE_SCRIPT,
+  release: RELEASE_SCRIPT,
+  requeue: REQUEUE_SCRIPT,
+  leaveQueue: LEAVE_QUEUE_SCRIPT,
+  raiseFence: RAISE_FENCE,
+  extend: EXTEND,
+  extendMany: EXTEND_MANY,
+  inspect: INSPECT,
+};
 
-/** Builds an engine's scripts, with its settings compiled in. */
-export function engineScripts(settings: ScriptSettings): EngineScripts {
-  const compiled = compileSettings(settings);
-  const scripts = {
-    acquire: acquireScript(compiled),
-    release: releaseScript(compiled),
-    requeue: requeueScript(compiled),
-    leaveQueue: leaveQueueScript(compiled),
-    raiseFence: RAISE_FENCE,
-    extend: EXTEND,
-    extendMany: EXTEND_MANY,
-    inspect: INSPECT,
-  };
-  return { ...scripts, all: Object.values(scripts) };
-}
+/**
+ * The lock scripts: constants, the same for every engine whatever its options (the settings
+ * travel as an argument: settings.ts), so every engine on a server shares one SHA per script and
+ * one copy in its script cache, and single servers and clusters run the same scripts.
+ */
+export const SCRIPTS: EngineScripts = Object.freeze({ ...byOperation, all: Object.values(byOperation) });
 
 export type { ScriptSettings } from './settings.js';
-export { acquireArgs, decodeAcquireReply, type AcquireVote } from './acquire.js';
+export { ScriptCalls, fencedKeys, inspectKeys, resourceKeys } from './calls.js';
+export { decodeAcquireReply, type AcquireVote } from './acquire.js';
 export {
   decodeExtendManyReply,
   decodeExtendReply,
@@ -50,8 +47,8 @@ export {
   extendManyCall,
   type ExtendRequest,
 } from './extend.js';
-export { decodeRaiseFenceReply, raiseFenceArgs } from './fence.js';
-export { letGoArgs, RELEASE, type LetGo } from './release.js';
+export { decodeRaiseFenceReply } from './fence.js';
+export { letGoScript, RELEASE, type LetGo } from './release.js';
 export { decodeInspectReply, type KeyView } from './inspect.js';
 export { runScript, type LuaScript } from './lua-script.js';
 export { decodeWakeMessage, encodeWakeMessage, type WakeMessage } from './wake-message.js';

@@ -1,4 +1,3 @@
-import { FENCE_SUFFIX } from '../keys.js';
 import { luaScript } from './lua-script.js';
 
 /** One voter's view of a lock key, read-only. */
@@ -13,13 +12,13 @@ export interface KeyView {
 
 /**
  * Reads a lock key, its remaining lease and its fence counter in one atomic step; writes nothing.
- * KEYS: lock key. Returns {holder or false, pttl, fence or false}.
+ * KEYS: lock key, its fence counter. Returns {holder or false, pttl, fence or false}.
  */
 export const INSPECT = luaScript(
   'inspect',
   `
 local holder = redis.call('GET', KEYS[1])
-local fence = redis.call('GET', KEYS[1] .. '${FENCE_SUFFIX}')
+local fence = redis.call('GET', KEYS[2])
 return {holder, redis.call('PTTL', KEYS[1]), fence}
 `,
 );

@@ -23,9 +23,10 @@ export function luaScript(name: string, source: string): LuaScript {
 
 /**
  * Runs a script by SHA, and sends its source on NOSCRIPT (first use on a node, or a node that
- * restarted and lost its script cache). The runner of every answered script call: the Redis and
- * Cluster voters, preflight's probes and `FencedWriter` use it; one-way releases
- * (voter/one-way.ts) write their EVALSHA to the socket themselves. `onNoScript` hears of a node whose script cache was found empty, once
+ * restarted and lost its script cache). The runner of every answered script call on ioredis: the
+ * ioredis and ioredis Cluster adapters (voter/ioredis/ioredis-client.ts,
+ * voter/ioredis-cluster/cluster-client.ts), preflight's probes and `FencedWriter` use it; one-way
+ * releases (voter/one-way.ts) write their EVALSHA to the socket themselves. `onNoScript` hears of a node whose script cache was found empty, once
  * the call was sent again.
  */
 export function runScript<T = unknown>(
@@ -49,13 +50,3 @@ export function runScript<T = unknown>(
 
 /** A reply decoder that returns the reply as it came. */
 export const identity = (reply: unknown): unknown => reply;
-
-/** A Lua string literal for any text: bytes other than plain ASCII letters and digits escaped. */
-export function luaString(text: string): string {
-  let literal = '';
-  for (const byte of Buffer.from(text, 'utf8')) {
-    const plain = (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122);
-    literal += plain ? String.fromCharCode(byte) : `\\${String(byte).padStart(3, '0')}`;
-  }
-  return `"${literal}"`;
-}

@@ -1,12 +1,11 @@
-import { FENCE_SUFFIX, QUEUE_SUFFIX } from '../keys.js';
 import { luaIsMultiResource, luaWakeChannelOf, TURN_MARK } from './lock-value.js';
 import { nextTokenLua } from './fence.js';
-import type { ScriptSettings } from './settings.js';
+import { luaSetting } from './settings.js';
 import { LUA_HANDED_MESSAGE, LUA_TURN_MESSAGE } from './wake-message.js';
 
 /*
  * Waiting in line, on the node. Per resource, beside the lock key and under its hash tag, a
- * sorted set (lock key + QUEUE_SUFFIX) holds the waiters' values by ticket (the same ticket on
+ * sorted set (lock key + QUEUE_SUFFIX, keys.ts) holds the waiters' values by ticket (the same ticket on
  * every node, so the nodes agree on the order).
  *
  * Handing a lock over: when a holder releases and someone waits, the lock key does not become free.
@@ -24,33 +23,31 @@ import { LUA_HANDED_MESSAGE, LUA_TURN_MESSAGE } from './wake-message.js';
  */
 
 /**
- * Lua function promote(key, cause): hands the lock `key` to the first waiter in its queue (taking
- * it out of the queue) and tells it on its engine's channel (see wake-message.ts). `cause` is the
- * value of the one handing over (releasing, giving up), out of the queue already. A waiter whose
- * engine does not listen on this node (its process is gone) is skipped. Returns whether someone
- * got it.
+ * Lua function promote(key, fence, queue, cause): hands the lock `key` to the first waiter in its
+ * `queue` (taking it out of the queue) and tells it on its engine's channel (see wake-message.ts);
+ * `fence` is the key's fence counter. The three are declared keys of the script that defines it,
+ * and ARGV[2] is its settings argument (settings.ts). `cause` is the value of the one handing over
+ * (releasing, giving up), out of the queue already. A waiter whose engine does not listen on this
+ * node (its process is gone) is skipped. Returns whether someone got it. Called only where a queue
+ * exists: the settings are parsed there, never on an uncontended release.
  */
-export function promoteFunctionLua(settings: ScriptSettings): string {
-  const { turnMs } = settings;
-  return `
-local function promote(key, cause)
-  local queue = key .. '${QUEUE_SUFFIX}'
+export const PROMOTE_FUNCTION_LUA = `
+local function promote(key, fence, queue, cause)
+  local turn_ms = ${luaSetting('ARGV[2]', 'turnMs')}
   while true do
     local head = redis.call('ZPOPMIN', queue)[1]
     if not head then return false end
     local channel = ${luaWakeChannelOf('head')}
     if ${luaIsMultiResource('head')} then
-      redis.call('SET', key, '${TURN_MARK}' .. head, 'PX', ${turnMs})
+      redis.call('SET', key, '${TURN_MARK}' .. head, 'PX', turn_ms)
       redis.call('PUBLISH', channel, ${LUA_TURN_MESSAGE})
       return true
     end
     -- The clock is read before the lease starts, so that the waiter never overestimates it.
     local now = redis.call('TIME')
-    redis.call('SET', key, head, 'PX', ${turnMs})
-    local fence = key .. '${FENCE_SUFFIX}'${nextTokenLua(settings, { fence: 'fence', guarded: false })}
+    redis.call('SET', key, head, 'PX', turn_ms)${nextTokenLua({ fence: 'fence', settings: 'ARGV[2]' })}
     if redis.call('PUBLISH', channel, ${LUA_HANDED_MESSAGE}) > 0 then return true end
     redis.call('DEL', key)
   end
 end
 `;
-}

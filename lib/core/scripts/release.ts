@@ -1,100 +1,102 @@
-import { QUEUE_SUFFIX } from '../keys.js';
 import { TURN_MARK } from './lock-value.js';
 import { luaScript, type LuaScript } from './lua-script.js';
-import { promoteFunctionLua } from './queue.js';
-import type { ScriptSettings } from './settings.js';
+import { PROMOTE_FUNCTION_LUA } from './queue.js';
 
 /*
  * Three ways to let go of lock keys, one script each. All of them free only keys that hold the
  * caller's value (never another holder's), and hand what they free to the first in line (see
  * queue.ts). Each replies with a count (freed keys, or queues left), which nobody needs to read.
+ *
+ * KEYS, for n resources: lock keys 1..n, their fence counters n+1..2n, their queues 2n+1..3n
+ * (every key a script touches is declared, as Redis Cluster requires; scripts/keys.ts builds
+ * them). ARGV[1] is the caller's value, ARGV[2] the settings argument (settings.ts).
  */
 
 /**
- * A holder's release, or a failed attempt of a caller that does not wait.
- * KEYS: lock keys. ARGV: value. Hands each lock to the first waiter in its queue. A holder may
- * also find its own turn there (a node handed it the lock after it had got a majority elsewhere),
- * or its own entry in a queue (an earlier attempt of a wait left it): both go, or the turn would
- * keep the node from voting until it lapsed.
+ * A holder's release, or a failed attempt of a caller that does not wait. ARGV: value, settings.
+ * Hands each lock to the first waiter in its queue. A holder may also find its own turn there (a
+ * node handed it the lock after it had got a majority elsewhere), or its own entry in a queue (an
+ * earlier attempt of a wait left it): both go, or the turn would keep the node from voting until
+ * it lapsed.
  */
-export function releaseScript(settings: ScriptSettings): LuaScript {
-  return luaScript(
-    'release',
-    `${promoteFunctionLua(settings)}
+export const RELEASE_SCRIPT = luaScript(
+  'release',
+  `${PROMOTE_FUNCTION_LUA}
 local value = ARGV[1]
+local n = #KEYS / 3
 local freed = 0
-for i = 1, #KEYS do
+for i = 1, n do
   local key = KEYS[i]
-  local queue = key .. '${QUEUE_SUFFIX}'
+  local queue = KEYS[2 * n + i]
   local current = redis.call('GET', key)
   local queued = redis.call('EXISTS', queue) == 1
   local mine = current == value or current == '${TURN_MARK}' .. value
   if queued then redis.call('ZREM', queue, value) end
   if mine then
     freed = freed + 1
-    if not (queued and promote(key, value)) then redis.call('DEL', key) end
+    if not (queued and promote(key, KEYS[n + i], queue, value)) then redis.call('DEL', key) end
   end
 end
 return freed
 `,
-  );
-}
+);
 
 /**
  * A failed attempt of a caller that waits on: it frees what it got and keeps its place in line.
  * It must not keep what it got: acquirers that split the nodes between them would each keep their
  * share and wait for the others forever.
- * KEYS: lock keys. ARGV: value, ticket, and the value it waits on under (default: the same).
+ * ARGV: value, settings, ticket, and the value it waits on under (default: the same).
  * One that waits on under a new value (a waiter for one resource) hands what it got to the first
  * in line, which may be itself under that value: what a node handed it before is not lost.
  */
-export function requeueScript(settings: ScriptSettings): LuaScript {
-  return luaScript(
-    'requeue',
-    `${promoteFunctionLua(settings)}
+export const REQUEUE_SCRIPT = luaScript(
+  'requeue',
+  `${PROMOTE_FUNCTION_LUA}
 local value = ARGV[1]
-local ticket = ARGV[2]
-local renamed = ARGV[3] or value
+local ticket = ARGV[3]
+local renamed = ARGV[4] or value
+local n = #KEYS / 3
 local freed = 0
-for i = 1, #KEYS do
+for i = 1, n do
   local key = KEYS[i]
-  local queue = key .. '${QUEUE_SUFFIX}'
+  local queue = KEYS[2 * n + i]
   local mine = redis.call('GET', key) == value
   local queued = redis.call('EXISTS', queue) == 1
   local had = queued and redis.call('ZREM', queue, value) == 1
   if had or (mine and queued) then redis.call('ZADD', queue, 'NX', ticket, renamed) end
   if mine then
     freed = freed + 1
-    if not (renamed ~= value and queued and promote(key, value)) then redis.call('DEL', key) end
+    if not (renamed ~= value and queued and promote(key, KEYS[n + i], queue, value)) then
+      redis.call('DEL', key)
+    end
   end
 end
 return freed
 `,
-  );
-}
+);
 
 /**
  * Leave the queues: a waiter that gives up (its wait ran out, it was aborted). If the lock (or its
- * turn) had been handed to it, the next waiter gets it. KEYS: lock keys. ARGV: value.
+ * turn) had been handed to it, the next waiter gets it. ARGV: value, settings.
  */
-export function leaveQueueScript(settings: ScriptSettings): LuaScript {
-  return luaScript(
-    'leave-queue',
-    `${promoteFunctionLua(settings)}
+export const LEAVE_QUEUE_SCRIPT = luaScript(
+  'leave-queue',
+  `${PROMOTE_FUNCTION_LUA}
 local value = ARGV[1]
+local n = #KEYS / 3
 local left = 0
-for i = 1, #KEYS do
+for i = 1, n do
   local key = KEYS[i]
-  left = left + redis.call('ZREM', key .. '${QUEUE_SUFFIX}', value)
+  local queue = KEYS[2 * n + i]
+  left = left + redis.call('ZREM', queue, value)
   local current = redis.call('GET', key)
-  if (current == value or current == '${TURN_MARK}' .. value) and not promote(key, value) then
+  if (current == value or current == '${TURN_MARK}' .. value) and not promote(key, KEYS[n + i], queue, value) then
     redis.call('DEL', key)
   end
 end
 return left
 `,
-  );
-}
+);
 
 /** How a caller lets go of lock keys: the named operations behind the three scripts above. */
 export type LetGo =
@@ -108,14 +110,7 @@ export type LetGo =
 /** A holder's release (one shared instance: it is on every lock's path). */
 export const RELEASE: LetGo = Object.freeze({ op: 'release' });
 
-/** The last arguments built for a release: every voter gets the same ones, in a row. */
-let lastRelease: { value: string; args: readonly string[] } | undefined;
-
-/** The script arguments of a {@link LetGo} operation (shared, read-only). */
-export function letGoArgs(value: string, letGo: LetGo): readonly string[] {
-  if (letGo.op !== 'requeue') {
-    if (lastRelease?.value !== value) lastRelease = { value, args: [value] };
-    return lastRelease.args;
-  }
-  return letGo.renamedTo === undefined ? [value, letGo.ticket] : [value, letGo.ticket, letGo.renamedTo];
+/** The script that carries out a {@link LetGo} operation. */
+export function letGoScript(how: LetGo): LuaScript {
+  return how.op === 'release' ? RELEASE_SCRIPT : how.op === 'requeue' ? REQUEUE_SCRIPT : LEAVE_QUEUE_SCRIPT;
 }

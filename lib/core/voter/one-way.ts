@@ -16,7 +16,7 @@ import { identity, runScript, type LuaScript } from '../scripts/lua-script.js';
  * command sent after) and ioredis never expects a reply for them: its reply queue stays as it was.
  * This is only sound on a connection nobody else writes to (a MULTI of someone else's could
  * enclose them) and whose user may run `CLIENT REPLY` (a refusal would be a reply ioredis reads as
- * the answer to its next command): RedisVoter checks both first (see oneWayAllowed). A call that
+ * the answer to its next command): the ioredis adapter (ioredis/ioredis-client.ts) checks both first (see oneWayAllowed). A call that
  * meets a flushed script cache is sent again (see UnconfirmedCalls).
  */
 

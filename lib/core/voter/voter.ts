@@ -6,6 +6,7 @@ import type {
   ExtendRequest,
   KeyView,
   LetGo,
+  ScriptCalls,
   ScriptSettings,
 } from '../scripts/index.js';
 import type { WriteWindow } from './write-batching.js';
@@ -14,10 +15,12 @@ import type { WriteWindow } from './write-batching.js';
  * One voter of the quorum, as the algorithm sees it: something that runs the lock operations on
  * its own copy of the lock state, reports its health, and tells the engine's waiters when a lock
  * is handed to them. The Redlock algorithm (acquire.ts, lease/, queue/) talks to voters through
- * this interface only. The implementations, one folder per client: a Redis master reached with
- * ioredis, a Sentinel-managed primary included (ioredis/, `RedisVoter`); a Redis Cluster as one
- * voter (ioredis-cluster/, `ClusterVoter`); and the in-memory voter of unit tests
- * (lib/testing/memory/, `MemoryVoter`, exported from `nest-quorum-lock/testing`).
+ * this interface only. The voters that run the Lua scripts share one implementation of the
+ * operations, `ScriptVoter` (script-voter.ts), and differ only in their client adapter
+ * (`ScriptClient`, script-client.ts), one folder per client: a Redis master reached with ioredis,
+ * a Sentinel-managed primary included (ioredis/, `RedisVoter`); a Redis Cluster as one voter
+ * (ioredis-cluster/, `ClusterVoter`). The in-memory voter of unit tests does the same steps in
+ * TypeScript (lib/testing/memory/, `MemoryVoter`, exported from `nest-quorum-lock/testing`).
  *
  * Every operation is atomic on the voter and has the semantics of the Lua scripts in scripts/.
  */
@@ -76,10 +79,16 @@ export interface Voter {
   close(timeoutMs: number): Promise<void>;
 }
 
-/** What a voter is built with: the engine's compiled scripts and settings. */
+/** What a voter is built with: the scripts, and the engine's settings. */
 export interface VoterContext {
+  /** The lock scripts: the same constants for every engine (scripts/index.ts, SCRIPTS). */
   readonly scripts: EngineScripts;
   readonly settings: ScriptSettings;
+  /**
+   * The engine's script keys and arguments, built once per call and shared by its voters
+   * (scripts/calls.ts); for voters that run the Lua scripts.
+   */
+  readonly calls: ScriptCalls;
   readonly logger: RedlockLogger;
   readonly connectTimeout: number;
   /** Reviews what a voter's server says of itself on each connection; undefined when preflight is off. */

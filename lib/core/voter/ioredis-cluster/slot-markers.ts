@@ -1,5 +1,5 @@
 import type { Cluster } from 'ioredis';
-import { SEED_SLOT_MARKERS } from '../../scripts/cluster-scripts.js';
+import { SEED_SLOT_MARKERS } from '../../scripts/seed-slot-markers.js';
 import { runScript } from '../../scripts/lua-script.js';
 import { slotMarkerKey } from './slots.js';
 

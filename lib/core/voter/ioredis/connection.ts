@@ -61,15 +61,6 @@ export function redisConnection(
   return { client: new Redis(options), label, owned: true };
 }
 
-/** A log-safe message for a node error: authentication failures say what to check. */
-export function describeError(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
-  if (/WRONGPASS|NOAUTH|invalid password|invalid username-password/i.test(message)) {
-    return `authentication failed (${message.split('\n')[0]}); check the node's username and password`;
-  }
-  return message.split('\n')[0] ?? message;
-}
-
 /** `redis://user:secret@host:6379/0` -> `redis://user:***@host:6379/0`. */
 export function redactUrl(raw: string): string {
   try {

@@ -1,0 +1,106 @@
+import { FENCE_SUFFIX, QUEUE_SUFFIX } from '../keys.js';
+import type { LetGo } from './release.js';
+import { settingsArg, type ScriptSettings } from './settings.js';
+
+/*
+ * The keys and arguments of the lock scripts, built once per engine call and shared (read-only)
+ * by the voters asked in a row: an attempt asks every voter with the same ones, and so does a
+ * release. Each builder keeps the last list it built (one per engine, not module-global: engines
+ * with different settings must not share a settings argument), compared by the identity of the
+ * lock keys array (a lock keeps one array from its acquire to its release) and the values.
+ */
+
+/**
+ * The declared keys of the scripts that touch a resource's lock key, fence counter and queue:
+ * lock keys 1..n, fence counters n+1..2n, queues 2n+1..3n (see release.ts and acquire.ts).
+ */
+export function resourceKeys(lockKeys: readonly string[]): string[] {
+  const n = lockKeys.length;
+  const keys = new Array<string>(3 * n);
+  for (let i = 0; i < n; i++) {
+    const key = lockKeys[i]!;
+    keys[i] = key;
+    keys[n + i] = key + FENCE_SUFFIX;
+    keys[2 * n + i] = key + QUEUE_SUFFIX;
+  }
+  return keys;
+}
+
+/** The declared keys of RAISE_FENCE (fence.ts): lock keys, then their fence counters. */
+export function fencedKeys(lockKeys: readonly string[]): string[] {
+  return [...lockKeys, ...lockKeys.map((key) => key + FENCE_SUFFIX)];
+}
+
+/** The declared keys of INSPECT (inspect.ts): the lock key and its fence counter. */
+export function inspectKeys(lockKey: string): string[] {
+  return [lockKey, lockKey + FENCE_SUFFIX];
+}
+
+/** The keys and arguments of one engine's script calls (see the top of this file). */
+export class ScriptCalls {
+  /** The settings argument of every script that reads settings (settings.ts). */
+  readonly settings: string;
+  /** The fence counters' idle expiry, ms, as RAISE_FENCE receives it. */
+  readonly fenceIdleMs: string;
+  private lastKeys: { lockKeys: readonly string[]; keys: readonly string[] } | undefined;
+  private lastAcquireKeys:
+    { resourceKeys: readonly string[]; marker: string; keys: readonly string[] } | undefined;
+  private lastAcquire:
+    { value: string; ttlMs: number; ticket: string; seedUs?: number; args: readonly string[] } | undefined;
+  private lastRelease: { value: string; args: readonly string[] } | undefined;
+
+  constructor(settings: ScriptSettings) {
+    this.settings = settingsArg(settings);
+    this.fenceIdleMs = String(Math.max(0, Math.ceil(settings.fenceIdleMs)));
+  }
+
+  /** {@link resourceKeys}, shared by the calls on the same lock keys in a row. */
+  keys(lockKeys: readonly string[]): readonly string[] {
+    if (this.lastKeys?.lockKeys !== lockKeys) this.lastKeys = { lockKeys, keys: resourceKeys(lockKeys) };
+    return this.lastKeys.keys;
+  }
+
+  /** The acquire script's keys: {@link keys}, then the restart-guard `marker` of these keys. */
+  acquireKeys(lockKeys: readonly string[], marker: string): readonly string[] {
+    const keys = this.keys(lockKeys);
+    const last = this.lastAcquireKeys;
+    if (last?.resourceKeys === keys && last.marker === marker) return last.keys;
+    this.lastAcquireKeys = { resourceKeys: keys, marker, keys: [...keys, marker] };
+    return this.lastAcquireKeys.keys;
+  }
+
+  /** The acquire script's arguments (acquire.ts). */
+  acquireArgs(value: string, ttlMs: number, ticket: string, seedUs?: number): readonly string[] {
+    const last = this.lastAcquire;
+    if (
+      last &&
+      last.value === value &&
+      last.ttlMs === ttlMs &&
+      last.ticket === ticket &&
+      last.seedUs === seedUs
+    ) {
+      return last.args;
+    }
+    const args = [value, this.settings, String(Math.ceil(ttlMs)), ticket];
+    if (seedUs !== undefined) args.push(seedUs.toFixed(0));
+    this.lastAcquire = { value, ttlMs, ticket, seedUs, args };
+    return args;
+  }
+
+  /** The arguments of a {@link LetGo} operation's script (release.ts). */
+  letGoArgs(value: string, how: LetGo): readonly string[] {
+    if (how.op !== 'requeue') {
+      if (this.lastRelease?.value !== value) this.lastRelease = { value, args: [value, this.settings] };
+      return this.lastRelease.args;
+    }
+    const { ticket, renamedTo } = how;
+    return renamedTo === undefined
+      ? [value, this.settings, ticket]
+      : [value, this.settings, ticket, renamedTo];
+  }
+
+  /** RAISE_FENCE's arguments (fence.ts). */
+  raiseFenceArgs(value: string, tokens: readonly number[]): string[] {
+    return [value, this.fenceIdleMs, ...tokens.map(String)];
+  }
+}

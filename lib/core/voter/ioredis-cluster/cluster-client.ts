@@ -1,0 +1,185 @@
+import type { Cluster, Redis } from 'ioredis';
+import type { RedlockLogger } from '../../logger.js';
+import { runScript, SCRIPTS, type LuaScript } from '../../scripts/index.js';
+import { settleWithin } from '../../timeouts.js';
+import { describeError } from '../describe-error.js';
+import { quitConnection } from '../ioredis/connection.js';
+import type { ScriptClient } from '../script-client.js';
+import type { VoterContext } from '../voter.js';
+import type { Corkable, WriteWindow } from '../write-batching.js';
+import type { ClusterConnection } from './connection.js';
+import { seedSlotMarkers } from './slot-markers.js';
+import { assertOneSlot, keySlot, slotMarkerKey } from './slots.js';
+import { ClusterSubscriber } from './subscriber.js';
+
+/**
+ * A Redis Cluster reached with an ioredis Cluster client, as the {@link ScriptClient} of a
+ * ClusterVoter (cluster-voter.ts says how the algorithm maps onto a cluster): calls routed by
+ * their first key, a restart-guard marker per slot, extensions batched per slot, let-gos kept
+ * behind their acquire (the client may resend a command after later ones), writes batched on
+ * every master, and a wake subscription on every master (subscriber.ts).
+ */
+export class IoredisClusterClient implements ScriptClient {
+  readonly client: Cluster;
+  readonly label: string;
+  /** Receives wake messages (ours, also for a client passed in). */
+  subscriber: ClusterSubscriber | undefined;
+  lastError: string | undefined;
+  /** A command that meets MOVED or a slot refresh is sent again, after later ones. */
+  readonly reorders = true;
+  private readonly connectTimeout: number;
+  private up = false;
+  private seeded = false;
+  /** The engine's batching window, and the one in which the masters' sockets were last corked. */
+  private readonly writes: WriteWindow;
+  private corkedWindow = 0;
+  private readonly owned: boolean;
+  private readonly guardKey: string;
+  private readonly guardMs: number;
+  private readonly logger: RedlockLogger;
+  private readonly healthListeners: Array<(up: boolean, reason?: string) => void> = [];
+  private readonly onError = (err: Error) => this.recordError(describeError(err));
+  private readonly onNodeError = (err: Error, address: string) =>
+    this.recordError(`shard ${address}: ${describeError(err)}`);
+  private readonly onReady = () => this.recordReady();
+  private readonly onDown = () => this.recordDown();
+
+  constructor(connection: ClusterConnection, context: VoterContext) {
+    this.client = connection.client;
+    this.label = connection.label;
+    this.owned = connection.owned;
+    this.guardKey = context.settings.guardKey;
+    this.guardMs = context.settings.guardMs;
+    this.logger = context.logger;
+    this.writes = context.writes;
+    this.connectTimeout = Math.max(context.connectTimeout, 500);
+    this.client.on('error', this.onError);
+    this.client.on('node error', this.onNodeError);
+    this.client.on('ready', this.onReady);
+    this.client.on('close', this.onDown);
+    this.client.on('end', this.onDown);
+    if (this.client.status === 'ready') this.recordReady(); // a client passed in already connected
+  }
+
+  get connected(): boolean {
+    return this.client.status === 'ready';
+  }
+
+  get connectionError(): string | undefined {
+    return this.connected ? undefined : (this.lastError ?? this.client.status);
+  }
+
+  /**
+   * The marker of the lock keys' slot (slots.ts): a script may only touch the keys of one slot,
+   * and a shard that lost its data must abstain while the others vote.
+   * @throws CrossSlotLockError for keys of several slots.
+   */
+  markerKey(lockKeys: readonly string[]): string {
+    const slot =
+      lockKeys.length === 1 ? keySlot(lockKeys[0]!) : assertOneSlot(lockKeys, lockKeys, this.label);
+    return slotMarkerKey(this.guardKey, slot);
+  }
+
+  keySlot(key: string): number {
+    return keySlot(key);
+  }
+
+  run<T>(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    decode: (reply: unknown) => T,
+  ): Promise<T> {
+    this.coalesceWrites();
+    // A Cluster has the same evalsha / eval as one connection, routed by the first key.
+    return runScript(this.client as unknown as Redis, script, keys, args, decode);
+  }
+
+  async ping(): Promise<void> {
+    await this.client.ping();
+  }
+
+  async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
+    this.subscriber ??= new ClusterSubscriber(this.client, this.connectTimeout);
+    this.subscriber.onMessage((from, message) => {
+      if (from === channel) onMessage(message);
+    });
+    await this.subscriber.subscribe(channel);
+  }
+
+  onHealthChange(listener: (up: boolean, reason?: string) => void): void {
+    this.healthListeners.push(listener);
+  }
+
+  waitReady(timeoutMs: number): Promise<boolean> {
+    if (this.connected) return Promise.resolve(true);
+    if (this.client.status === 'wait') this.client.connect().catch(() => undefined);
+    let onReady: (() => void) | undefined;
+    const ready = new Promise<void>((resolve) => this.client.once('ready', (onReady = resolve)));
+    return settleWithin(ready, timeoutMs).then(() => {
+      this.client.off('ready', onReady!);
+      return this.connected;
+    });
+  }
+
+  /** Closes the clusters we opened (bounded by `timeoutMs`); detaches from a client passed in. */
+  async close(timeoutMs: number): Promise<void> {
+    await Promise.all([this.subscriber?.close(), this.owned && quitConnection(this.client, timeoutMs)]);
+    this.client.off('error', this.onError);
+    this.client.off('node error', this.onNodeError);
+    this.client.off('ready', this.onReady);
+    this.client.off('close', this.onDown);
+    this.client.off('end', this.onDown);
+  }
+
+  /**
+   * As the single-server client does (../ioredis/ioredis-client.ts): everything sent to a shard in
+   * the current tick leaves in one socket write. A command's shard is known only once ioredis
+   * routes it, so the first command of a tick corks every master's socket, until the shared end of
+   * the tick (write-batching.ts). Without it each command costs a write and a read on both sides;
+   * ioredis' enableAutoPipelining batches too, but waits for setImmediate.
+   */
+  private coalesceWrites(): void {
+    const current = this.writes.current();
+    if (this.corkedWindow === current) return;
+    this.corkedWindow = current;
+    for (const node of this.client.nodes('master')) {
+      const stream = (node as unknown as { stream?: Partial<Corkable> }).stream;
+      if (node.status === 'ready' && stream?.cork && stream.uncork)
+        this.writes.corkUntilClose(stream as Corkable);
+    }
+  }
+
+  private recordError(message: string): void {
+    if (message !== this.lastError)
+      this.logger.warn(`Redis Cluster ${this.label} is unavailable: ${message}`);
+    this.lastError = message;
+  }
+
+  private recordReady(): void {
+    if (this.lastError !== undefined) this.logger.log(`Redis Cluster ${this.label} is reachable again`);
+    this.lastError = undefined;
+    this.loadScripts();
+    if (!this.seeded) {
+      this.seeded = true;
+      void seedSlotMarkers(this.client, this.guardKey, this.guardMs);
+    }
+    if (this.up) return;
+    this.up = true;
+    for (const listener of this.healthListeners) listener(true);
+  }
+
+  private recordDown(): void {
+    if (!this.up) return;
+    this.up = false;
+    for (const listener of this.healthListeners)
+      listener(false, this.lastError ?? 'cluster connection closed');
+  }
+
+  /** Loads the scripts on every master, so that calls rarely meet NOSCRIPT (each shard has its own cache). */
+  private loadScripts(): void {
+    for (const node of this.client.nodes('master')) {
+      for (const script of SCRIPTS.all) node.script('LOAD', script.source).catch(() => undefined);
+    }
+  }
+}

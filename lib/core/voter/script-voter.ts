@@ -1,0 +1,214 @@
+import {
+  decodeAcquireReply,
+  decodeExtendManyReply,
+  decodeExtendReply,
+  decodeInspectReply,
+  decodeRaiseFenceReply,
+  extendArgs,
+  extendManyCall,
+  fencedKeys,
+  inspectKeys,
+  letGoScript,
+  SCRIPTS,
+  type AcquireVote,
+  type ExtendRequest,
+  type KeyView,
+  type LetGo,
+  type ScriptCalls,
+} from '../scripts/index.js';
+import { describeError } from './describe-error.js';
+import type { ScriptClient } from './script-client.js';
+import type { Voter, VoterContext } from './voter.js';
+
+/** A reply decoder that keeps the reply as it came (letting go: nobody reads the count). */
+const asItCame = (reply: unknown): unknown => reply;
+/** EXTEND's reply, as the batch of one it answers. */
+const extendedOne = (reply: unknown): boolean[] => [decodeExtendReply(reply)];
+
+/**
+ * A voter that runs the Lua scripts (scripts/) on a Redis server or cluster, through a
+ * {@link ScriptClient}: the lock operations' keys, arguments and reply decoding, written once for
+ * every client. The voters of each client (ioredis/, ioredis-cluster/) extend it with their adapter.
+ *
+ * The operations are plain promise chains, not async functions: they run on the hot path of every
+ * lock, once per voter, and a suspended async frame per call costs garbage collection.
+ */
+export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter {
+  /** The engine's script keys and arguments, shared by its voters (scripts/calls.ts). */
+  private readonly calls: ScriptCalls;
+  /**
+   * This voter's acquires in flight, by lock value, on a client that may reorder commands (see
+   * ScriptClient.reorders and letGo); undefined on the others.
+   */
+  private readonly acquiring: Map<string, Promise<unknown>> | undefined;
+
+  constructor(
+    /** The client adapter. */
+    protected readonly adapter: C,
+    context: VoterContext,
+  ) {
+    this.calls = context.calls;
+    this.acquiring = adapter.reorders ? new Map() : undefined;
+    adapter.attach?.(this);
+  }
+
+  get label(): string {
+    return this.adapter.label;
+  }
+
+  get connected(): boolean {
+    return this.adapter.connected;
+  }
+
+  get connectionError(): string | undefined {
+    return this.adapter.connectionError;
+  }
+
+  waitReady(timeoutMs: number): Promise<boolean> {
+    return this.adapter.waitReady(timeoutMs);
+  }
+
+  acquire(
+    keys: readonly string[],
+    value: string,
+    ttlMs: number,
+    ticket: string,
+    seedUs?: number,
+  ): Promise<AcquireVote> {
+    // A server still being checked may yet be told to abstain: vote once the check is done.
+    const checking = this.adapter.checking;
+    if (checking) return checking.then(() => this.vote(keys, value, ttlMs, ticket, seedUs));
+    return this.vote(keys, value, ttlMs, ticket, seedUs);
+  }
+
+  raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean> {
+    const args = this.calls.raiseFenceArgs(value, tokens);
+    return this.adapter.run(SCRIPTS.raiseFence, fencedKeys(keys), args, decodeRaiseFenceReply);
+  }
+
+  extend(batch: readonly ExtendRequest[]): Promise<boolean[]> {
+    if (batch.length === 1) {
+      const only = batch[0]!;
+      return this.adapter.run(SCRIPTS.extend, only.keys, extendArgs(only), extendedOne);
+    }
+    if (this.adapter.keySlot) return this.extendBySlot(batch, this.adapter.keySlot.bind(this.adapter));
+    const { keys, args } = extendManyCall(batch);
+    return this.adapter.run(SCRIPTS.extendMany, keys, args, (reply) =>
+      decodeExtendManyReply(reply, batch.length),
+    );
+  }
+
+  letGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
+    const send = () =>
+      this.adapter.run(letGoScript(how), this.calls.keys(keys), this.calls.letGoArgs(value, how), asItCame);
+    // The engine frees a late grant by sending this after the acquire, trusting one connection to
+    // keep the order. A client that reorders does not always: a command that meets MOVED, or a
+    // slot map being refreshed, is sent again later, after what followed it (seen on a Cluster:
+    // the acquire of a fresh client landing 80 ms after its own release, a key left held for its
+    // whole lease). So there a let-go waits for this voter's acquire of the same value first.
+    const acquiring = this.acquiring?.get(value);
+    return acquiring ? acquiring.then(send, send) : send();
+  }
+
+  /**
+   * Lets go one-way where the client can (ScriptClient.runOneWay): written now, in the
+   * connection's order, and no reply comes back. False when it was not sent: use {@link letGo}.
+   */
+  letGoOneWay(keys: readonly string[], value: string, how: LetGo): boolean {
+    if (!this.adapter.runOneWay || !this.adapter.connected) return false;
+    const args = this.calls.letGoArgs(value, how);
+    return this.adapter.runOneWay(letGoScript(how), this.calls.keys(keys), args);
+  }
+
+  inspect(lockKey: string): Promise<KeyView> {
+    return this.adapter.run(SCRIPTS.inspect, inspectKeys(lockKey), [], decodeInspectReply);
+  }
+
+  ping(): Promise<void> {
+    return this.adapter.ping();
+  }
+
+  subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
+    return this.adapter.subscribe(channel, onMessage);
+  }
+
+  onHealthChange(listener: (up: boolean, reason?: string) => void): void {
+    this.adapter.onHealthChange(listener);
+  }
+
+  onAbstention(listener: (forMs: number, why: string) => void): void {
+    this.adapter.onAbstention?.(listener);
+  }
+
+  /**
+   * Why a command to this node failed, log-safe. While the connection is down, clients only say
+   * so ("Stream isn't writeable"); the connection's own last error (e.g. an authentication
+   * failure, a refused connection or an untrusted certificate) is what the user needs to see.
+   */
+  failureReason(err: unknown): string {
+    const message = describeError(err);
+    const { lastError } = this.adapter;
+    if (!this.adapter.connected && lastError !== undefined && lastError !== message) {
+      return `not connected: ${lastError}`;
+    }
+    return message;
+  }
+
+  close(timeoutMs: number): Promise<void> {
+    return this.adapter.close(timeoutMs);
+  }
+
+  /** The acquire vote once the server is checked: the node's own abstention, or the script's. */
+  private vote(
+    keys: readonly string[],
+    value: string,
+    ttlMs: number,
+    ticket: string,
+    seedUs: number | undefined,
+  ): Promise<AcquireVote> {
+    const abstainMs = this.adapter.abstainingForMs?.() ?? 0;
+    if (abstainMs > 0) return Promise.resolve({ kind: 'abstaining', forMs: abstainMs });
+    let withMarker: readonly string[];
+    try {
+      withMarker = this.calls.acquireKeys(keys, this.adapter.markerKey(keys));
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    const args = this.calls.acquireArgs(value, ttlMs, ticket, seedUs);
+    const sent = this.adapter.run(SCRIPTS.acquire, withMarker, args, decodeAcquireReply);
+    if (this.acquiring) this.track(value, sent);
+    return sent;
+  }
+
+  /** Keeps `sent` as the acquire of `value` in flight until it settles (see letGo). */
+  private track(value: string, sent: Promise<unknown>): void {
+    const acquiring = this.acquiring!;
+    acquiring.set(value, sent);
+    const settled = () => {
+      if (acquiring.get(value) === sent) acquiring.delete(value);
+    };
+    sent.then(settled, settled);
+  }
+
+  /** One EXTEND_MANY per slot of the batch (a script cannot reach across slots), in parallel. */
+  private extendBySlot(
+    batch: readonly ExtendRequest[],
+    keySlot: (key: string) => number,
+  ): Promise<boolean[]> {
+    const bySlot = new Map<number, number[]>();
+    batch.forEach((request, i) => {
+      const slot = keySlot(request.keys[0]!);
+      const group = bySlot.get(slot);
+      if (group) group.push(i);
+      else bySlot.set(slot, [i]);
+    });
+    const answers = new Array<boolean>(batch.length).fill(false);
+    const calls = [...bySlot.values()].map((indices) => {
+      const { keys, args } = extendManyCall(indices.map((i) => batch[i]!));
+      return this.adapter
+        .run(SCRIPTS.extendMany, keys, args, (reply) => decodeExtendManyReply(reply, indices.length))
+        .then((reply) => indices.forEach((i, j) => (answers[i] = reply[j]!)));
+    });
+    return Promise.all(calls).then(() => answers);
+  }
+}
