@@ -90,6 +90,7 @@ export class Redlock {
       connectTimeout: resolved.connectTimeout,
       preflight: this.preflight,
       writes: new WriteWindow(),
+      nodeTimeout: resolved.nodeTimeout,
     };
     const voters = new Voters(
       options.nodes.map((node, i) => createVoter(node, context, resolved.client, `nodes[${i}]`)),

@@ -1,7 +1,8 @@
 import type { Redis, RedisOptions } from 'ioredis';
 import { clientKind } from '../../clients/detect.js';
 import { ioredisModule } from '../../clients/load.js';
-import type { LuaScript } from '../../scripts/index.js';
+import { runScript, type LuaScript } from '../../scripts/index.js';
+import type { ServerCommands } from '../server-commands.js';
 import type { Corkable } from '../write-batching.js';
 import { settleWithin } from '../../timeouts.js';
 
@@ -124,4 +125,14 @@ export function loadScripts(client: Redis, scripts: readonly LuaScript[]): Promi
 export function corkableStream(client: Redis): Corkable | undefined {
   const stream = (client as unknown as { stream?: Partial<Corkable> }).stream;
   return stream?.cork && stream.uncork && client.status === 'ready' ? (stream as Corkable) : undefined;
+}
+
+/** What admission asks of the server (server-commands.ts), through an ioredis connection. */
+export function ioredisServer(client: Redis): ServerCommands {
+  return {
+    info: (section) => client.info(section),
+    configGet: (parameter) => client.config('GET', parameter),
+    runScript: (script, keys, args) => runScript(client, script, keys, args),
+    username: client.options.username,
+  };
 }

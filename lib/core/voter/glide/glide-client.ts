@@ -1,0 +1,203 @@
+import { SCRIPTS, type LuaScript } from '../../scripts/index.js';
+import { settleWithin, TIMED_OUT } from '../../timeouts.js';
+import { AdmittedClient } from '../admitted-client.js';
+import type { ServerCommands } from '../server-commands.js';
+import type { VoterContext } from '../voter.js';
+
+/*
+ * Valkey GLIDE 2 (`GlideClient`) as the voter drives it. GLIDE is an optional
+ * peer, and the voter only adopts clients the application created (GLIDE connects in its async
+ * `createClient`, so it never opens one from a URL): nothing is loaded, the members it calls are
+ * written out here.
+ *
+ * - Scripts: EVALSHA through `customCommand`, EVAL on NOSCRIPT (GLIDE's error message names it
+ *   `NoScriptError`). A cluster client routes a script call by its first key (GLIDE reads the keys
+ *   of EVALSHA / EVAL from the command).
+ * - Bounds: GLIDE times every request out after its `requestTimeout` (250 ms by default) and has no
+ *   offline queue to wait in; the engine's rounds bound each call by nodeTimeout besides.
+ * - Wake-ups: GLIDE applies pub/sub subscriptions when a client is created (a client without a
+ *   callback configured then cannot deliver messages to us). The voter opens a subscriber of its
+ *   own from the client's configuration (same addresses, credentials, TLS) with the wake channel:
+ *   one more connection per node, closed with the engine.
+ * - Reconnections: GLIDE reconnects inside its core and says nothing. The voter reads the
+ *   connection's `CLIENT ID` every second (one command): a new id is a new connection, which the
+ *   identity guard checks like any reconnection. A restart that lost the data is caught at once
+ *   anyway: the acquire script itself checks the restart-guard marker.
+ */
+
+/** A GLIDE reply decoder option, passed as GLIDE takes it (`Decoder.String` is 1). */
+const DECODE_STRINGS = { decoder: 1 } as const;
+
+/** The members of a GLIDE client the voter calls (and reads: `config` is public at run time). */
+export interface GlideClientApi {
+  customCommand(args: readonly string[], options?: object): Promise<unknown>;
+  close(errorMessage?: string): void;
+  readonly config?: Record<string, unknown> & {
+    readonly addresses?: ReadonlyArray<{ readonly host?: string; readonly port?: number }>;
+    readonly useTLS?: boolean;
+    readonly credentials?: { readonly username?: string };
+  };
+  readonly isClosed?: boolean;
+}
+
+interface GlideClass {
+  createClient(config: object): Promise<GlideClientApi>;
+}
+
+/** How often the connection's CLIENT ID is read to see a reconnection, ms. */
+const RECONNECTION_PROBE_MS = 1000;
+
+/**
+ * One Redis / Valkey server reached with a Valkey GLIDE `GlideClient` passed in, as the
+ * {@link ScriptClient} of a GlideVoter (see the top of this file).
+ */
+export class GlideScriptClient extends AdmittedClient {
+  readonly label: string;
+  readonly client: GlideClientApi;
+  private readonly nodeTimeout: number;
+  private subscriber: GlideClientApi | undefined;
+  private readonly subscriptions = new Map<string, (message: string) => void>();
+  private connectionId: string | undefined;
+  private alive = false;
+  private probe: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(client: object, context: VoterContext) {
+    super(context);
+    this.client = client as GlideClientApi;
+    this.nodeTimeout = context.nodeTimeout ?? 1000;
+    const addresses = this.client.config?.addresses ?? [];
+    const scheme = this.client.config?.useTLS ? 'rediss' : 'redis';
+    const list = addresses.map((a) => `${a.host ?? 'localhost'}:${a.port ?? 6379}`).join(',');
+    this.label = `${scheme}://${list || 'glide'}`;
+    this.startConnecting();
+  }
+
+  protected get transportUp(): boolean {
+    return this.alive && !this.client.isClosed && !this.closed;
+  }
+
+  protected send<T>(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    decode: (reply: unknown) => T,
+  ): Promise<T> {
+    return this.runScript(script, keys, args, this.nodeTimeout).then(decode);
+  }
+
+  protected server(timeoutMs: number): ServerCommands {
+    return {
+      info: (section) => this.command(['INFO', section], timeoutMs).then(String),
+      configGet: (parameter) => this.command(['CONFIG', 'GET', parameter], timeoutMs),
+      runScript: (script, keys, args) => this.runScript(script, keys, args, timeoutMs),
+      username: this.client.config?.credentials?.username,
+    };
+  }
+
+  /** Starts following the connection: a first probe now (its 'up'), then one every second. */
+  protected startConnecting(): void {
+    if (this.probe || this.closed) return;
+    void this.check();
+    this.probe = setInterval(() => void this.check(), RECONNECTION_PROBE_MS);
+    this.probe.unref();
+  }
+
+  protected prepareConnection(): void {
+    for (const script of SCRIPTS.all)
+      this.command(['SCRIPT', 'LOAD', script.source], 5000).catch(() => undefined);
+  }
+
+  async ping(): Promise<void> {
+    await this.command(['PING'], this.nodeTimeout);
+  }
+
+  /**
+   * Delivers the messages of `channel` to `onMessage`: a subscriber client of our own, created
+   * from the client's configuration with the channel (GLIDE subscribes at creation). Rejects when
+   * the client's configuration cannot be read: waiters then retry on the holder's lease instead.
+   */
+  async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
+    this.subscriptions.set(channel, onMessage);
+    const config = this.client.config;
+    const factory = (this.client as { constructor?: Partial<GlideClass> }).constructor;
+    if (!config || typeof factory?.createClient !== 'function') {
+      throw new Error('this GLIDE client does not show its configuration: no subscriber for wake-ups');
+    }
+    const previous = this.subscriber;
+    this.subscriber = await factory.createClient({
+      ...config,
+      pubsubSubscriptions: {
+        channelsAndPatterns: { 0: new Set(this.subscriptions.keys()) }, // 0: exact channel names
+        callback: (msg: { message: unknown; channel: unknown }) =>
+          this.subscriptions.get(String(msg.channel))?.(String(msg.message)),
+      },
+    });
+    if (this.closed) this.subscriber.close();
+    previous?.close();
+  }
+
+  /** Stops following the connection and closes the subscriber (the client is the application's). */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.stopAdmissions();
+    if (this.probe) clearInterval(this.probe);
+    this.subscriber?.close();
+    this.subscriber = undefined;
+  }
+
+  /** Runs a script by SHA (EVAL on NOSCRIPT), bounded by `timeoutMs`. */
+  private runScript(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    timeoutMs: number,
+  ): Promise<unknown> {
+    const rest = [String(keys.length), ...keys, ...args.map(String)];
+    return this.command(['EVALSHA', script.sha, ...rest], timeoutMs).catch((err: unknown) => {
+      if (err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message)) {
+        return this.command(['EVAL', script.source, ...rest], timeoutMs);
+      }
+      throw err;
+    });
+  }
+
+  /** Any command, with string replies, bounded by `timeoutMs`. */
+  private command(args: readonly string[], timeoutMs: number): Promise<unknown> {
+    return settleWithin(this.client.customCommand(args, DECODE_STRINGS), timeoutMs).then((reply) => {
+      if (reply === TIMED_OUT) throw new Error(`no reply to ${args[0]} within ${timeoutMs} ms`);
+      return normaliseReply(reply);
+    });
+  }
+
+  /** One probe: CLIENT ID answers (up; a new id is a new connection) or not (down). */
+  private async check(): Promise<void> {
+    try {
+      const id = String(await this.command(['CLIENT', 'ID'], Math.max(this.nodeTimeout, 1000)));
+      if (this.closed) return;
+      const reconnected = !this.alive || id !== this.connectionId;
+      this.connectionId = id;
+      this.alive = true;
+      if (reconnected) this.connectionUp();
+    } catch (err) {
+      if (this.closed) return;
+      const wasAlive = this.alive;
+      this.alive = false;
+      this.connectionFailed(err);
+      if (wasAlive) this.connectionDown();
+    }
+  }
+}
+
+/**
+ * GLIDE's replies in the shapes the scripts' decoders and preflight read: a RESP3 map (CONFIG GET)
+ * comes as `[{ key, value }, ...]`, made `[key, value, ...]` here.
+ */
+function normaliseReply(reply: unknown): unknown {
+  if (!Array.isArray(reply) || reply.length === 0) return reply;
+  const first = reply[0] as { key?: unknown; value?: unknown } | null;
+  if (first && typeof first === 'object' && !Array.isArray(first) && 'key' in first && 'value' in first) {
+    return (reply as Array<{ key: unknown; value: unknown }>).flatMap(({ key, value }) => [key, value]);
+  }
+  return reply;
+}

@@ -1,0 +1,116 @@
+import { SCRIPTS, type LuaScript } from '../../scripts/index.js';
+import { AdmittedClient } from '../admitted-client.js';
+import type { ServerCommands } from '../server-commands.js';
+import type { VoterContext } from '../voter.js';
+import {
+  closeNodeRedis,
+  nodeRedisSubscriber,
+  runNodeRedisScript,
+  type NodeRedisClientApi,
+  type NodeRedisConnection,
+} from './connection.js';
+
+/**
+ * One Redis server reached with node-redis (5 or 6, RESP2 or RESP3; a client from createClient,
+ * passed in or opened from a URL or options), as the {@link ScriptClient} of a NodeRedisVoter.
+ * Admission (preflight, identity guard) is AdmittedClient's; node-redis emits 'ready' on every
+ * (re)connection, and each is checked before it votes.
+ *
+ * No command waits past nodeTimeout: each carries node-redis' own `timeout`, which takes it out of
+ * the client's offline queue (a client passed in keeps its queue on; a connection the engine
+ * opens has it off) when it expires; a command already written to a node that stopped answering
+ * is bounded by the engine's rounds (node-redis' timeout no longer applies to it).
+ */
+export class NodeRedisClient extends AdmittedClient {
+  readonly label: string;
+  private readonly owned: boolean;
+  private readonly nodeTimeout: number;
+  private subscriber: NodeRedisClientApi | undefined;
+  private readonly channels = new Map<string, (message: string) => void>();
+  private readonly onReady = () => this.connectionUp();
+  private readonly onEnd = () => this.connectionDown('connection closed');
+  private readonly onReconnecting = () => this.connectionDown();
+  private readonly onError = (err: Error) => this.connectionFailed(err);
+
+  constructor(
+    private readonly connection: NodeRedisConnection,
+    context: VoterContext,
+  ) {
+    super(context);
+    this.label = connection.label;
+    this.owned = connection.owned;
+    this.nodeTimeout = context.nodeTimeout ?? 1000;
+    const client = connection.client;
+    client.on('error', this.onError); // before connecting: node-redis throws an unheard 'error'
+    client.on('ready', this.onReady);
+    client.on('end', this.onEnd);
+    client.on('reconnecting', this.onReconnecting);
+    if (this.owned) this.startConnecting();
+  }
+
+  /** The client that runs the scripts (ours, or the one passed in). */
+  get client(): NodeRedisClientApi {
+    return this.connection.client as NodeRedisClientApi;
+  }
+
+  protected get transportUp(): boolean {
+    return this.connection.client.isReady;
+  }
+
+  protected send<T>(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    decode: (reply: unknown) => T,
+  ): Promise<T> {
+    return runNodeRedisScript(this.connection, script, keys, args, this.nodeTimeout).then(decode);
+  }
+
+  protected server(timeoutMs: number): ServerCommands {
+    const connection = this.connection;
+    const options = (connection.client as { options?: { username?: string } }).options;
+    return {
+      info: (section) => connection.command(['INFO', section], timeoutMs).then(String),
+      configGet: (parameter) => connection.command(['CONFIG', 'GET', parameter], timeoutMs),
+      runScript: (script, keys, args) => runNodeRedisScript(connection, script, keys, args, timeoutMs),
+      username: options?.username,
+    };
+  }
+
+  protected startConnecting(): void {
+    if (!this.connection.client.isOpen) this.connection.client.connect().catch(() => undefined);
+  }
+
+  protected prepareConnection(): void {
+    if (this.connection.cluster) return; // a cluster loads them shard by shard, on first use
+    for (const script of SCRIPTS.all) {
+      this.connection.command(['SCRIPT', 'LOAD', script.source], 5000).catch(() => undefined);
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.connection.command(['PING'], this.nodeTimeout);
+  }
+
+  async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
+    this.channels.set(channel, onMessage);
+    if (this.subscriber) {
+      await this.subscriber.subscribe(channel, (message) => onMessage(message));
+      return;
+    }
+    this.subscriber = await nodeRedisSubscriber(this.connection, channel, onMessage);
+  }
+
+  async close(timeoutMs: number): Promise<void> {
+    this.stopAdmissions();
+    await Promise.all([
+      this.subscriber && closeNodeRedis(this.subscriber, timeoutMs),
+      this.owned && closeNodeRedis(this.connection.client, timeoutMs),
+    ]);
+    const client = this.connection.client;
+    client.off('error', this.onError);
+    client.off('ready', this.onReady);
+    client.off('end', this.onEnd);
+    client.off('reconnecting', this.onReconnecting);
+  }
+}
