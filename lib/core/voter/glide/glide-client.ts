@@ -1,4 +1,5 @@
 import { SCRIPTS, type LuaScript } from '../../scripts/index.js';
+import { luaScript } from '../../scripts/lua-script.js';
 import { settleWithin, TIMED_OUT } from '../../timeouts.js';
 import { AdmittedClient } from '../admitted-client.js';
 import type { ServerCommands } from '../server-commands.js';
@@ -19,10 +20,13 @@ import type { VoterContext } from '../voter.js';
  *   callback configured then cannot deliver messages to us). The voter opens a subscriber of its
  *   own from the client's configuration (same addresses, credentials, TLS) with the wake channel:
  *   one more connection per node, closed with the engine.
- * - Reconnections: GLIDE reconnects inside its core and says nothing. The voter reads the
- *   connection's `CLIENT ID` every second (one command): a new id is a new connection, which the
- *   identity guard checks like any reconnection. A restart that lost the data is caught at once
- *   anyway: the acquire script itself checks the restart-guard marker.
+ * - Reconnections: GLIDE reconnects inside its core and says nothing, and sets the connection's
+ *   name, database and client id space up again (CLIENT ID starts over on a restarted server), so
+ *   none of those tells. The voter reads the server's run_id (a one-line script) right behind
+ *   every acquire, on the same connection and in the same round trip: a grant counts only when it
+ *   ran on the server that was admitted; another server is checked by the identity guard before it
+ *   votes. The run_id is also read once a second while idle. Cost: one small extra script call
+ *   per acquire per GLIDE voter, pipelined.
  */
 
 /** A GLIDE reply decoder option, passed as GLIDE takes it (`Decoder.String` is 1). */
@@ -44,8 +48,26 @@ interface GlideClass {
   createClient(config: object): Promise<GlideClientApi>;
 }
 
-/** How often the connection's CLIENT ID is read to see a reconnection, ms. */
+/**
+ * The server's run_id (INFO server; the ACL user needs +info, as the identity guard does): new on
+ * every start of the server process.
+ */
+const RUN_ID = luaScript('run-id', "return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')");
+
+/** How often the server's run_id is read while idle to see a reconnection, ms. */
 const RECONNECTION_PROBE_MS = 1000;
+
+/**
+ * An acquire ran on another server than the one admitted (GLIDE reconnected to a server that
+ * restarted or took over): its grant must not count; GlideVoter lets go of it and votes as the
+ * identity guard then says.
+ */
+export class ServerChangedError extends Error {
+  constructor() {
+    super('the server changed under this call (GLIDE reconnected): it is checked before it votes');
+    this.name = 'ServerChangedError';
+  }
+}
 
 /**
  * One Redis / Valkey server reached with a Valkey GLIDE `GlideClient` passed in, as the
@@ -57,7 +79,12 @@ export class GlideScriptClient extends AdmittedClient {
   private readonly nodeTimeout: number;
   private subscriber: GlideClientApi | undefined;
   private readonly subscriptions = new Map<string, (message: string) => void>();
-  private connectionId: string | undefined;
+  /**
+   * The run_id of the server the current connection was admitted on: GLIDE reconnects without a
+   * word (and sets the connection's name and database again, so neither tells), and a server
+   * that restarted has another run_id.
+   */
+  private runId: string | undefined;
   private alive = false;
   private probe: NodeJS.Timeout | undefined;
   private closed = false;
@@ -83,7 +110,25 @@ export class GlideScriptClient extends AdmittedClient {
     args: readonly (string | number)[],
     decode: (reply: unknown) => T,
   ): Promise<T> {
-    return this.runScript(script, keys, args, this.nodeTimeout).then(decode);
+    const call = this.runScript(script, keys, args, this.nodeTimeout);
+    const admittedOn = this.runId;
+    if (script !== SCRIPTS.acquire || admittedOn === undefined) return call.then(decode);
+    // GLIDE reconnects without a word: a grant counts only when the server that ran it is the one
+    // admitted. RUN_ID goes right behind the acquire, on the same connection, in the same round
+    // trip; another run_id means GLIDE reconnected to a server that restarted (or took over)
+    // before the acquire ran: the vote fails (the engine lets go of it) and the identity guard
+    // checks the server before it votes again.
+    const current = this.runScript(RUN_ID, [], [], this.nodeTimeout);
+    return Promise.all([call, current]).then(([reply, runId]) => {
+      if (String(runId) === admittedOn) return decode(reply);
+      this.serverChanged(); // checked now, by the identity guard
+      throw new ServerChangedError();
+    });
+  }
+
+  /** Resolves once the server in use was checked (admission) and whether it votes is known. */
+  whenChecked(): Promise<void> {
+    return this.checking ?? Promise.resolve();
   }
 
   protected server(timeoutMs: number): ServerCommands {
@@ -106,6 +151,15 @@ export class GlideScriptClient extends AdmittedClient {
   protected prepareConnection(): void {
     for (const script of SCRIPTS.all)
       this.command(['SCRIPT', 'LOAD', script.source], 5000).catch(() => undefined);
+    // The admitted server's run_id (see runId); until it is read, grants are taken as they come
+    // (the admission just checked this server).
+    this.runId = undefined;
+    this.runScript(RUN_ID, [], [], 5000).then(
+      (runId) => {
+        if (this.connected) this.runId = String(runId);
+      },
+      () => undefined,
+    );
   }
 
   async ping(): Promise<void> {
@@ -170,15 +224,18 @@ export class GlideScriptClient extends AdmittedClient {
     });
   }
 
-  /** One probe: CLIENT ID answers (up; a new id is a new connection) or not (down). */
+  /**
+   * One probe: the connection answers (up) or not (down); another run_id than the admitted one
+   * is another server (GLIDE reconnected), checked before it votes again.
+   */
   private async check(): Promise<void> {
     try {
-      const id = String(await this.command(['CLIENT', 'ID'], Math.max(this.nodeTimeout, 1000)));
+      const runId = await this.runScript(RUN_ID, [], [], Math.max(this.nodeTimeout, 1000));
       if (this.closed) return;
-      const reconnected = !this.alive || id !== this.connectionId;
-      this.connectionId = id;
+      const wasAlive = this.alive;
       this.alive = true;
-      if (reconnected) this.connectionUp();
+      if (!wasAlive) this.connectionUp();
+      else if (this.runId !== undefined && String(runId) !== this.runId) this.serverChanged();
     } catch (err) {
       if (this.closed) return;
       const wasAlive = this.alive;
@@ -186,6 +243,13 @@ export class GlideScriptClient extends AdmittedClient {
       this.connectionFailed(err);
       if (wasAlive) this.connectionDown();
     }
+  }
+
+  /** GLIDE reconnected to another server: it is checked (admission) before it votes again. */
+  private serverChanged(): void {
+    if (this.runId === undefined) return; // already being checked
+    this.runId = undefined;
+    this.connectionUp();
   }
 }
 
