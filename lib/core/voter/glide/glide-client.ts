@@ -12,8 +12,7 @@ import type { VoterContext } from '../voter.js';
  * written out here.
  *
  * - Scripts: EVALSHA through `customCommand`, EVAL on NOSCRIPT (GLIDE's error message names it
- *   `NoScriptError`). A cluster client routes a script call by its first key (GLIDE reads the keys
- *   of EVALSHA / EVAL from the command).
+ *   `NoScriptError`).
  * - Bounds: GLIDE times every request out after its `requestTimeout` (250 ms by default) and has no
  *   offline queue to wait in; the engine's rounds bound each call by nodeTimeout besides.
  * - Wake-ups: GLIDE applies pub/sub subscriptions when a client is created (a client without a
@@ -26,7 +25,8 @@ import type { VoterContext } from '../voter.js';
  *   every acquire, on the same connection and in the same round trip: a grant counts only when it
  *   ran on the server that was admitted; another server is checked by the identity guard before it
  *   votes. The run_id is also read once a second while idle. Cost: one small extra script call
- *   per acquire per GLIDE voter, pipelined.
+ *   per acquire per GLIDE voter, pipelined. Where the ACL denies INFO, there is no run_id: the
+ *   identity guard is off for that node (admission says so in the log), and PING is the probe.
  */
 
 /** A GLIDE reply decoder option, passed as GLIDE takes it (`Decoder.String` is 1). */
@@ -230,7 +230,14 @@ export class GlideScriptClient extends AdmittedClient {
    */
   private async check(): Promise<void> {
     try {
-      const runId = await this.runScript(RUN_ID, [], [], Math.max(this.nodeTimeout, 1000));
+      const timeoutMs = Math.max(this.nodeTimeout, 1000);
+      const runId = await this.runScript(RUN_ID, [], [], timeoutMs).catch((err: unknown) => {
+        // INFO denied to the ACL user: no run_id to compare; PING says whether it answers.
+        if (err instanceof Error && /NOPERM/.test(err.message)) {
+          return this.command(['PING'], timeoutMs).then(() => this.runId);
+        }
+        throw err;
+      });
       if (this.closed) return;
       const wasAlive = this.alive;
       this.alive = true;

@@ -60,8 +60,11 @@ export interface NodeRedisConnection {
   readonly cluster: boolean;
   /** The client or cluster itself (its events). */
   readonly client: NodeRedisClientApi | NodeRedisClusterApi;
-  /** Sends a command, bounded by `timeoutMs`; a cluster routes it by `firstKey`. */
-  command(args: readonly string[], timeoutMs: number, firstKey?: string): Promise<unknown>;
+  /**
+   * Sends a command, out of the offline queue after `timeoutMs` (undefined: no node-redis timeout,
+   * on a connection without an offline queue); a cluster routes it by `firstKey`.
+   */
+  command(args: readonly string[], timeoutMs: number | undefined, firstKey?: string): Promise<unknown>;
 }
 
 /** node-redis' defaults for connections the engine opens: no offline queue, bounded connects. */
@@ -121,7 +124,8 @@ function adopted(client: NodeRedisClientApi, label: string, owned: boolean): Nod
     owned,
     cluster: false,
     client,
-    command: (args, timeoutMs) => client.sendCommand(args, { timeout: timeoutMs }),
+    command: (args, timeoutMs) =>
+      client.sendCommand(args, timeoutMs === undefined ? undefined : { timeout: timeoutMs }),
   };
 }
 
@@ -134,7 +138,7 @@ export function runNodeRedisScript(
   script: LuaScript,
   keys: readonly string[],
   args: readonly (string | number)[],
-  timeoutMs: number,
+  timeoutMs: number | undefined,
   onNoScript?: () => void,
 ): Promise<unknown> {
   const rest = [String(keys.length), ...keys, ...args.map(String)];

@@ -16,15 +16,19 @@ import {
  * Admission (preflight, identity guard) is AdmittedClient's; node-redis emits 'ready' on every
  * (re)connection, and each is checked before it votes.
  *
- * No command waits past nodeTimeout: each carries node-redis' own `timeout`, which takes it out of
- * the client's offline queue (a client passed in keeps its queue on; a connection the engine
- * opens has it off) when it expires; a command already written to a node that stopped answering
- * is bounded by the engine's rounds (node-redis' timeout no longer applies to it).
+ * No command waits past nodeTimeout: on a client with an offline queue (a client passed in, unless
+ * it has `disableOfflineQueue`) each lock command carries node-redis' own `timeout`, which takes it
+ * out of the queue when it expires; a connection the engine opens has no queue (a command sent
+ * while it is down fails at once), and spares that per-command timer on the hot path. A command
+ * already written to a node that stopped answering is bounded by the engine's rounds (node-redis'
+ * timeout no longer applies to it), as with every client.
  */
 export class NodeRedisClient extends AdmittedClient {
   readonly label: string;
   private readonly owned: boolean;
   private readonly nodeTimeout: number;
+  /** The lock commands' node-redis timeout: nodeTimeout where the client queues while offline. */
+  private readonly queueTimeout: number | undefined;
   private subscriber: NodeRedisClientApi | undefined;
   private readonly channels = new Map<string, (message: string) => void>();
   private readonly onReady = () => this.connectionUp();
@@ -41,6 +45,8 @@ export class NodeRedisClient extends AdmittedClient {
     this.owned = connection.owned;
     this.nodeTimeout = context.nodeTimeout ?? 1000;
     const client = connection.client;
+    const options = (client as { options?: { disableOfflineQueue?: boolean } }).options;
+    this.queueTimeout = options?.disableOfflineQueue && !connection.cluster ? undefined : this.nodeTimeout;
     client.on('error', this.onError); // before connecting: node-redis throws an unheard 'error'
     client.on('ready', this.onReady);
     client.on('end', this.onEnd);
@@ -63,7 +69,7 @@ export class NodeRedisClient extends AdmittedClient {
     args: readonly (string | number)[],
     decode: (reply: unknown) => T,
   ): Promise<T> {
-    return runNodeRedisScript(this.connection, script, keys, args, this.nodeTimeout).then(decode);
+    return runNodeRedisScript(this.connection, script, keys, args, this.queueTimeout).then(decode);
   }
 
   protected server(timeoutMs: number): ServerCommands {
