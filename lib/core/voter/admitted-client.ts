@@ -8,6 +8,18 @@ import type { ServerCommands } from './server-commands.js';
 import type { VoterContext } from './voter.js';
 
 /**
+ * A lock command ran on another connection than the one admitted (the client reconnected, and
+ * maybe reached a server that restarted or took over, before the command was sent): its vote must
+ * not count. AdmittedVoter lets go of it and votes again once the new connection was checked.
+ */
+export class ServerChangedError extends Error {
+  constructor() {
+    super('the connection changed under this call: the new one is checked before it votes');
+    this.name = 'ServerChangedError';
+  }
+}
+
+/**
  * The part of a {@link ScriptClient} that is the same for every client of one Redis server:
  * admission of each new connection (preflight and the identity guard: ioredis/admission.ts)
  * before it votes, health and abstention reporting, and holding calls back while a connection is
@@ -82,6 +94,11 @@ export abstract class AdmittedClient implements ScriptClient {
 
   get checking(): Promise<void> | undefined {
     return this.admitted ? undefined : this.pending;
+  }
+
+  /** Resolves once the connection in use was checked (admission) and whether it votes is known. */
+  whenChecked(): Promise<void> {
+    return this.pending ?? Promise.resolve();
   }
 
   abstainingForMs(): number {

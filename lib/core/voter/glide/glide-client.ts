@@ -1,7 +1,7 @@
 import { SCRIPTS, type LuaScript } from '../../scripts/index.js';
 import { luaScript } from '../../scripts/lua-script.js';
 import { settleWithin, TIMED_OUT } from '../../timeouts.js';
-import { AdmittedClient } from '../admitted-client.js';
+import { AdmittedClient, ServerChangedError } from '../admitted-client.js';
 import type { ServerCommands } from '../server-commands.js';
 import type { VoterContext } from '../voter.js';
 
@@ -58,18 +58,6 @@ const RUN_ID = luaScript('run-id', "return string.match(redis.call('INFO', 'serv
 const RECONNECTION_PROBE_MS = 1000;
 
 /**
- * An acquire ran on another server than the one admitted (GLIDE reconnected to a server that
- * restarted or took over): its grant must not count; GlideVoter lets go of it and votes as the
- * identity guard then says.
- */
-export class ServerChangedError extends Error {
-  constructor() {
-    super('the server changed under this call (GLIDE reconnected): it is checked before it votes');
-    this.name = 'ServerChangedError';
-  }
-}
-
-/**
  * One Redis / Valkey server reached with a Valkey GLIDE `GlideClient` passed in, as the
  * {@link ScriptClient} of a GlideVoter (see the top of this file).
  */
@@ -124,11 +112,6 @@ export class GlideScriptClient extends AdmittedClient {
       this.serverChanged(); // checked now, by the identity guard
       throw new ServerChangedError();
     });
-  }
-
-  /** Resolves once the server in use was checked (admission) and whether it votes is known. */
-  whenChecked(): Promise<void> {
-    return this.checking ?? Promise.resolve();
   }
 
   protected server(timeoutMs: number): ServerCommands {

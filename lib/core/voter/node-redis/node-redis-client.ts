@@ -1,5 +1,5 @@
 import { SCRIPTS, type LuaScript } from '../../scripts/index.js';
-import { AdmittedClient } from '../admitted-client.js';
+import { AdmittedClient, ServerChangedError } from '../admitted-client.js';
 import type { ServerCommands } from '../server-commands.js';
 import type { VoterContext } from '../voter.js';
 import {
@@ -27,6 +27,8 @@ export class NodeRedisClient extends AdmittedClient {
   readonly label: string;
   private readonly owned: boolean;
   private readonly nodeTimeout: number;
+  /** The socketEpoch of the connection admitted last (undefined: not known). */
+  private admittedEpoch: number | undefined;
   /** The lock commands' node-redis timeout: nodeTimeout where the client queues while offline. */
   private readonly queueTimeout: number | undefined;
   private subscriber: NodeRedisClientApi | undefined;
@@ -69,7 +71,16 @@ export class NodeRedisClient extends AdmittedClient {
     args: readonly (string | number)[],
     decode: (reply: unknown) => T,
   ): Promise<T> {
-    return runNodeRedisScript(this.connection, script, keys, args, this.queueTimeout).then(decode);
+    const sent = runNodeRedisScript(this.connection, script, keys, args, this.queueTimeout);
+    if (script !== SCRIPTS.acquire || this.admittedEpoch === undefined) return sent.then(decode);
+    // node-redis replays its offline queue on a new connection before it says 'ready' (before
+    // that connection's server was checked): a grant counts only when it came back on the
+    // admitted connection (node-redis counts its connections: socketEpoch).
+    const epoch = this.admittedEpoch;
+    return sent.then((reply) => {
+      if (this.epoch() !== epoch) throw new ServerChangedError();
+      return decode(reply);
+    });
   }
 
   protected server(timeoutMs: number): ServerCommands {
@@ -88,10 +99,17 @@ export class NodeRedisClient extends AdmittedClient {
   }
 
   protected prepareConnection(): void {
+    this.admittedEpoch = this.epoch();
     if (this.connection.cluster) return; // a cluster loads them shard by shard, on first use
     for (const script of SCRIPTS.all) {
       this.connection.command(['SCRIPT', 'LOAD', script.source], 5000).catch(() => undefined);
     }
+  }
+
+  /** node-redis' count of the client's connections (5 and 6); undefined where it has none. */
+  private epoch(): number | undefined {
+    const epoch = (this.connection.client as { socketEpoch?: unknown }).socketEpoch;
+    return typeof epoch === 'number' ? epoch : undefined;
   }
 
   async ping(): Promise<void> {

@@ -1,4 +1,4 @@
-import { ScriptVoter } from '../script-voter.js';
+import { AdmittedVoter } from '../admitted-voter.js';
 import type { VoterContext } from '../voter.js';
 import { nodeRedisConnection, type NodeRedisClientApi } from './connection.js';
 import { NodeRedisClient } from './node-redis-client.js';
@@ -9,7 +9,7 @@ import { NodeRedisClient } from './node-redis-client.js';
  * subscription on a duplicate() connection). Releases wait for their replies (no one-way calls:
  * those write to an ioredis socket directly).
  */
-export class NodeRedisVoter extends ScriptVoter<NodeRedisClient> {
+export class NodeRedisVoter extends AdmittedVoter<NodeRedisClient> {
   /** A voter for a node-redis client (createClient), or a URL / createClient options it opens. */
   static from(node: string | object, context: VoterContext): NodeRedisVoter {
     const connection = nodeRedisConnection(node, context.connectTimeout);
