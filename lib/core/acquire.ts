@@ -1,8 +1,10 @@
 import type { EngineParts } from './engine-parts.js';
-import type { NodeFailure } from './errors.js';
+import { LockUsageError, type NodeFailure } from './errors.js';
+import { PERMITS_MARK } from './keys.js';
 import type { HeldLock } from './lease/held-lock.js';
 import type { Leases } from './lease/leases.js';
 import type { ResolvedLockOptions } from './options.js';
+import { describeUse, type SemaphoreRequest } from './semaphore.js';
 import { RELEASE, type AcquireVote } from './scripts/index.js';
 import type { RoundOutcome, Vote } from './quorum/quorum-round.js';
 
@@ -36,6 +38,8 @@ export interface AcquireRequest {
    */
   readonly ticket: string;
   readonly opts: ResolvedLockOptions;
+  /** Set for a semaphore (permits > 1): `lockKeys` are then its slot keys (semaphore.ts). */
+  readonly semaphore?: SemaphoreRequest;
 }
 
 /** The result of one attempt. */
@@ -123,6 +127,7 @@ export class Acquirer {
       return { outcome: 'busy', retryAfterMs: 0, contended: true, why };
     }
     if (busy.length > 0 && voters.count - round.unavailable.length >= voters.quorum) {
+      checkNotSemaphore(request, busy); // a busy path only: the mutex's grant reads nothing more
       const contended = round.yes.length > 0 && !heldByOneOwner(busy, voters.quorum);
       return { outcome: 'busy', retryAfterMs: retryAfter(busy, voters.count, voters.quorum), contended };
     }
@@ -230,6 +235,16 @@ export class Acquirer {
   };
 
   private readonly plainRound = { observe: this.noteLateAbstention };
+}
+
+/** A plain lock finding a semaphore's marker in its lock key (semaphore.ts): a LockUsageError. */
+function checkNotSemaphore(request: AcquireRequest, busy: ReadonlyArray<{ holder: string }>): void {
+  for (const { holder } of busy) {
+    if (holder.startsWith(PERMITS_MARK)) {
+      const permits = Number(holder.slice(PERMITS_MARK.length));
+      throw new LockUsageError(request.names.join(', '), describeUse(1), describeUse(permits));
+    }
+  }
 }
 
 /** Whether the busy replies show one owner on a majority (a real holder, not colliding acquirers). */

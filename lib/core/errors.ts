@@ -14,8 +14,10 @@ export class RedlockOptionsError extends RedlockError {
   /** @param option the option path at fault, e.g. `ttl` or `nodes[2]`. */
   constructor(
     readonly option: string,
-    problem: string,
-    fix: string,
+    /** What is wrong with the value, e.g. `got -1`. */
+    readonly problem: string,
+    /** How to fix it. */
+    readonly fix: string,
   ) {
     super(`Invalid Redlock option \`${option}\`: ${problem}. ${fix}`);
   }
@@ -23,8 +25,9 @@ export class RedlockOptionsError extends RedlockError {
 
 /**
  * The lock is held by someone else and stayed busy until the `wait` budget ran out.
- * `retryAfterMs` is the time after which a majority of nodes should be free again (from the
- * holder's remaining lease), a good value for an HTTP `Retry-After`.
+ * `retryAfterMs` is the time after which a majority of nodes will be free again unless the holder
+ * extends its lease (from the holder's remaining lease): an upper bound, since holders usually
+ * release early. The NestJS layer's retry hint for clients is shorter (see its `retry-after.ts`).
  */
 export class LockNotAcquiredError extends RedlockError {
   /** Stable, machine-readable code: what RPC, WebSocket and GraphQL clients receive as `code`. */
@@ -45,7 +48,7 @@ export class LockNotAcquiredError extends RedlockError {
     );
   }
 
-  /** Seconds for an HTTP `Retry-After` header (at least 1). */
+  /** `retryAfterMs` in whole seconds (at least 1): the longest a client might have to wait. */
   get retryAfterSeconds(): number {
     return Math.max(1, Math.ceil(this.retryAfterMs / 1000));
   }
@@ -74,11 +77,28 @@ export class QuorumUnavailableError extends RedlockError {
     readonly retryAfterMs?: number,
   ) {
     super(
-      `Cannot lock ${formatResources(resources)}: a majority of ${quorum} of ${nodeCount} Redis nodes is not available. ` +
-        failures.map((f) => `${f.node}: ${f.reason}`).join('; ') +
-        '. Check that the nodes are running and reachable, and their credentials.',
+      resources.length === 0
+        ? // Redlock.connect() under failWithoutQuorum: bootstrap, no lock asked for yet.
+          `No quorum of Redis nodes at bootstrap (failWithoutQuorum): fewer than ${quorum} of ${nodeCount} connected. ` +
+            failures.map((f) => `${f.node}: ${f.reason}`).join('; ') +
+            '. Fix the nodes named, or set failWithoutQuorum: false to start without them (locks fail until a quorum connects).'
+        : `Cannot lock ${formatResources(resources)}: a majority of ${quorum} of ${nodeCount} Redis nodes is not available. ` +
+            failures.map((f) => `${f.node}: ${f.reason}`).join('; ') +
+            (retryAfterMs === undefined
+              ? failures.length > 0 && failures.every((f) => REFUSED.test(f.reason))
+                ? '. The nodes answered and refused the credentials: fix what each one names.'
+                : '. Check that the nodes are running and reachable, and their credentials.'
+              : `. A quorum votes again in ${formatDelay(retryAfterMs)} (retryAfterMs ${Math.ceil(retryAfterMs)}): retry after that.`),
     );
   }
+}
+
+/** A node's reason when it answered but refused the credentials or a command (voter/ioredis/connection.ts). */
+const REFUSED = /authentication failed|permission denied/;
+
+/** `850 ms`, `58 s`: a delay for a message, rounded up as Retry-After is. */
+function formatDelay(ms: number): string {
+  return ms < 1000 ? `${Math.ceil(ms)} ms` : `${Math.ceil(ms / 1000)} s`;
 }
 
 /** The lock is no longer held: an extension did not reach a majority, or its validity ran out. */
@@ -134,4 +154,25 @@ export class NodeConfigurationError extends RedlockError {
 
 function formatResources(resources: readonly string[]): string {
   return resources.map((r) => JSON.stringify(r)).join(', ');
+}
+
+/**
+ * One key used in two incompatible ways: with different `permits`, or as a semaphore and a plain
+ * lock (or a multi-resource lock with `permits` > 1). Names both uses.
+ */
+export class LockUsageError extends RedlockError {
+  readonly code = 'LOCK_USAGE_CONFLICT' as const;
+
+  constructor(
+    readonly resource: string,
+    /** How this call used the key. */
+    readonly attempted: string,
+    /** How the key is used already. */
+    readonly existing: string,
+  ) {
+    super(
+      `Lock key "${resource}" is used ${attempted}, but it is already used ${existing}: a key is either a ` +
+        `plain lock or a semaphore with one number of permits. Use another key for the other use.`,
+    );
+  }
 }

@@ -9,7 +9,7 @@ export type { NodeStatus } from './quorum/voters.js';
 export type { Lock } from './lock.js';
 export type { LockEvent } from './events.js';
 export type { TelemetryProviders } from './telemetry.js';
-export type { LockInspection } from './quorum/inspect.js';
+export type { LockInspection, SemaphoreInspection } from './quorum/inspect.js';
 export type { RedlockOptions, LockOptions, RedlockNode } from './options.js';
 export type { PreflightMode } from './preflight.js';
 export type { RedlockLogger } from './logger.js';
@@ -49,7 +49,7 @@ export type MemoryVoter = MovedMemoryVoter;
 export const MemoryState: typeof MovedMemoryState = MovedMemoryState;
 /** @deprecated Import `MemoryState` from `nest-quorum-lock/testing` (lib/testing/memory/). */
 export type MemoryState = MovedMemoryState;
-export type { AcquireVote, ExtendRequest, KeyView, LetGo } from './scripts/index.js';
+export type { AcquireVote, ExtendRequest, KeyView, LetGo, SlotVote } from './scripts/index.js';
 export {
   RedlockError,
   RedlockOptionsError,
@@ -57,5 +57,6 @@ export {
   QuorumUnavailableError,
   LockLostError,
   NodeConfigurationError,
+  LockUsageError,
 } from './errors.js';
 export type { NodeFailure } from './errors.js';

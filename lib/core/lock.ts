@@ -13,6 +13,10 @@ export interface Lock {
   readonly fencingToken: number;
   /** One fencing token per resource (multi-resource locks). */
   readonly fencingTokens: Readonly<Record<string, number>>;
+  /** The semaphore slot held, 0..permits-1; undefined for a plain lock (permits 1). */
+  readonly permit: number | undefined;
+  /** 'write' (exclusive, or one permit of a semaphore); 'read' shared with other readers. */
+  readonly mode: 'write' | 'read';
   /** Epoch ms at which the lock's validity ends (conservative: drift already subtracted). */
   readonly expiresAt: number;
   /** Aborted when the lock is lost (reason: a `LockLostError`) or released. */
@@ -46,6 +50,14 @@ export class JoinedLock implements Lock {
 
   get expiresAt(): number {
     return this.outer.expiresAt;
+  }
+
+  get permit(): number | undefined {
+    return this.outer.permit;
+  }
+
+  get mode(): 'write' | 'read' {
+    return this.outer.mode;
   }
 
   get signal(): AbortSignal {

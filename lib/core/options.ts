@@ -22,6 +22,7 @@ import {
 import type { RedlockLogger } from './logger.js';
 import type { PreflightMode } from './preflight.js';
 import type { TelemetryProviders } from './telemetry.js';
+import { hasUnencodedCredentials, redactUrl } from './voter/ioredis/connection.js';
 import { isClusterNode, validateClusterNode } from './voter/ioredis-cluster/connection.js';
 import { isVoterFactory, type VoterFactory } from './voter/voter.js';
 
@@ -78,6 +79,14 @@ export interface RedlockOptions {
   fenceIdleTtl?: number;
   /** How long connecting at start-up may take before unreachable nodes are reported. Default 5000. */
   connectTimeout?: number;
+  /**
+   * `true`: bootstrap (`Redlock.connect()`, the module's init) fails with a
+   * `QuorumUnavailableError` naming every node that is not connected and why, when fewer than a
+   * quorum are connected after `connectTimeout` (at once when they refused the credentials).
+   * Default `false`: the application starts, and locks fail until a quorum connects. Nodes that
+   * are connected but abstain under the restart guard count as connected.
+   */
+  failWithoutQuorum?: boolean;
   /** Upper bound for how long a watchdog keeps extending one lock, in ms. Default 600000 (10 min). */
   maxHold?: number;
   /** Where the engine reports unreachable or abstaining nodes. Default: warnings to stderr. */
@@ -112,6 +121,14 @@ export interface RedlockOptions {
 
 /** Per-call options of acquire / tryAcquire / using / @DistributedLock. */
 export interface LockOptions {
+  /**
+   * > 1: a semaphore, at most `permits` holders of the key at once, each holding one slot
+   * (`Lock.permit`), each slot a lock of its own on a majority. Default 1 (a plain lock). A key is
+   * used with one number of permits only; single resource only.
+   */
+  permits?: number;
+  /** 'write' (the default): exclusive. 'read' is reserved for read-write locks (not yet available). */
+  mode?: 'write' | 'read';
   /** Lease in ms (default: the module's `ttl`). */
   ttl?: number;
   /** How long to wait for a busy lock in ms (default: the module's `wait`; 0 = fail fast). */
@@ -151,6 +168,7 @@ export interface ResolvedOptions {
   readonly restartGuard: number | false;
   readonly fenceIdleTtl: number;
   readonly connectTimeout: number;
+  readonly failWithoutQuorum: boolean;
   readonly maxHold: number;
   readonly preflight: PreflightMode;
   readonly confirmRelease: boolean;
@@ -171,6 +189,8 @@ export interface ResolvedLockOptions {
   readonly maxHold: number;
   readonly holdAtLeast: number;
   readonly signal?: AbortSignal;
+  /** 1 for a plain lock. */
+  readonly permits: number;
 }
 
 const DEFAULTS = {
@@ -184,6 +204,7 @@ const DEFAULTS = {
   minRestartGuard: 60_000,
   fenceIdleTtl: 7 * 24 * 3600 * 1000,
   connectTimeout: 5_000,
+  failWithoutQuorum: false,
   maxHold: 600_000,
   preflight: 'error',
   confirmRelease: false,
@@ -236,6 +257,7 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
     restartGuard,
     fenceIdleTtl: positive('fenceIdleTtl', options.fenceIdleTtl ?? DEFAULTS.fenceIdleTtl, MAX_FENCE_IDLE_MS),
     connectTimeout: nonNegative('connectTimeout', options.connectTimeout ?? DEFAULTS.connectTimeout),
+    failWithoutQuorum: flag('failWithoutQuorum', options.failWithoutQuorum ?? DEFAULTS.failWithoutQuorum),
     maxHold: positiveOrInfinity('maxHold', options.maxHold ?? DEFAULTS.maxHold),
     preflight: preflightMode(options.preflight ?? DEFAULTS.preflight),
     confirmRelease: flag('confirmRelease', options.confirmRelease ?? DEFAULTS.confirmRelease),
@@ -279,6 +301,13 @@ export function resolveLockOptions(
       'Use a longer ttl.',
     );
   }
+  if (o.mode !== undefined && o.mode !== 'write') {
+    throw new RedlockOptionsError(
+      'mode',
+      `got ${show(o.mode)}`,
+      "Read-write locks are not available yet: leave mode out, or pass 'write'.",
+    );
+  }
   return {
     ttl,
     wait: o.wait === undefined ? engine.wait : nonNegative('wait', o.wait),
@@ -288,7 +317,29 @@ export function resolveLockOptions(
     maxHold: o.maxHold === undefined ? engine.maxHold : positiveOrInfinity('maxHold', o.maxHold),
     holdAtLeast: resolveHoldAtLeast(engine, o.holdAtLeast),
     signal: o.signal,
+    permits: o.permits === undefined ? 1 : resolvePermits(o.permits, o.mode),
   };
+}
+
+/** Largest `permits`: every slot is a key in each slot search. */
+export const MAX_PERMITS = 1024;
+
+function resolvePermits(permits: number, mode: string | undefined): number {
+  if (!Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
+    throw new RedlockOptionsError(
+      'permits',
+      `got ${String(permits)}`,
+      `Pass a whole number from 1 (a plain lock) to ${MAX_PERMITS}.`,
+    );
+  }
+  if (permits > 1 && mode === 'read') {
+    throw new RedlockOptionsError(
+      'mode',
+      "'read' with permits > 1",
+      'A semaphore has no read mode: pass one of them.',
+    );
+  }
+  return permits;
 }
 
 function resolveHoldAtLeast(engine: ResolvedOptions, holdAtLeast: number | undefined): number {
@@ -336,6 +387,7 @@ function validateNodes(nodes: unknown): boolean {
   let needsPackage = false;
   nodes.forEach((node: unknown, i) => {
     if (typeof node === 'string') {
+      checkUrlEncoding(node, `nodes[${i}]`);
       validateUrl(node, `nodes[${i}]`);
       needsPackage = true;
     } else if (node === null || typeof node !== 'object') {
@@ -386,4 +438,22 @@ function validateUrl(node: string, option: string): void {
   if (!url.hostname) {
     throw new RedlockOptionsError(option, 'the URL has no host', 'Use redis://host:port.');
   }
+}
+
+/**
+ * A URL whose password (or user name) holds an unencoded `@`, `#`, `/`, `?` or space: URL parsers
+ * end the credentials or the host early there, so the host is read from part of the password
+ * (`redis://:p@ss#1@10.0.0.1:6379` connects to host `ss` with password `p`, and the DNS error then
+ * shows part of the secret). Never logged: the message shows the URL redacted.
+ */
+function checkUrlEncoding(node: string, option: string): void {
+  if (!hasUnencodedCredentials(node) && !node.includes('#')) return;
+  throw new RedlockOptionsError(
+    option,
+    `${redactUrl(node)} has an unencoded "@", "#", "/", "?" or space in its user name or password (or a "#" ` +
+      'elsewhere), so the host would be read from part of the password',
+    'Percent-encode the user name and password, e.g. `redis://:${encodeURIComponent(password)}@host:6379` ' +
+      '("@" is %40, "#" is %23, "/" is %2F, "?" is %3F), or pass ioredis options ' +
+      '{ host, port, password } instead of a URL.',
+  );
 }

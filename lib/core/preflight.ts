@@ -31,6 +31,8 @@ export class Preflight {
   private readonly servers = new Map<object, { label: string; runId: string }>();
   /** Per voter: the errors of its latest review. */
   private readonly found = new Map<object, NodeConfigurationError[]>();
+  /** Per voter, under 'warn': the problems its latest review logged. */
+  private readonly warned = new Map<object, ReadonlySet<string>>();
   private bootstrapped = false;
 
   constructor(
@@ -64,9 +66,18 @@ export class Preflight {
       .filter((f) => f.severity === 'error')
       .map((f) => new NodeConfigurationError(label, f.problem, f.fix));
     this.found.set(voter, errors);
-    if (errors.length === 0) return undefined;
+    if (errors.length === 0) {
+      this.warned.delete(voter);
+      return undefined;
+    }
     if (this.mode === 'warn') {
-      for (const e of errors) this.logger.warn(`${e.message} (preflight: 'warn': it votes anyway)`);
+      // Once per voter and problem: a server whose check is tried again (admission.ts) is not
+      // reported on every try.
+      const said = this.warned.get(voter);
+      for (const e of errors) {
+        if (!said?.has(e.message)) this.logger.warn(`${e.message} (preflight: 'warn': it votes anyway)`);
+      }
+      this.warned.set(voter, new Set(errors.map((e) => e.message)));
       return undefined;
     }
     const refusal = NodeConfigurationError.of(errors);

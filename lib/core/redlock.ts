@@ -1,10 +1,16 @@
 import type { Observable } from 'rxjs';
 import { Acquirer, type AcquireRequest, type Attempt } from './acquire.js';
 import type { EngineParts } from './engine-parts.js';
-import { LockNotAcquiredError, QuorumUnavailableError, RedlockError } from './errors.js';
+import {
+  LockNotAcquiredError,
+  LockUsageError,
+  QuorumUnavailableError,
+  RedlockError,
+  RedlockOptionsError,
+} from './errors.js';
 import { LockEvents, type LockEvent } from './events.js';
-import { inspectLock, type LockInspection } from './quorum/inspect.js';
-import { KeySpace } from './keys.js';
+import { inspectKey, inspectSemaphore, type LockInspection } from './quorum/inspect.js';
+import { KeySpace, PERMITS_MARK } from './keys.js';
 import { Leases } from './lease/leases.js';
 import { JoinedLock, type Lock } from './lock.js';
 import { LockContext } from './lock-context.js';
@@ -22,6 +28,7 @@ import { QUEUE_RECHECK_MS } from './queue/retry-backoff.js';
 import { WakeChannel } from './queue/wake-channel.js';
 import { waitForLock } from './queue/waiting.js';
 import { LockValues, SCRIPTS, ScriptCalls, type ScriptSettings } from './scripts/index.js';
+import { describeUse, SlotAcquirer, slotKeys } from './semaphore.js';
 import { attachTelemetry } from './telemetry.js';
 import { Voters, type NodeStatus } from './quorum/voters.js';
 import { assertLockFitsVoters } from './voter/ioredis-cluster/cluster-voter.js';
@@ -45,6 +52,13 @@ export class Redlock {
   readonly options: ResolvedOptions;
   private readonly parts: EngineParts;
   private readonly acquirer: Acquirer;
+  private readonly slots: SlotAcquirer;
+  /**
+   * The permits of every key this engine used as a semaphore: a key used again with other permits,
+   * or as a plain lock, is a LockUsageError without a command (read on the mutex path only while
+   * the engine has used semaphores). Across processes the slot search finds the same conflicts.
+   */
+  private readonly semaphores = new Map<string, number>();
   private readonly leases: Leases;
   private readonly wakes: WakeChannel;
   private readonly context = new LockContext();
@@ -116,6 +130,7 @@ export class Redlock {
     };
     this.leases = new Leases(voters, resolved, this.parts.drift, this.events);
     this.acquirer = new Acquirer(this.parts, this.leases);
+    this.slots = new SlotAcquirer(this.parts, this.acquirer, this.leases);
     this.wakes = new WakeChannel(voters, this.parts.values.channel, resolved.nodeTimeout, turnMs);
   }
 
@@ -133,8 +148,9 @@ export class Redlock {
    * Waits until every node is connected and checked (preflight), at most `connectTimeout` ms, and
    * logs the nodes that are not. Resolves with each node's status: a minority may well be down.
    * @throws NodeConfigurationError under `preflight: 'error'` when a node that answered breaks
-   * Redlock's assumptions (one error naming every node, problem and fix); the engine is closed
-   * first, so that a failed bootstrap leaves no connection open.
+   * Redlock's assumptions (one error naming every node, problem and fix); QuorumUnavailableError
+   * under `failWithoutQuorum: true` when fewer than a quorum connected (every node that did not,
+   * and why). The engine is closed first, so that a failed bootstrap leaves no connection open.
    */
   async connect(): Promise<NodeStatus[]> {
     // OpenTelemetry providers are registered before the app boots: look for them now.
@@ -146,7 +162,28 @@ export class Redlock {
       await this.close();
       throw misconfigured;
     }
+    const { voters } = this.parts;
+    if (this.options.failWithoutQuorum && statuses.filter((s) => s.reachable).length < voters.quorum) {
+      await this.close();
+      const failures = statuses
+        .filter((s) => !s.reachable)
+        .map((s) => ({
+          node: s.node,
+          reason: s.error ?? `no connection within ${this.options.connectTimeout} ms`,
+        }));
+      throw new QuorumUnavailableError([], voters.quorum, voters.count, failures);
+    }
     return statuses;
+  }
+
+  /**
+   * Checks per-call options against this engine's settings exactly as an acquire would (a ttl
+   * above `restartGuard`, a negative `wait`, ...) without taking a lock: for bootstrap-time checks
+   * of options written in code (the NestJS layer checks every `@DistributedLock` this way).
+   * @throws RedlockOptionsError naming the option and the fix.
+   */
+  checkLockOptions(options: LockOptions): void {
+    resolveLockOptions(this.options, options, false);
   }
 
   /** Each node's reachability from its connection's state (no I/O). */
@@ -203,12 +240,22 @@ export class Redlock {
 
   /**
    * What a majority of the nodes says of `resource`'s lock, read-only: whether it is held, when
-   * it frees, and the last fencing token issued for it.
+   * it frees, and the last fencing token issued for it. For a semaphore, also its permits, holders,
+   * free permits and each slot's view (`semaphore`).
    * @throws QuorumUnavailableError when fewer than a majority answer.
    */
   async inspect(resource: string): Promise<LockInspection> {
     const [name] = normaliseResources(resource); // a bad name rejects, as every other failure does
-    return inspectLock(this.parts.voters, name!, this.parts.keys.lock(name!), this.options.nodeTimeout);
+    const { voters } = this.parts;
+    const { nodeTimeout } = this.options;
+    const lockKey = this.parts.keys.lock(name!);
+    // A semaphore (this engine used it, or its marker holds the key): its slots' views.
+    const known = this.semaphores.get(name!);
+    if (known) return inspectSemaphore(voters, name!, slotKeys(lockKey, known), nodeTimeout);
+    const { inspection, holder } = await inspectKey(voters, name!, lockKey, nodeTimeout);
+    if (!holder?.startsWith(PERMITS_MARK)) return inspection;
+    const permits = Number(holder.slice(PERMITS_MARK.length));
+    return inspectSemaphore(voters, name!, slotKeys(lockKey, permits), nodeTimeout);
   }
 
   /**
@@ -277,6 +324,7 @@ export class Redlock {
       return Promise.reject(err);
     }
     if (request instanceof JoinedLock) return Promise.resolve(request);
+    if (request.semaphore) return this.takeSlot(request);
     if (request.opts.wait > 0)
       return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure);
     const value = this.parts.values.next(request.names.length > 1);
@@ -284,6 +332,40 @@ export class Redlock {
       if (attempt.outcome === 'granted') return attempt.lock;
       throw this.failure(attempt, 1, request);
     });
+  }
+
+  /** A semaphore's acquire (semaphore.ts): waits in its shared queue when `wait` > 0. */
+  private takeSlot(request: AcquireRequest): Promise<Lock> {
+    const attempt = (value: string) =>
+      this.slots.attempt(
+        request as AcquireRequest & { semaphore: NonNullable<AcquireRequest['semaphore']> },
+        value,
+      );
+    if (request.opts.wait > 0)
+      return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure, attempt);
+    return attempt(this.parts.values.next(false)).then((result) => {
+      if (result.outcome === 'granted') return result.lock;
+      throw this.failure(result, 1, request);
+    });
+  }
+
+  /** Checks that the keys are used the way they were before by this engine (see `semaphores`). */
+  private checkUse(names: readonly string[], permits: number): void {
+    if (permits > 1 && names.length > 1) {
+      throw new RedlockOptionsError(
+        'permits',
+        `${permits} with ${names.length} resources (${names.join(', ')})`,
+        'A semaphore guards one key: acquire it alone, or use permits 1 for a multi-resource lock.',
+      );
+    }
+    for (const name of names) {
+      const used = this.semaphores.get(name);
+      if (used === undefined) {
+        if (permits > 1) this.semaphores.set(name, permits);
+      } else if (used !== permits) {
+        throw new LockUsageError(name, describeUse(permits), describeUse(used));
+      }
+    }
   }
 
   /** The request of an acquire, or the enclosing holder's lock that a nested acquire joins. */
@@ -295,8 +377,21 @@ export class Redlock {
     if (this.closed) throw new RedlockError('The Redlock engine is closed (application shutting down).');
     const names = normaliseResources(resources);
     const opts = resolveLockOptions(this.options, options, watchdogByDefault);
+    if (opts.permits > 1 || this.semaphores.size > 0) this.checkUse(names, opts.permits);
     const joined = this.context.join(names);
     if (joined) return joined;
+    if (opts.permits > 1) {
+      const lockKey = this.parts.keys.lock(names[0]!);
+      opts.signal?.throwIfAborted();
+      return {
+        names,
+        sorted: names,
+        lockKeys: slotKeys(lockKey, opts.permits),
+        ticket: opts.wait > 0 ? String(Date.now()) : '',
+        opts,
+        semaphore: { lockKey, permits: opts.permits },
+      };
+    }
     const sorted = names.length === 1 ? names : [...names].sort();
     const request: AcquireRequest = {
       names,

@@ -1,4 +1,5 @@
 import { luaScript, runScript, type LuaScript, type ScriptClient } from '../core/scripts/lua-script.js';
+import { invalidFencingTokenMessage, isFencingToken } from './fencing-token.js';
 
 /** Outcome of a fenced write. */
 export interface FencedWriteResult {
@@ -115,6 +116,5 @@ export class FencedWriter {
 }
 
 function checkToken(token: number): void {
-  if (!Number.isSafeInteger(token) || token <= 0)
-    throw new TypeError(`A fencing token must be a positive integer, got ${token}`);
+  if (!isFencingToken(token)) throw new TypeError(invalidFencingTokenMessage(token));
 }

@@ -1,9 +1,16 @@
 import { Inject, Logger } from '@nestjs/common';
 import { catchError, EMPTY, Observable, throwError } from 'rxjs';
-import { LockNotAcquiredError, RedlockOptionsError, type LockOptions } from '../core/index.js';
+import {
+  LockNotAcquiredError,
+  QuorumUnavailableError,
+  RedlockOptionsError,
+  type LockOptions,
+} from '../core/index.js';
 import { callLockedAsync, callLockedObservable } from './locked-call.js';
 import { compileLockKey, type LockKey } from './lock-key.js';
 import { LockService } from './lock.service.js';
+import { noteTypicalHold, TypicalHold } from './typical-hold.js';
+import { UnavailableEpisode } from './unavailable-episode.js';
 import {
   DISTRIBUTED_LOCK_METADATA,
   FENCING_TOKEN_PARAM,
@@ -16,11 +23,14 @@ import {
  * what a call does when the lock is still busy after `wait`: `'throw'` (default) raises
  * `LockNotAcquiredError` (HTTP 409); `'skip'` does not run the method and resolves `undefined` (an
  * Observable method completes empty), logged at debug level: for scheduled jobs that only one
- * instance should run, with `holdAtLeast` so that a short job is not run twice per tick.
+ * instance should run, with `holdAtLeast` so that a short job is not run twice per tick. A
+ * `'skip'` method is also skipped while the lock quorum is unavailable (no instance could run it):
+ * one warning when that starts, with the reason, and one line when a call reaches the quorum
+ * again, instead of an error with a stack trace every tick.
  */
 export type DistributedLockOptions = Omit<LockOptions, 'signal'>;
 
-/** Where skipped calls are logged (debug level). */
+/** Where skipped calls are logged (busy: debug level; an unavailable quorum: once per episode). */
 const skipLog = new Logger('DistributedLock');
 
 /** What `@DistributedLock` records on the method, readable with `Reflect.getMetadata`. */
@@ -94,9 +104,21 @@ export function DistributedLock(
       );
     }
     const skipWhenBusy = onBusy === 'skip';
-    // Only our own acquire is skipped: a LockNotAcquiredError the method itself raised passes.
+    // How long this method holds its lock: the retry hint of a client it turns away (retry-after.ts).
+    const typicalHold = new TypicalHold();
+    const busyHint = (err: unknown, ran: boolean): void => {
+      if (!ran && err instanceof LockNotAcquiredError) noteTypicalHold(err, typicalHold);
+    };
+    // Only our own acquire is skipped: a lock error the method itself raised passes.
+    const episode = skipWhenBusy ? new UnavailableEpisode(where, skipLog) : undefined;
     const skipped = <T>(err: unknown, resources: string[], ran: boolean, value: T): T => {
-      if (ran || !(err instanceof LockNotAcquiredError)) throw err;
+      if (ran) throw err;
+      if (err instanceof QuorumUnavailableError) {
+        episode!.skip(err);
+        return value;
+      }
+      if (!(err instanceof LockNotAcquiredError)) throw err;
+      episode!.reached();
       skipLog.debug(`${where} skipped: ${resources.join(', ')} is locked elsewhere (onBusy: 'skip')`);
       return value;
     };
@@ -120,19 +142,34 @@ export function DistributedLock(
         let ran = false;
         const invoke = (lock: { fencingToken: number; signal: AbortSignal }) => {
           ran = true;
+          episode?.reached();
           const callArgs = [...args];
           if (tokenIndex !== undefined) callArgs[tokenIndex] = lock.fencingToken;
           if (signalIndex !== undefined) callArgs[signalIndex] = lock.signal;
-          return Reflect.apply(method, self, callArgs);
+          const started = performance.now();
+          const result: unknown = Reflect.apply(method, self, callArgs);
+          if (result instanceof Promise) {
+            const ended = () => typicalHold.record(performance.now() - started);
+            result.then(ended, ended);
+          }
+          return result;
         };
         if (returnsObservable) {
           const call = callLockedObservable(service, resources, lockOptions, invoke);
-          return skipWhenBusy
-            ? call.pipe(catchError((err: unknown) => skipped(err, resources, ran, EMPTY)))
-            : call;
+          return call.pipe(
+            catchError((err: unknown) => {
+              if (skipWhenBusy) return skipped(err, resources, ran, EMPTY);
+              busyHint(err, ran);
+              return throwError(() => err);
+            }),
+          );
         }
         const call = callLockedAsync(service, resources, lockOptions, invoke);
-        return skipWhenBusy ? call.catch((err: unknown) => skipped(err, resources, ran, undefined)) : call;
+        return call.catch((err: unknown) => {
+          if (skipWhenBusy) return skipped(err, resources, ran, undefined);
+          busyHint(err, ran);
+          throw err;
+        });
       },
     });
     // The router and other decorators read metadata from the function object: copy all of it, or

@@ -1,4 +1,4 @@
-import { Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import type { Observable } from 'rxjs';
 import {
   Redlock,
@@ -31,9 +31,12 @@ export interface LockClusterStatus {
  * To replace it in a unit test, provide any object with the same public methods
  * (`Test.createTestingModule(...).overrideProvider(LockService).useValue(fake)`), or use
  * `RedlockTestingModule` from `nest-quorum-lock/testing`, which keeps the real service on memory.
+ *
+ * A facade: the engine's connections are opened at bootstrap and closed at shutdown by the module
+ * (`RedlockLifecycle`), whether this service is the real one or a test double.
  */
 @Injectable()
-export class LockService implements OnModuleInit, OnApplicationShutdown {
+export class LockService {
   /**
    * Every lock event (acquired, busy, unavailable, extended, released, lost) and node event
    * (node-down, node-up, node-abstaining). Nothing is built while nobody subscribes.
@@ -94,16 +97,6 @@ export class LockService implements OnModuleInit, OnApplicationShutdown {
    */
   async probe(): Promise<LockClusterStatus> {
     return this.summarise(await this.redlock.probe());
-  }
-
-  /** Waits (bounded by `connectTimeout`) for the node connections, so the first acquire works. */
-  async onModuleInit(): Promise<void> {
-    await this.redlock.connect();
-  }
-
-  /** Stops watchdogs, releases held locks and closes the connections the module opened. */
-  async onApplicationShutdown(): Promise<void> {
-    await this.redlock.close();
   }
 
   private summarise(nodes: readonly NodeStatus[]): LockClusterStatus {

@@ -1,8 +1,19 @@
 import { ConfigurableModuleBuilder } from '@nestjs/common';
 import type { RedlockOptions } from '../core/index.js';
 
+/** Options of the NestJS layer, beside the engine's. */
+export interface RedlockNestOptions {
+  /**
+   * Send lock details to clients (default false): the lock keys and the lock error's own message
+   * (`resources` and `detail` in a 409 / 503 body and in RPC, WebSocket and GraphQL payloads).
+   * By default clients get a short message that agrees with `Retry-After`, and the details go to
+   * the log. For development and internal APIs only: keys may carry identifiers.
+   */
+  exposeLockDetails?: boolean;
+}
+
 /** Options of `RedlockModule.forRoot` / the factory of `forRootAsync`. */
-export type RedlockModuleOptions = RedlockOptions;
+export type RedlockModuleOptions = RedlockOptions & RedlockNestOptions;
 
 /** Extra options of forRoot / forRootAsync. */
 export interface RedlockModuleExtras {

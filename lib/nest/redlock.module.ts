@@ -1,33 +1,32 @@
-import { Injectable, Logger, Module, type OnApplicationShutdown, type Provider } from '@nestjs/common';
-import { APP_INTERCEPTOR } from '@nestjs/core';
-import { Redlock } from '../core/index.js';
+import { Logger, Module, type Provider } from '@nestjs/common';
+import { APP_INTERCEPTOR, DiscoveryModule } from '@nestjs/core';
+import { Redlock, RedlockOptionsError } from '../core/index.js';
+import { DistributedLockExplorer } from './distributed-lock.explorer.js';
 import { LockErrorInterceptor } from './lock-error.interceptor.js';
 import { LockService } from './lock.service.js';
+import { RedlockLifecycle } from './redlock.lifecycle.js';
 import {
   ConfigurableModuleClass,
   MODULE_OPTIONS_TOKEN,
   type RedlockModuleOptions,
 } from './redlock.module-definition.js';
 
-/** The engine, built from the module options: bad options fail here, at bootstrap. */
+/** The engine, built from the module options: bad options (the NestJS layer's too) fail here, at bootstrap. */
 const engineProvider: Provider = {
   provide: Redlock,
   inject: [MODULE_OPTIONS_TOKEN],
-  useFactory: (options: RedlockModuleOptions) => new Redlock({ logger: new Logger('Redlock'), ...options }),
+  useFactory: (options: RedlockModuleOptions) => {
+    const { exposeLockDetails, ...engineOptions } = options ?? ({} as RedlockModuleOptions);
+    if (exposeLockDetails !== undefined && typeof exposeLockDetails !== 'boolean') {
+      throw new RedlockOptionsError(
+        'exposeLockDetails',
+        `got ${String(exposeLockDetails)}`,
+        'Use true or false.',
+      );
+    }
+    return new Redlock({ logger: new Logger('Redlock'), ...engineOptions });
+  },
 };
-
-/**
- * Closes the engine on shutdown whoever else does: when a test replaces LockService with a double,
- * the engine is still built, and its connections must not keep the process alive.
- */
-@Injectable()
-class EngineShutdown implements OnApplicationShutdown {
-  constructor(private readonly redlock: Redlock) {}
-
-  onApplicationShutdown(): Promise<void> {
-    return this.redlock.close();
-  }
-}
 
 /**
  * Distributed locks over N independent Redis masters (Redlock) with fencing tokens.
@@ -41,9 +40,11 @@ class EngineShutdown implements OnApplicationShutdown {
  * HTTP 409 / 503. Global unless `isGlobal: false`.
  */
 @Module({
+  imports: [DiscoveryModule],
   providers: [
+    DistributedLockExplorer,
     engineProvider,
-    EngineShutdown,
+    RedlockLifecycle,
     LockService,
     { provide: APP_INTERCEPTOR, useClass: LockErrorInterceptor },
   ],

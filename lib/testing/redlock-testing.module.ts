@@ -1,6 +1,6 @@
 import { Injectable, Module, type DynamicModule } from '@nestjs/common';
 import { filter, firstValueFrom, take, timeout } from 'rxjs';
-import { LockService, RedlockModule } from '../nest/index.js';
+import { LockService, RedlockModule, type RedlockModuleOptions } from '../nest/index.js';
 import { MemoryState } from './memory/memory-state.js';
 import { MemoryVoter } from './memory/memory-voter.js';
 
@@ -69,16 +69,10 @@ export class InMemoryLocks {
 @Module({})
 export class RedlockTestingModule {
   static forRoot(options: RedlockTestingOptions = {}): DynamicModule {
-    const ttl = options.ttl ?? 1000;
-    const keyPrefix = 'redlock:';
-    const memory = MemoryVoter.factory('memory://test', new MemoryState());
-    const base = RedlockModule.forRoot({
-      nodes: [memory],
-      ttl,
-      wait: options.wait ?? 0,
-      keyPrefix,
-      restartGuard: false, // memory is never lost
-    });
+    const state = new MemoryState();
+    const moduleOptions = memoryModuleOptions(options, state);
+    const base = RedlockModule.forRoot(moduleOptions);
+    const { keyPrefix, ttl } = moduleOptions;
     return {
       ...base,
       providers: [
@@ -86,10 +80,41 @@ export class RedlockTestingModule {
         {
           provide: InMemoryLocks,
           inject: [LockService],
-          useFactory: (locks: LockService) => new InMemoryLocks(memory.state, locks, keyPrefix, ttl),
+          useFactory: (locks: LockService) => new InMemoryLocks(state, locks, keyPrefix, ttl),
         },
       ],
       exports: [...(base.exports ?? []), InMemoryLocks],
     };
   }
+
+  /**
+   * Module options backed by memory (a fresh keyspace per call), for an app whose own
+   * `RedlockModule.forRoot()` / `forRootAsync()` a test replaces without touching the app. NestJS
+   * matches `overrideModule()` by identity: `overrideModule(RedlockModule)` never matches the
+   * `DynamicModule` that `forRootAsync()` returned inside the app's imports, so it is ignored and
+   * the app's factory still runs. Override the options instead; the factory is then never called:
+   *
+   * ```ts
+   * const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+   *   .overrideProvider(REDLOCK_MODULE_OPTIONS)
+   *   .useValue(RedlockTestingModule.inMemoryOptions())
+   *   .compile();
+   * ```
+   */
+  static inMemoryOptions(options: RedlockTestingOptions = {}): RedlockModuleOptions {
+    return memoryModuleOptions(options, new MemoryState());
+  }
+}
+
+function memoryModuleOptions(
+  options: RedlockTestingOptions,
+  state: MemoryState,
+): RedlockModuleOptions & { ttl: number; keyPrefix: string } {
+  return {
+    nodes: [MemoryVoter.factory('memory://test', state)],
+    ttl: options.ttl ?? 1000,
+    wait: options.wait ?? 0,
+    keyPrefix: 'redlock:',
+    restartGuard: false, // memory is never lost
+  };
 }

@@ -37,12 +37,10 @@ test('RedisVoter.from adopts a ready ioredis 6 client (not only instances of its
 });
 
 /**
- * Preflight reads `CONFIG GET` replies as `[name, value]` arrays. An ioredis 6 client created with
- * `replyMapping: 'resp3'` gets RESP3 maps as objects (`{ 'maxmemory-policy': 'allkeys-lru' }`), so
- * every CONFIG fact reads as unknown: a node that evicts lock keys passes preflight silently, and a
- * node with appendfsync always is no longer trusted across its restarts.
- * Fixed (issue 27): CONFIG GET is read as an array, an object, a Map or GLIDE's `[{ key, value }]`
- * (voter/server-commands.ts: configPairs).
+ * Found by the table and fixed: preflight read `CONFIG GET` replies only as `[name, value]` arrays.
+ * An ioredis 6 client created with `replyMapping: 'resp3'` gets RESP3 maps as objects
+ * (`{ 'maxmemory-policy': 'allkeys-lru' }`), so every CONFIG fact read as unknown: a node that
+ * evicts lock keys passed preflight silently.
  */
 test("preflight sees maxmemory-policy through an ioredis 6 client with replyMapping 'resp3'", async () => {
   const client = new Redis6(nodes.url(0), { protocol: 3, replyMapping: 'resp3' });

@@ -89,6 +89,31 @@ export const MUTATIONS: Record<string, Mutant> = {
     }));
   }),
 
+  'slot-search': mutant(
+    "Searches the slots in its own order (the last first), not the caller's: voters split the vote.",
+    (voter) =>
+      override(voter, (inner) => ({
+        acquireSlot: async (keys, lockKey, value, ttlMs, ticket, seedUs, permits) => {
+          const last = keys.length - 1;
+          const vote = await inner.acquireSlot!(
+            [...keys].reverse(),
+            lockKey,
+            value,
+            ttlMs,
+            ticket,
+            seedUs,
+            permits,
+          );
+          if (vote.kind !== 'granted') return vote;
+          return {
+            ...vote,
+            index: last - vote.index,
+            free: vote.free.map((i) => last - i).sort((x, y) => x - y),
+          };
+        },
+      })),
+  ),
+
   'fence-seeding': mutant(
     "Ignores the proposed seed: first tokens come from the voter's clock alone.",
     (voter) =>

@@ -17,7 +17,11 @@
  *  4. Compiles the library's own sources (lib/) against that app's NestJS/ioredis typings.
  *  5. `require()` and `import()` of every entry point in `exports` from plain node (and their
  *     typings under each tsconfig), with any warning reported.
- *  6. Boots the app (test/consumers/app/main.ts) against 3 real redis-server nodes that it starts
+ *  6. Runs the apps' own unit tests, as `nest new` sets them up, against the tarball's
+ *     `nest-quorum-lock/testing`: Jest + ts-jest in the CommonJS NestJS 11 app (app/lock.jest.ts,
+ *     real nodes), and in the ESM NestJS 12 app Vitest 4 (nest new's config) and Jest in ESM mode
+ *     (app/lock.esm-spec.ts: RedlockTestingModule and a @DistributedLock service, no Redis).
+ *  7. Boots the app (test/consumers/app/main.ts) against 3 real redis-server nodes that it starts
  *     through the tarball's `nest-quorum-lock/testing`: 200 with strictly increasing fencing tokens,
  *     409 on a busy lock, a waiting request served on the holder's release, releases sent one-way
  *     (one CLIENT REPLY SKIP per release) with every reply still in step; the process must then
@@ -74,7 +78,16 @@ const COMBOS = [
     jest: true,
   },
   { id: 'cjs-nest12-ioredis5', esm: false, nest: '^12', ioredis: '^5.4', ts: '^6', emit: 'nodenext' },
-  { id: 'esm-nest12-ioredis6', esm: true, nest: '^12', ioredis: '^6', ts: '^6', emit: 'nodenext' },
+  {
+    id: 'esm-nest12-ioredis6',
+    esm: true,
+    nest: '^12',
+    ioredis: '^6',
+    ts: '^6',
+    emit: 'nodenext',
+    vitest: true,
+    jestEsm: true,
+  },
   { id: 'esm-nest11-ioredis5', esm: true, nest: '^11', ioredis: '^5.4', ts: '^5.8', emit: 'nodenext' },
   // An app on node-redis only: no ioredis installed (nor --legacy-peer-deps), and its typings
   // checked with skipLibCheck: false, so the package's typings must not need ioredis'.
@@ -302,14 +315,11 @@ function writeApp(dir, combo, versions) {
     devDependencies: {
       typescript: versions.ts,
       '@types/node': versions.typesNode,
-      ...(combo.jest
-        ? {
-            jest: versions.jest,
-            'ts-jest': versions.tsJest,
-            '@types/jest': versions.typesJest,
-            '@nestjs/testing': versions.nestTesting,
-          }
+      ...(combo.jest || combo.jestEsm
+        ? { jest: versions.jest, 'ts-jest': versions.tsJest, '@types/jest': versions.typesJest }
         : {}),
+      ...(combo.vitest ? { vitest: versions.vitest } : {}),
+      ...(combo.jest || combo.jestEsm || combo.vitest ? { '@nestjs/testing': versions.nestTesting } : {}),
     },
   };
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
@@ -334,7 +344,51 @@ function writeApp(dir, combo, versions) {
     copyFileSync(join(here, 'app/lock.jest.ts'), join(dir, 'test/lock.spec.ts'));
     writeFileSync(join(dir, 'jest.config.js'), JEST_CONFIG);
   }
+  if (combo.vitest || combo.jestEsm) {
+    mkdirSync(join(dir, 'test'));
+    copyFileSync(join(here, 'app/lock.esm-spec.ts'), join(dir, 'test/lock.spec.ts'));
+    // The spec's own tsconfig (the app's covers src/ only), which Vitest's transform also reads:
+    // legacy decorators and their metadata, as Nest needs them.
+    writeFileSync(
+      join(dir, 'test/tsconfig.json'),
+      JSON.stringify(
+        { extends: '../tsconfig.json', compilerOptions: { rootDir: '..', noEmit: true }, include: ['.'] },
+        null,
+        2,
+      ),
+    );
+    if (combo.vitest) writeFileSync(join(dir, 'vitest.config.ts'), VITEST_CONFIG);
+    if (combo.jestEsm) writeFileSync(join(dir, 'jest.config.js'), JEST_ESM_CONFIG);
+  }
 }
+
+/** The Vitest config `nest new` writes on NestJS 12 (without its tsconfig-paths plugin: no paths here). */
+const VITEST_CONFIG = `import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    globals: true,
+    root: './',
+    include: ['**/*.spec.ts'],
+  },
+});
+`;
+
+/**
+ * Jest in an ESM app (as the README gives it): native ES modules (`node --experimental-vm-modules`),
+ * ts-jest emitting ES modules for the specs, `.js` stripped from relative imports. This package
+ * and NestJS load as they are.
+ */
+const JEST_ESM_CONFIG = `export default {
+  testEnvironment: 'node',
+  testRegex: 'test/.*\\.spec\\.ts$',
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: 'test/tsconfig.json' }],
+  },
+};
+`;
 
 /**
  * The Jest config of a CommonJS app (as the README gives it): ts-jest also compiles this package's
@@ -543,6 +597,29 @@ async function runCombo(base, combo, tarball, versions) {
     }
     row.notes.push(`loaded with require() and import(): ${entries.join(', ')}`);
 
+    if (combo.vitest) {
+      const vitest = await run(process.execPath, [join(dir, 'node_modules/vitest/vitest.mjs'), 'run'], {
+        cwd: dir,
+        timeoutMs: 90_000,
+      });
+      row.boot += vitest.seconds;
+      must(vitest, 'vitest run (RedlockTestingModule and a @DistributedLock service)');
+      row.notes.push(
+        `ok   vitest ${installed(dir, 'vitest')}: RedlockTestingModule + a @DistributedLock service, ${vitest.seconds.toFixed(1)} s`,
+      );
+    }
+    if (combo.jestEsm) {
+      const jest = await run(
+        process.execPath,
+        ['--experimental-vm-modules', join(dir, 'node_modules/jest/bin/jest.js'), '--ci'],
+        { cwd: dir, timeoutMs: 90_000 },
+      );
+      row.boot += jest.seconds;
+      must(jest, 'jest in ESM mode (RedlockTestingModule and a @DistributedLock service)');
+      row.notes.push(
+        `ok   jest ${installed(dir, 'jest')} (ESM mode) + ts-jest: RedlockTestingModule + a @DistributedLock service, ${jest.seconds.toFixed(1)} s`,
+      );
+    }
     if (combo.jest) {
       const jest = await run(process.execPath, [join(dir, 'node_modules/jest/bin/jest.js'), '--ci'], {
         cwd: dir,
@@ -602,6 +679,8 @@ async function main() {
       tsJest,
       typesJest,
       nestTesting11,
+      nestTesting12,
+      vitest,
     ] = await Promise.all([
       pack(base),
       latest('@nestjs/core', '^11'),
@@ -619,6 +698,8 @@ async function main() {
       latest('ts-jest', '^29'),
       latest('@types/jest', '^30'),
       latest('@nestjs/testing', '^11'),
+      latest('@nestjs/testing', '^12'),
+      latest('vitest', '^4'),
     ]);
     console.log(
       `packed ${tarball.path.split('/').at(-1)}: ${(tarball.size / 1024).toFixed(1)} kB, ` +
@@ -654,8 +735,8 @@ async function main() {
         jest,
         tsJest,
         typesJest,
-        // Only the CommonJS NestJS 11 app runs Jest (an ESM app's Jest setup is the repository's own).
-        nestTesting: nestTesting11,
+        vitest,
+        nestTesting: combo.nest === '^11' ? nestTesting11 : nestTesting12,
         optionalPeers: optionalFor[combo.nest],
       }),
     );

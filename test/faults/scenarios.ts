@@ -428,7 +428,7 @@ function faultOf(shape: { kill?: number; stop?: number; slow?: number }): NodeFa
 
 /**
  * A SIGKILLed node comes back empty (no persistence), so under the restart guard it abstains for
- * `guard` ms from the first acquire it sees: S8 and S9 run with a short guard, and a phase ends
+ * `guard` ms from the first engine's reconnection to it: S8 and S9 run with a short guard, and a phase ends
  * only after the killed nodes were reconnected and their guard ran out, so that phases never add up
  * to more nodes out than intended.
  */

@@ -63,6 +63,14 @@ describe('engine options', () => {
     }
   });
 
+  test('failWithoutQuorum: false by default, a boolean, anything else rejected naming the fix', () => {
+    expect(resolveOptions({ nodes: URLS }).failWithoutQuorum).toBe(false);
+    expect(resolveOptions({ nodes: URLS, failWithoutQuorum: true }).failWithoutQuorum).toBe(true);
+    const err = rejection({ nodes: URLS, failWithoutQuorum: 'yes' });
+    expect(err.option).toBe('failWithoutQuorum');
+    expect(err.message).toMatch(/true or false/);
+  });
+
   test.each([-0.01, 0.5, 0.7, 1, NaN, Infinity, '0.01'])(
     'driftFactor %p outside [0, 0.5) is rejected',
     (driftFactor) => {

@@ -11,6 +11,7 @@ import {
   LockNotAcquiredError,
   LockService,
   LockSignal,
+  RedlockModule,
   type Lock,
 } from '../../lib/index.js';
 import { InMemoryLocks, RedlockTestingModule } from '../../lib/testing/index.js';
@@ -92,6 +93,30 @@ describe('RedlockTestingModule: the real LockService and decorators on memory (n
     expect(memory.isLocked('long')).toBe(true);
     await memory.loseLock('long');
     expect(await running).toBeInstanceOf(LockLostError);
+  });
+});
+
+describe('LockService replaced by a test double', () => {
+  test('the bootstrap does not wait connectTimeout for nodes the double never uses', async () => {
+    const nodes = [1, 2, 3].map((port) => `redis://127.0.0.1:${port}`); // closed ports
+    const fake = {
+      using: (_keys: unknown, fn: (lock: Partial<Lock>) => unknown) => fn({ fencingToken: 42 }),
+    };
+    const moduleRef = await Test.createTestingModule({
+      imports: [RedlockModule.forRoot({ nodes, logger: { log() {}, warn() {}, error() {} } })], // connectTimeout 5 s
+      providers: [ReportService],
+    })
+      .overrideProvider(LockService)
+      .useValue(fake)
+      .compile();
+    try {
+      const started = performance.now();
+      await moduleRef.init();
+      expect(performance.now() - started).toBeLessThan(2000);
+      expect(await moduleRef.get(ReportService).once(0)).toBe('ran');
+    } finally {
+      await moduleRef.close(); // also on failure: the engine's reconnecting sockets must not linger
+    }
   });
 });
 

@@ -27,6 +27,8 @@ export interface Grant {
   readonly holdAtLeast: number;
   /** Validity left at `now`, ms (drift already subtracted). */
   readonly validityMs: number;
+  /** The semaphore slot (semaphore.ts); absent for a plain lock. */
+  readonly permit?: number;
   /** performance.now() when the validity was computed. */
   readonly now: number;
 }
@@ -60,6 +62,9 @@ export class HeldLock implements Lock {
   readonly holdAtLeast: number;
   /** Monotonic time (performance.now) of the grant. */
   readonly grantedAt: number;
+  /** The semaphore slot held; undefined for a plain lock. */
+  readonly permit: number | undefined;
+  readonly mode = 'write' as const;
 
   constructor(
     private readonly owner: LockOwner,
@@ -73,6 +78,7 @@ export class HeldLock implements Lock {
     this.ttl = grant.ttl;
     this.holdAtLeast = grant.holdAtLeast;
     this.grantedAt = grant.now;
+    this.permit = grant.permit;
     this.fencingToken =
       grant.tokens.length === 1
         ? grant.tokens[0]!

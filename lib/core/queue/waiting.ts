@@ -14,6 +14,20 @@ export type WaitExhausted = (
 ) => Error;
 
 /**
+ * True when the voters said the quorum cannot vote again before the wait runs out (voters
+ * abstaining under the restart guard know until when): waiting on is in vain, so the caller is told
+ * at once, with the time until it does. A busy lock is always waited for: holders usually release
+ * long before their lease ends. Voters that are down tell nothing (retryAfterMs undefined).
+ */
+function quorumBackTooLate(attempt: Exclude<Attempt, { outcome: 'granted' }>, remainingMs: number): boolean {
+  return (
+    attempt.outcome === 'unavailable' &&
+    attempt.retryAfterMs !== undefined &&
+    attempt.retryAfterMs > remainingMs
+  );
+}
+
+/**
  * Waits for a busy lock, up to the request's `wait`: attempts (acquire.ts) until one is granted,
  * a voter hands the lock over, or the wait runs out. Between attempts the caller waits in line:
  * each attempt queued it on the voters by its ticket, and a release hands the lock to the first
@@ -21,7 +35,7 @@ export type WaitExhausted = (
  * by a majority without an attempt of its own (single-resource-waiter.ts); others try again when a
  * majority gave them their turn, when the holder's lease should have run out, or at the latest
  * every QUEUE_RECHECK_MS. Resolves with the lock; rejects with `exhausted`'s error when the wait
- * ran out.
+ * ran out, or at once when the quorum is unavailable until after it would (quorumBackTooLate).
  */
 export async function waitForLock(
   parts: EngineParts,
@@ -29,11 +43,15 @@ export async function waitForLock(
   wakes: WakeChannel,
   request: AcquireRequest,
   exhausted: WaitExhausted,
+  /** Another kind of attempt (a semaphore's: its waiters are given turns, as for several resources). */
+  attempter?: (value: string) => Promise<Attempt>,
 ): Promise<HeldLock> {
   const { opts } = request;
-  const firstValue = parts.values.next(request.names.length > 1);
+  const firstValue = parts.values.next(request.names.length > 1 || attempter !== undefined);
   const single =
-    request.names.length === 1 ? new SingleResourceWaiter(parts, acquirer, request, firstValue) : undefined;
+    request.names.length === 1 && !attempter
+      ? new SingleResourceWaiter(parts, acquirer, request, firstValue)
+      : undefined;
   const value = () => single?.value ?? firstValue;
   const deadline = performance.now() + opts.wait;
   let subscription: WakeSubscription | undefined;
@@ -45,7 +63,9 @@ export async function waitForLock(
       opts.signal?.throwIfAborted();
       attempts++;
       const listening = wakes.listening;
-      const attempt = await acquirer.attempt(request, value(), single?.follow());
+      const attempt = await (attempter
+        ? attempter(value())
+        : acquirer.attempt(request, value(), single?.follow()));
       if (attempt.outcome === 'granted') {
         granted = true;
         return attempt.lock;
@@ -57,7 +77,8 @@ export async function waitForLock(
         subscription = undefined;
       }
       const remaining = deadline - performance.now();
-      if (remaining <= 0) throw exhausted(attempt, attempts, request);
+      if (remaining <= 0 || quorumBackTooLate(attempt, remaining))
+        throw exhausted(attempt, attempts, request);
       if (!subscription) {
         // The attempt queued us: listen for our turn. A wake-up that arrived before this is kept
         // for us by the channel, unless the channel was not subscribed yet when we were queued:

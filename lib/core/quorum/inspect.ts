@@ -16,6 +16,26 @@ export interface LockInspection {
    * it, and the next grant's token is above it either way. null when no voter has issued one.
    */
   readonly fencingToken: number | null;
+  /**
+   * Semaphores only (`permits` > 1; absent for a plain lock): for them `held` says whether any
+   * permit is held, `ttlMs` when a permit frees (null while one is free), `fencingToken` the
+   * highest token of any permit (tokens are per permit: see `slots`).
+   */
+  readonly semaphore?: SemaphoreInspection;
+}
+
+/** A semaphore's view (see {@link LockInspection.semaphore}). */
+export interface SemaphoreInspection {
+  /** Its permits (slots). */
+  readonly permits: number;
+  /** Permits held on a majority. */
+  readonly holders: number;
+  /** Permits free: `permits - holders`. */
+  readonly free: number;
+  /** 'write' (each holder holds one permit exclusively). */
+  readonly mode: 'write';
+  /** Per permit 0..permits-1: the slot's own view, its fencing token included. */
+  readonly slots: readonly LockInspection[];
 }
 
 /** Asks every voter about `lockKey` (bounded by nodeTimeout) and gives the majority's view. */
@@ -25,6 +45,38 @@ export async function inspectLock(
   lockKey: string,
   nodeTimeout: number,
 ): Promise<LockInspection> {
+  return (await inspectKey(voters, resource, lockKey, nodeTimeout)).inspection;
+}
+
+/** A semaphore's view: each of its slot keys inspected as a lock (`slotKeys` in permit order). */
+export async function inspectSemaphore(
+  voters: Voters,
+  resource: string,
+  slotKeys: readonly string[],
+  nodeTimeout: number,
+): Promise<LockInspection> {
+  const slots = await Promise.all(slotKeys.map((key) => inspectLock(voters, resource, key, nodeTimeout)));
+  const held = slots.filter((slot) => slot.held);
+  const holders = held.length;
+  const ttls = held.map((slot) => slot.ttlMs ?? Infinity);
+  const soonest = Math.min(...ttls);
+  const tokens = slots.map((slot) => slot.fencingToken ?? 0);
+  const top = Math.max(...tokens);
+  return {
+    held: holders > 0,
+    ttlMs: holders === slots.length && Number.isFinite(soonest) ? soonest : null,
+    fencingToken: top > 0 ? top : null,
+    semaphore: { permits: slots.length, holders, free: slots.length - holders, mode: 'write', slots },
+  };
+}
+
+/** {@link inspectLock}, with the value a majority holds the key with (null when none). */
+export async function inspectKey(
+  voters: Voters,
+  resource: string,
+  lockKey: string,
+  nodeTimeout: number,
+): Promise<{ inspection: LockInspection; holder: string | null }> {
   const failures: NodeFailure[] = [];
   const views: KeyView[] = [];
   await Promise.all(
@@ -46,7 +98,8 @@ export async function inspectLock(
   for (const { holder, ttlMs } of views) {
     if (holder !== null) byHolder.set(holder, [...(byHolder.get(holder) ?? []), ttlMs ?? Infinity]);
   }
-  const majority = [...byHolder.values()].find((ttls) => ttls.length >= voters.quorum);
+  const majorityEntry = [...byHolder.entries()].find(([, ttls]) => ttls.length >= voters.quorum);
+  const majority = majorityEntry?.[1];
   const fences = views.map((v) => v.fence ?? 0).sort((a, b) => b - a);
   const fence = fences[voters.quorum - 1]!;
   let ttlMs: number | null = null;
@@ -55,8 +108,7 @@ export async function inspectLock(
     ttlMs = Number.isFinite(ttl) ? ttl : null;
   }
   return {
-    held: majority !== undefined,
-    ttlMs,
-    fencingToken: fence > 0 ? fence : null,
+    inspection: { held: majority !== undefined, ttlMs, fencingToken: fence > 0 ? fence : null },
+    holder: majorityEntry?.[0] ?? null,
   };
 }

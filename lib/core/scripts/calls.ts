@@ -1,4 +1,4 @@
-import { FENCE_SUFFIX, QUEUE_SUFFIX } from '../keys.js';
+import { FENCE_SUFFIX, queueKeyOf } from '../keys.js';
 import type { LetGo } from './release.js';
 import { settingsArg, type ScriptSettings } from './settings.js';
 
@@ -21,7 +21,7 @@ export function resourceKeys(lockKeys: readonly string[]): string[] {
     const key = lockKeys[i]!;
     keys[i] = key;
     keys[n + i] = key + FENCE_SUFFIX;
-    keys[2 * n + i] = key + QUEUE_SUFFIX;
+    keys[2 * n + i] = queueKeyOf(key); // a semaphore's slots share one queue
   }
   return keys;
 }

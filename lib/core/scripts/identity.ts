@@ -39,8 +39,10 @@ import { luaScript } from './lua-script.js';
  *
  * A marker without a record was written by a version of this library without the identity guard:
  * the record is written without abstaining (that version would not have abstained either).
- * No marker at all is a new node or one that lost everything: the record is written, and the
- * acquire script's guard applies as before (no fence counter can exist without the marker).
+ * No marker at all is a new node or one that lost everything: the record is written and the
+ * marker set to now + restartGuard, so that the guard counts from the first connection (the
+ * application's boot), not from the first lock; the acquire script's guard, which sets the same
+ * marker when it finds none, covers a FLUSHALL on a live connection.
  */
 
 /** Suffix of the identity record's key, after the marker's key. */
@@ -67,7 +69,11 @@ local writer, writer_trusted = nil, nil
 if record then writer, writer_trusted = string.match(record, '^(%S+) (%d)$') end
 if writer == run_id then return {left(), 'same', '', 0} end
 redis.call('SET', KEYS[2], run_id .. ' ' .. trusted)
-if not marker then return {0, 'new', '', 0} end
+if not marker then
+  -- New, or lost everything: the guard starts now, on connecting, not at the first grant.
+  redis.call('SET', KEYS[1], string.format('%.0f', now + guard))
+  return {guard, 'new', '', 0}
+end
 if not record then return {left(), 'adopted', '', 0} end
 if writer_trusted == '1' and trusted == '1' then return {left(), 'trusted', writer, 0} end
 -- Another server: its newest lock keys and counters may be gone. Abstain for the guard, and

@@ -4,6 +4,7 @@ import { RAISE_FENCE } from './fence.js';
 import { INSPECT } from './inspect.js';
 import type { LuaScript } from './lua-script.js';
 import { LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT, REQUEUE_SCRIPT } from './release.js';
+import { SEMAPHORE_ACQUIRE_SCRIPT } from './semaphore.js';
 
 /** The lock scripts, by operation. */
 export interface EngineScripts {
@@ -15,6 +16,8 @@ export interface EngineScripts {
   readonly extend: LuaScript;
   readonly extendMany: LuaScript;
   readonly inspect: LuaScript;
+  /** A semaphore's slot search (semaphore.ts). */
+  readonly acquireSlot: LuaScript;
   /** All of them, loaded on each (re)connection so that calls rarely meet NOSCRIPT. */
   readonly all: readonly LuaScript[];
 }
@@ -28,6 +31,7 @@ const byOperation = {
   extend: EXTEND,
   extendMany: EXTEND_MANY,
   inspect: INSPECT,
+  acquireSlot: SEMAPHORE_ACQUIRE_SCRIPT,
 };
 
 /**
@@ -40,6 +44,7 @@ export const SCRIPTS: EngineScripts = Object.freeze({ ...byOperation, all: Objec
 export type { ScriptSettings } from './settings.js';
 export { ScriptCalls, fencedKeys, inspectKeys, resourceKeys } from './calls.js';
 export { decodeAcquireReply, type AcquireVote } from './acquire.js';
+export { decodeSlotReply, type SlotVote } from './semaphore.js';
 export {
   decodeExtendManyReply,
   decodeExtendReply,

@@ -4,6 +4,7 @@ import {
   decodeExtendReply,
   decodeInspectReply,
   decodeRaiseFenceReply,
+  decodeSlotReply,
   extendArgs,
   extendManyCall,
   fencedKeys,
@@ -15,7 +16,9 @@ import {
   type KeyView,
   type LetGo,
   type ScriptCalls,
+  type SlotVote,
 } from '../scripts/index.js';
+import { FENCE_SUFFIX, queueKeyOf } from '../keys.js';
 import { describeError } from './describe-error.js';
 import type { ScriptClient } from './script-client.js';
 import type { Voter, VoterContext } from './voter.js';
@@ -79,6 +82,49 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     const checking = this.adapter.checking;
     if (checking) return checking.then(() => this.vote(keys, value, ttlMs, ticket, seedUs));
     return this.vote(keys, value, ttlMs, ticket, seedUs);
+  }
+
+  acquireSlot(
+    slotKeys: readonly string[],
+    lockKey: string,
+    value: string,
+    ttlMs: number,
+    ticket: string,
+    seedUs: number | undefined,
+    permits: number,
+  ): Promise<SlotVote> {
+    const checking = this.adapter.checking;
+    const send = (): Promise<SlotVote> => {
+      // Every grant path consults the identity guard (the adapter's own abstention)...
+      const abstainMs = this.adapter.abstainingForMs?.() ?? 0;
+      if (abstainMs > 0) return Promise.resolve({ kind: 'abstaining', forMs: abstainMs });
+      // ... and the restart guard (the marker, read in the script where a slot's counter is missing).
+      let keys: string[];
+      try {
+        keys = [
+          ...slotKeys,
+          ...slotKeys.map((key) => key + FENCE_SUFFIX),
+          queueKeyOf(slotKeys[0]!),
+          lockKey,
+          lockKey + FENCE_SUFFIX,
+          this.adapter.markerKey(slotKeys),
+        ];
+      } catch (err) {
+        return Promise.reject(err as Error);
+      }
+      const args = [
+        value,
+        this.calls.settings,
+        String(Math.ceil(ttlMs)),
+        ticket,
+        seedUs?.toFixed(0) ?? '',
+        String(permits),
+      ];
+      const sent = this.adapter.run(SCRIPTS.acquireSlot, keys, args, decodeSlotReply);
+      if (this.acquiring) this.track(value, sent);
+      return sent;
+    };
+    return checking ? checking.then(send) : send();
   }
 
   raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean> {

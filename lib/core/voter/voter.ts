@@ -6,6 +6,7 @@ import type {
   ExtendRequest,
   KeyView,
   LetGo,
+  SlotVote,
   ScriptCalls,
   ScriptSettings,
 } from '../scripts/index.js';
@@ -45,6 +46,20 @@ export interface Voter {
     ticket: string,
     seedUs?: number,
   ): Promise<AcquireVote>;
+  /**
+   * Optional (a voter without it cannot serve semaphores): a semaphore's slot search, atomic on the
+   * voter (scripts/semaphore.ts). `slotKeys` in the order the caller proposes (the same for every
+   * voter); `lockKey` the semaphore's own key (the marker of its use); `permits` its permits.
+   */
+  acquireSlot?(
+    slotKeys: readonly string[],
+    lockKey: string,
+    value: string,
+    ttlMs: number,
+    ticket: string,
+    seedUs: number | undefined,
+    permits: number,
+  ): Promise<SlotVote>;
   /** Raises the fence counters of `keys` to `tokens` while `value` still holds them. */
   raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean>;
   /** Extends each lock of the batch that still holds its value; one answer per lock. */

@@ -1,8 +1,13 @@
-/** Base class of the PostgreSQL fencing helper's errors; `name` is the concrete class's name. */
-export class FencedTableError extends Error {
+import { RedlockError } from '../../core/errors.js';
+import { invalidFencingTokenMessage } from '../fencing-token.js';
+
+/**
+ * Base class of the PostgreSQL fencing helper's errors; a {@link RedlockError} like every error of
+ * this library (`name` is the concrete class's name).
+ */
+export class FencedTableError extends RedlockError {
   constructor(message: string) {
     super(message);
-    this.name = new.target.name;
   }
 }
 
@@ -26,7 +31,7 @@ export class InvalidIdentifierError extends FencedTableError {
 /** A fencing token that is not a positive safe integer (pass `lock.fencingToken`). */
 export class InvalidFencingTokenError extends FencedTableError {
   constructor(readonly token: unknown) {
-    super(`A fencing token must be a positive safe integer (lock.fencingToken), got ${String(token)}.`);
+    super(invalidFencingTokenMessage(token));
   }
 }
 

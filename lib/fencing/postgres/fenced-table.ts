@@ -1,3 +1,4 @@
+import { isFencingToken } from '../fencing-token.js';
 import { InvalidFencedValuesError, InvalidFencingTokenError } from './errors.js';
 import { quoteIdentifier } from './identifiers.js';
 import type { PgQueryable } from './queryable.js';
@@ -192,8 +193,7 @@ export class FencedTable<Row extends object = Record<string, unknown>> {
 }
 
 function checkToken(token: number): void {
-  if (typeof token !== 'number' || !Number.isSafeInteger(token) || token <= 0)
-    throw new InvalidFencingTokenError(token);
+  if (!isFencingToken(token)) throw new InvalidFencingTokenError(token);
 }
 
 function checkKey(key: unknown): void {

@@ -1,6 +1,7 @@
 import { ConflictException, ServiceUnavailableException, type ExecutionContext } from '@nestjs/common';
 import { LockNotAcquiredError } from '../../core/index.js';
-import { QUORUM_UNAVAILABLE_MESSAGE, type MappedLockError } from './payload.js';
+import type { LockErrorPayload, MappedLockError } from './payload.js';
+import { retryAfterSeconds } from './retry-after.js';
 
 /** Minimal response surface shared by Express (`setHeader`) and Fastify (`header`). */
 interface HeaderSink {
@@ -10,31 +11,24 @@ interface HeaderSink {
 
 /**
  * A busy lock becomes 409 Conflict, a lost quorum 503 Service Unavailable, both with a
- * `Retry-After` header in whole seconds (at least 1): the holder's remaining lease for 409; for 503
- * the time until a quorum votes again when the error knows it, else 1.
+ * `Retry-After` header in whole seconds (at least 1) that agrees with the body's `retryAfterMs`
+ * and message (see `retry-after.ts` for how the hint is chosen). The body is the payload of the
+ * other contexts without its `code`, under Nest's usual `statusCode` and `error`.
  */
-export function toHttpException(err: MappedLockError, context: ExecutionContext): Error {
+export function toHttpException(
+  err: MappedLockError,
+  payload: LockErrorPayload,
+  context: ExecutionContext,
+): Error {
+  setHeader(context, 'Retry-After', String(retryAfterSeconds(payload.retryAfterMs)));
+  const { code: _code, ...rest } = payload;
   if (err instanceof LockNotAcquiredError) {
-    setHeader(context, 'Retry-After', String(err.retryAfterSeconds));
-    return new ConflictException(
-      { statusCode: 409, error: 'Conflict', message: err.message, retryAfterMs: err.retryAfterMs },
-      { cause: err },
-    );
+    return new ConflictException({ statusCode: 409, error: 'Conflict', ...rest }, { cause: err });
   }
-  setHeader(context, 'Retry-After', String(retryAfterSeconds(err.retryAfterMs)));
   return new ServiceUnavailableException(
-    {
-      statusCode: 503,
-      error: 'Service Unavailable',
-      message: QUORUM_UNAVAILABLE_MESSAGE,
-      ...(err.retryAfterMs === undefined ? {} : { retryAfterMs: err.retryAfterMs }),
-    },
+    { statusCode: 503, error: 'Service Unavailable', ...rest },
     { cause: err },
   );
-}
-
-function retryAfterSeconds(retryAfterMs: number | undefined): number {
-  return retryAfterMs === undefined ? 1 : Math.max(1, Math.ceil(retryAfterMs / 1000));
 }
 
 function setHeader(context: ExecutionContext, name: string, value: string): void {

@@ -1,4 +1,4 @@
-import { FENCE_SUFFIX, QUEUE_SUFFIX } from '../../core/keys.js';
+import { FENCE_SUFFIX, PERMITS_MARK, queueKeyOf } from '../../core/keys.js';
 import {
   encodeWakeMessage,
   isMultiResource,
@@ -8,6 +8,7 @@ import {
   type ExtendRequest,
   type KeyView,
   type LetGo,
+  type SlotVote,
 } from '../../core/scripts/index.js';
 import { MemoryState } from './memory-state.js';
 import type { Voter, VoterContext, VoterFactory } from '../../core/voter/voter.js';
@@ -23,6 +24,7 @@ export class MemoryVoter implements Voter {
   readonly connectionError = undefined;
   private readonly unsubscribes: Array<() => void> = [];
   private readonly turnMs: number;
+  private readonly fenceIdleMs: number;
   /** How far above its clock a first token may be seeded with the caller's proposal, µs (fence.ts). */
   private readonly seedWindowUs: number;
 
@@ -33,6 +35,7 @@ export class MemoryVoter implements Voter {
     context: VoterContext,
   ) {
     this.turnMs = context.settings.turnMs;
+    this.fenceIdleMs = context.settings.fenceIdleMs;
     this.seedWindowUs = Math.max(0, Math.floor(context.settings.seedWindowMs)) * 1000;
   }
 
@@ -69,16 +72,64 @@ export class MemoryVoter implements Voter {
         }
       }
       if (holder !== undefined) {
-        if (ticket !== '') for (const key of keys) s.zadd(key + QUEUE_SUFFIX, Number(ticket), value);
+        if (ticket !== '') for (const key of keys) s.zadd(queueKeyOf(key), Number(ticket), value);
         return { kind: 'busy', retryAfterMs: busy, holder, clockUs: s.clockUs() };
       }
       // Every key is free, our turn, or already handed to us.
       for (const key of keys) {
         s.set(key, value, ttlMs);
-        if (ticket !== '') s.zrem(key + QUEUE_SUFFIX, value);
+        if (ticket !== '') s.zrem(queueKeyOf(key), value);
       }
     }
     return { kind: 'granted', tokens: keys.map((key) => this.grantToken(key + FENCE_SUFFIX, seedUs)) };
+  }
+
+  /** A semaphore's slot search (scripts/semaphore.ts, step for step). */
+  async acquireSlot(
+    slotKeys: readonly string[],
+    lockKey: string,
+    value: string,
+    ttlMs: number,
+    ticket: string,
+    seedUs: number | undefined,
+    permits: number,
+  ): Promise<SlotVote> {
+    const s = this.state;
+    const marker = PERMITS_MARK + permits;
+    const used = s.get(lockKey);
+    if (used !== undefined && used !== marker) {
+      const other = /^~permits:(\d+)$/.exec(used);
+      return { kind: 'conflict', permits: other ? Number(other[1]) : 1 };
+    }
+    if (used === undefined && s.counter(lockKey + FENCE_SUFFIX) !== undefined)
+      return { kind: 'conflict', permits: 1 };
+    s.set(lockKey, marker, this.fenceIdleMs);
+    let slot: number | undefined;
+    const free: number[] = [];
+    let wait = -2;
+    let holder: string | undefined;
+    for (let i = 0; i < slotKeys.length; i++) {
+      const current = s.get(slotKeys[i]!);
+      if (current === value || current === TURN_MARK + value) {
+        slot ??= i;
+        free.push(i);
+      } else if (current === undefined) free.push(i);
+      else {
+        holder ??= current;
+        const pttl = s.pttl(slotKeys[i]!);
+        if (pttl >= 0 && (wait < 0 || pttl < wait)) wait = pttl;
+      }
+    }
+    slot ??= free[0];
+    const queue = queueKeyOf(slotKeys[0]!);
+    if (slot === undefined) {
+      if (ticket !== '') s.zadd(queue, Number(ticket), value);
+      return { kind: 'busy', retryAfterMs: wait === -2 ? -1 : wait, holder: holder!, clockUs: s.clockUs() };
+    }
+    s.set(slotKeys[slot]!, value, ttlMs);
+    if (ticket !== '') s.zrem(queue, value);
+    const token = this.grantToken(slotKeys[slot]! + FENCE_SUFFIX, seedUs);
+    return { kind: 'granted', index: slot, token, free };
   }
 
   /**
@@ -116,7 +167,7 @@ export class MemoryVoter implements Voter {
   async letGo(keys: readonly string[], value: string, how: LetGo): Promise<void> {
     const s = this.state;
     for (const key of keys) {
-      const queue = key + QUEUE_SUFFIX;
+      const queue = queueKeyOf(key);
       const current = s.get(key);
       const queued = s.exists(queue);
       if (how.op === 'requeue') {
@@ -165,7 +216,7 @@ export class MemoryVoter implements Voter {
   private promote(key: string, cause: string): boolean {
     const s = this.state;
     for (;;) {
-      const head = s.zpopmin(key + QUEUE_SUFFIX);
+      const head = s.zpopmin(queueKeyOf(key));
       if (head === undefined) return false;
       const channel = wakeChannelOf(head);
       if (isMultiResource(head)) {

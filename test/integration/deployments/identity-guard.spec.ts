@@ -45,6 +45,8 @@ describe('identity guard (real restarts and FLUSHALL)', () => {
     const status = engine.status()[0]!;
     expect(status.abstainingUntil).toBeGreaterThan(restartedAt + GUARD - 500);
     expect(status.abstainingUntil).toBeLessThan(Date.now() + GUARD + 100);
+    // Voters that start to abstain together are logged in one line, within 100 ms.
+    await until(() => logger.lines.some((l) => l.includes('abstains from lock quorums')));
     const line = logger.lines.find((l) => l.includes('abstains from lock quorums'));
     expect(line).toContain(`Redis node ${nodes.url(0)} abstains from lock quorums until`);
     expect(line).toContain('not the one that wrote its restart-guard marker');

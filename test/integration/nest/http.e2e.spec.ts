@@ -10,6 +10,7 @@ import {
   UseGuards,
   type CanActivate,
   type INestApplication,
+  type LoggerService,
 } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import request from 'supertest';
@@ -24,6 +25,8 @@ import {
 } from '../../../lib/index.js';
 import { RedisNodes } from '../../../lib/testing/index.js';
 import { sleep } from '../../support/cluster.js';
+
+const SLOW_HOLD_MS = 1500;
 
 /** A guard that refuses every request: the lock must not even be taken. */
 @Injectable()
@@ -136,6 +139,17 @@ class CounterController {
   }
 }
 
+/** Holds its lock about 1.5 s under a 10 s lease: clients turned away should not wait 10 s. */
+@Controller('counter')
+class SlowController {
+  @Get('slow')
+  @DistributedLock('slow', { wait: 0, ttl: 10_000 })
+  async slow(): Promise<string> {
+    await sleep(SLOW_HOLD_MS);
+    return 'slow done';
+  }
+}
+
 describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
   let redis: RedisNodes;
   let app: INestApplication;
@@ -146,7 +160,7 @@ describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
     redis = await RedisNodes.start(5);
     const moduleRef = await Test.createTestingModule({
       imports: [RedlockModule.forRoot({ nodes: redis.urls, restartGuard: false, nodeTimeout: 100 })],
-      controllers: [CounterController],
+      controllers: [CounterController, SlowController],
       providers: [CounterStore],
     }).compile();
     app = moduleRef.createNestApplication({ logger: false });
@@ -210,18 +224,40 @@ describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
     expect(res.body.message).toBe('not yours');
   });
 
-  test('a busy lock with wait: 0 answers 409 with Retry-After; called as a service it is LockNotAcquiredError', async () => {
+  test('a busy lock with wait: 0 answers 409 with a client-facing body and Retry-After; called as a service it is LockNotAcquiredError', async () => {
     const holder = await locks.acquire('busy', { ttl: 5000 });
     try {
       const res = await request(app.getHttpServer()).get('/counter/busy').expect(409);
-      expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(4);
-      expect(Number(res.headers['retry-after'])).toBeLessThanOrEqual(5);
+      // Not the holder's 5 s lease: the route never ran here, so the hint is the retry delay.
+      expect(res.headers['retry-after']).toBe('1');
+      // No lock key, no advice meant for developers (those are logged, see exposeLockDetails).
+      expect(res.body).toEqual({
+        statusCode: 409,
+        error: 'Conflict',
+        message: 'The resource is busy; retry in 1 s.',
+        retryAfterMs: 200,
+      });
       const controller = app.get(CounterController);
       await expect(controller.busy()).rejects.toBeInstanceOf(LockNotAcquiredError);
     } finally {
       await holder.release();
     }
     await request(app.getHttpServer()).get('/counter/busy').expect(200, 'got it');
+  });
+
+  test("a busy lock's Retry-After is the route's typical hold (1.5 s), not the 10 s lease left", async () => {
+    const server = app.getHttpServer();
+    await request(server).get('/counter/slow').expect(200, 'slow done'); // learns the typical hold
+    const running = request(server)
+      .get('/counter/slow')
+      .then((r) => r);
+    await sleep(200);
+    const res = await request(server).get('/counter/slow').expect(409);
+    expect(res.body.retryAfterMs).toBeGreaterThanOrEqual(SLOW_HOLD_MS);
+    expect(res.body.retryAfterMs).toBeLessThan(SLOW_HOLD_MS + 1000);
+    expect(res.headers['retry-after']).toBe(String(Math.ceil(res.body.retryAfterMs / 1000)));
+    expect(res.body.message).toBe(`The resource is busy; retry in ${res.headers['retry-after']} s.`);
+    expect((await running).status).toBe(200);
   });
 
   test('an Observable route holds the lock until its last emission', async () => {
@@ -258,6 +294,8 @@ describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
     const res = await request(app.getHttpServer()).get('/counter/abstaining').expect(503);
     expect(res.headers['retry-after']).toBe('8');
     expect(res.body.retryAfterMs).toBe(7200);
+    // The sentence agrees with Retry-After (never "retry shortly" beside a long wait).
+    expect(res.body.message).toBe('Distributed lock quorum unavailable; retry in 8 s.');
   });
 });
 
@@ -291,5 +329,113 @@ describe('503 while brand-new nodes abstain under the restart guard', () => {
     expect(res.body.retryAfterMs).toBeLessThanOrEqual(GUARD_MS);
     expect(seconds).toBe(Math.ceil(res.body.retryAfterMs / 1000));
     expect(seconds).toBeGreaterThan(1);
+    expect(res.body.message).toBe(`Distributed lock quorum unavailable; retry in ${seconds} s.`);
+  });
+});
+
+/** Collects what the app logs, per level. */
+class CapturingLogger implements LoggerService {
+  readonly lines: Array<{ level: string; message: string }> = [];
+  log(message: unknown): void {
+    this.lines.push({ level: 'log', message: String(message) });
+  }
+  warn(message: unknown): void {
+    this.lines.push({ level: 'warn', message: String(message) });
+  }
+  error(message: unknown): void {
+    this.lines.push({ level: 'error', message: String(message) });
+  }
+  debug(message: unknown): void {
+    this.lines.push({ level: 'debug', message: String(message) });
+  }
+  verbose(message: unknown): void {
+    this.lines.push({ level: 'verbose', message: String(message) });
+  }
+}
+
+describe('lock details: logged once per error, sent to clients only with exposeLockDetails', () => {
+  let redis: RedisNodes;
+  const apps: INestApplication[] = [];
+
+  async function start(
+    exposeLockDetails?: boolean,
+  ): Promise<{ app: INestApplication; logger: CapturingLogger }> {
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        RedlockModule.forRoot({
+          nodes: redis.urls,
+          restartGuard: false,
+          nodeTimeout: 100,
+          ...(exposeLockDetails === undefined ? {} : { exposeLockDetails }),
+        }),
+      ],
+      controllers: [CounterController],
+      providers: [CounterStore],
+    }).compile();
+    const logger = new CapturingLogger();
+    const app = moduleRef.createNestApplication({ logger });
+    apps.push(app);
+    await app.init();
+    return { app, logger };
+  }
+
+  beforeAll(async () => {
+    redis = await RedisNodes.start(3);
+  });
+  afterAll(async () => {
+    for (const app of apps) await app.close();
+    await redis?.close();
+  });
+
+  for (const expose of [undefined, true]) {
+    test(`exposeLockDetails ${String(expose)}: one debug line with the key and advice; the body ${expose ? 'adds' : 'keeps out'} detail and resources`, async () => {
+      const { app, logger } = await start(expose);
+      const holder = await app.get(LockService).acquire('busy', { ttl: 5000 });
+      try {
+        const res = await request(app.getHttpServer()).get('/counter/busy').expect(409);
+        const logged = logger.lines.filter((l) => l.message.includes('LOCK_NOT_ACQUIRED'));
+        expect(logged).toHaveLength(1);
+        expect(logged[0]!.level).toBe('debug');
+        expect(logged[0]!.message).toContain('CounterController.busy');
+        expect(logged[0]!.message).toContain('"busy" is held by another owner');
+        if (expose) {
+          expect(res.body.resources).toEqual(['busy']);
+          expect(res.body.detail).toContain('"busy" is held by another owner');
+          expect(res.body.message).toBe('The resource is busy; retry in 1 s.');
+        } else {
+          expect(Object.keys(res.body).sort()).toEqual(['error', 'message', 'retryAfterMs', 'statusCode']);
+          expect(JSON.stringify(res.body)).not.toContain('busy"');
+        }
+      } finally {
+        await holder.release();
+      }
+    });
+  }
+
+  test('a lost quorum is logged once per error at warn level, with the nodes (not sent to the client)', async () => {
+    const { app, logger } = await start();
+    for (const i of [0, 1]) redis.stop(i);
+    try {
+      const res = await request(app.getHttpServer()).get('/counter/below').expect(503);
+      expect(JSON.stringify(res.body)).not.toContain('127.0.0.1');
+      const logged = logger.lines.filter((l) => l.message.includes('QUORUM_UNAVAILABLE'));
+      expect(logged).toHaveLength(1);
+      expect(logged[0]!.level).toBe('warn');
+      expect(logged[0]!.message).toContain('127.0.0.1');
+    } finally {
+      for (const i of [0, 1]) redis.resume(i);
+    }
+  });
+
+  test('exposeLockDetails other than a boolean fails at bootstrap', async () => {
+    const compiling = Test.createTestingModule({
+      imports: [
+        RedlockModule.forRoot({
+          nodes: redis.urls,
+          exposeLockDetails: 'yes' as unknown as boolean,
+        }),
+      ],
+    }).compile();
+    await expect(compiling).rejects.toThrow(/Invalid Redlock option `exposeLockDetails`: got yes/);
   });
 });

@@ -81,6 +81,9 @@ export async function admitServer(
   if (reply === TIMED_OUT) throw new Error(`no reply to the identity check within ${settings.timeoutMs} ms`);
   const check = decodeIdentityReply(reply);
   if (check.abstainMs <= 0) return { vote: true, abstainMs: 0 };
+  // A node without a marker (new, or lost its data), or whose marker still runs: the restart
+  // guard's own reason, which the engine words for all such voters in one line (quorum/voters.ts).
+  if (check.outcome !== 'changed') return { vote: true, abstainMs: check.abstainMs };
   return {
     vote: true,
     abstainMs: check.abstainMs,
@@ -88,14 +91,8 @@ export async function admitServer(
   };
 }
 
-/** Why a node abstains, for the log line and the 'node-abstaining' event. */
-function abstentionReason({ outcome, previous, countersDropped }: IdentityCheck, facts: ServerFacts): string {
-  if (outcome !== 'changed') {
-    return (
-      'its restart-guard marker is still running: another client found that this server restarted, took over ' +
-      'in a failover or lost its data, and its newest lock keys and fencing counters may be gone'
-    );
-  }
+/** Why a node whose server changed abstains, for the log line and the 'node-abstaining' event. */
+function abstentionReason({ previous, countersDropped }: IdentityCheck, facts: ServerFacts): string {
   const persistence =
     facts.appendonly === 'yes' ? `appendonly yes, appendfsync ${facts.appendfsync ?? '?'}` : 'appendonly no';
   const promoted = (facts.secondReplOffset ?? -1) >= 0 ? ', a replica promoted by a failover' : '';

@@ -5,20 +5,35 @@ import { runScript, type LuaScript } from '../../scripts/index.js';
 import type { ServerCommands } from '../server-commands.js';
 import type { Corkable } from '../write-batching.js';
 import { settleWithin } from '../../timeouts.js';
+import { faultRetryMs, isFinalFault, nodeFault } from '../describe-error.js';
 
 /**
  * Settings for connections the library opens itself. A dead node must fail fast instead of
  * queueing commands: the offline queue is off, and a command in flight when the connection drops
- * fails instead of being replayed after the lock decision was made.
+ * fails instead of being replayed after the lock decision was made. A node that refuses the
+ * credentials is asked again with a back-off (`faults` counts such refusals in a row): the answer
+ * is final until someone changes the password, which rotations do.
  */
-function ownedConnectionOptions(connectTimeout: number): RedisOptions {
+function ownedConnectionOptions(connectTimeout: number, faults: { inARow: number }): RedisOptions {
   return {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     connectTimeout: Math.max(connectTimeout, 500),
-    retryStrategy: (attempt: number) => Math.min(attempt * 100, 2000),
+    retryStrategy: (attempt: number) =>
+      faults.inARow > 0 ? faultRetryMs(faults.inARow) : Math.min(attempt * 100, 2000),
     // Our own subscriber connection is created with duplicate(), which copies these options.
   };
+}
+
+/** Counts the authentication / permission refusals in a row of `client` (see ownedConnectionOptions). */
+function countFaults(client: Redis, faults: { inARow: number }): Redis {
+  client.on('error', (err: unknown) => {
+    faults.inARow = isFinalFault(nodeFault(err)) ? faults.inARow + 1 : 0;
+  });
+  client.on('ready', () => {
+    faults.inARow = 0;
+  });
+  return client;
 }
 
 /** A client for one node, its log-safe label, and whether the library owns (and so closes) it. */
@@ -43,34 +58,60 @@ export function redisConnection(
   }
   // Loaded only now: an engine whose nodes are all clients passed in never loads ioredis.
   const { Redis } = ioredisModule<typeof import('ioredis')>();
-  const defaults = ownedConnectionOptions(connectTimeout);
+  const faults = { inARow: 0 };
+  const defaults = ownedConnectionOptions(connectTimeout, faults);
   if (typeof node === 'string') {
-    return { client: new Redis(node, defaults), label: redactUrl(node), owned: true };
+    return { client: countFaults(new Redis(node, defaults), faults), label: redactUrl(node), owned: true };
   }
   const options: RedisOptions = { ...defaults, ...(node as RedisOptions) };
   if (options.sentinels?.length) {
     // A Sentinel-managed primary: the address changes with failovers; the name does not.
     const sentinels = options.sentinels.map((s) => `${s.host ?? 'localhost'}:${s.port ?? 26379}`).join(',');
     return {
-      client: new Redis(options),
+      client: countFaults(new Redis(options), faults),
       label: `sentinel://${sentinels}/${options.name ?? ''}`,
       owned: true,
     };
   }
   const user = options.username ? `${options.username}@` : '';
   const label = `${options.tls ? 'rediss' : 'redis'}://${user}${options.host ?? 'localhost'}:${options.port ?? 6379}`;
-  return { client: new Redis(options), label, owned: true };
+  return { client: countFaults(new Redis(options), faults), label, owned: true };
 }
 
-/** `redis://user:secret@host:6379/0` -> `redis://user:***@host:6379/0`. */
+/**
+ * The credentials of a URL, as the redaction and the option check read them: everything between
+ * `//` and the LAST `@` (a password with an unencoded `@` or `#` still ends there), or undefined
+ * when the URL has none.
+ */
+export function urlCredentials(raw: string): { start: number; end: number } | undefined {
+  const slashes = raw.indexOf('//');
+  const at = raw.lastIndexOf('@');
+  return slashes >= 0 && at > slashes ? { start: slashes + 2, end: at } : undefined;
+}
+
+/** Whether credentials hold a character that only percent-encoded belongs there. */
+export function hasUnencodedCredentials(raw: string): boolean {
+  const credentials = urlCredentials(raw);
+  if (!credentials) return false;
+  return /[@#/?\s]/.test(raw.slice(credentials.start, credentials.end));
+}
+
+/**
+ * `redis://user:secret@host:6379/0` -> `redis://user:***@host:6379/0`. Everything between `//` and
+ * the last `@` is masked (the user name is kept only when the credentials are well-formed), so
+ * that a malformed URL such as `redis://:p@ss#1@host:6379` shows no part of its password; so is a
+ * `password=` in the query string.
+ */
 export function redactUrl(raw: string): string {
-  try {
-    const url = new URL(raw);
-    if (url.password) url.password = '***';
-    return url.toString().replace(/\/$/, '');
-  } catch {
-    return '<invalid url>';
+  let redacted = raw.replace(/([?&]password=)[^&#]*/gi, '$1***');
+  const credentials = urlCredentials(redacted);
+  if (credentials) {
+    const text = redacted.slice(credentials.start, credentials.end);
+    const colon = text.indexOf(':');
+    const user = !hasUnencodedCredentials(redacted) && colon >= 0 ? text.slice(0, colon + 1) : '';
+    redacted = `${redacted.slice(0, credentials.start)}${user}***${redacted.slice(credentials.end)}`;
   }
+  return redacted.replace(/\/$/, '');
 }
 
 /** What {@link quitConnection} needs of a connection: an ioredis `Redis` or `Cluster`. */
@@ -95,8 +136,11 @@ export async function quitConnection(client: Quittable, timeoutMs: number): Prom
       timeoutMs,
     );
   }
+  // Between two tries (status 'reconnecting') there is no socket, only ioredis' timer, which
+  // disconnect() clears: no 'end' follows, and waiting for it stalled close() by a second.
+  const betweenTries = client.status === 'reconnecting';
   client.disconnect();
-  await settleWithin(ended, 1000);
+  if (!betweenTries) await settleWithin(ended, 1000);
 }
 
 /**

@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { RedlockLogger } from '../../logger.js';
 import { runScript, SCRIPTS, type LuaScript } from '../../scripts/index.js';
 import { settleWithin, startTimeout } from '../../timeouts.js';
-import { describeError } from '../describe-error.js';
+import { describeError, faultRetryMs, isFinalFault, nodeErrorLine, nodeFault } from '../describe-error.js';
 import { OneWayCalls } from '../one-way.js';
 import type { ScriptClient } from '../script-client.js';
 import type { VoterContext } from '../voter.js';
@@ -28,6 +28,12 @@ export class IoredisClient implements ScriptClient {
   /** The connection that receives wake messages (a subscribed connection can run nothing else). */
   subscriber: Redis | undefined;
   lastError: string | undefined;
+  /** What the last logged error was (its kind, or its message): each is logged once in a row. */
+  private reported: string | undefined;
+  /** The node refused the credentials or a command (final until fixed): nothing to wait for. */
+  private refusedCredentials = false;
+  /** Admissions failed in a row for such a refusal (their back-off). */
+  private admissionFaults = 0;
   private readonly writes: WriteBatcher;
   private up = false;
   private readonly healthListeners: Array<(up: boolean, reason?: string) => void> = [];
@@ -168,6 +174,8 @@ export class IoredisClient implements ScriptClient {
     if (this.connected) return Promise.resolve(true);
     // Refused on this connection (preflight): it will not vote until it reconnects; do not wait.
     if (this.client.status === 'ready' && this.refused) return Promise.resolve(false);
+    // Wrong credentials (or ACL) are final until fixed: waiting out the time-out gains nothing.
+    if (this.refusedCredentials) return Promise.resolve(false);
     if (this.client.status === 'wait') this.client.connect().catch(() => undefined);
     let onSettled: (() => void) | undefined;
     const settled = new Promise<void>((resolve) => this.admissionWaiters.add((onSettled = resolve)));
@@ -203,10 +211,14 @@ export class IoredisClient implements ScriptClient {
     if (stream) this.writes.beforeWrite(stream);
   }
 
-  private recordError(err: Error): void {
+  private recordError(err: unknown): void {
     const message = describeError(err);
-    if (message !== this.lastError) this.logger.warn(`Redis node ${this.label} is unavailable: ${message}`);
+    const fault = nodeFault(err);
+    if ((fault ?? message) !== this.reported) this.logger.warn(nodeErrorLine(this.label, err));
+    this.reported = fault ?? message;
     this.lastError = message;
+    this.refusedCredentials = isFinalFault(fault);
+    if (this.refusedCredentials) for (const settled of this.admissionWaiters) settled();
   }
 
   /**
@@ -240,8 +252,14 @@ export class IoredisClient implements ScriptClient {
       (err: unknown) => {
         if (attempt === this.admissions) this.pending = undefined;
         if (!current()) return;
-        this.refusal = `connected, but the server could not be checked yet: ${describeError(err)}`;
-        startTimeout(ADMISSION_RETRY_MS, () => {
+        // A permission refusal (NOPERM) is reported once and asked again with a back-off.
+        const final = isFinalFault(nodeFault(err));
+        this.refusal = final
+          ? describeError(err)
+          : `connected, but the server could not be checked yet: ${describeError(err)}`;
+        if (final) this.recordError(err);
+        this.admissionFaults = final ? this.admissionFaults + 1 : 0;
+        startTimeout(final ? faultRetryMs(this.admissionFaults) : ADMISSION_RETRY_MS, () => {
           if (current()) this.admit();
         });
       },
@@ -250,8 +268,17 @@ export class IoredisClient implements ScriptClient {
 
   private recordReady(attempt: number): void {
     this.prepareConnection(attempt);
-    if (this.lastError !== undefined) this.logger.log(`Redis node ${this.label} is reachable again`);
+    if (this.lastError !== undefined) {
+      this.logger.log(
+        this.refusedCredentials
+          ? `Redis node ${this.label} accepts the credentials now: connected again`
+          : `Redis node ${this.label} is reachable again`,
+      );
+    }
     this.lastError = undefined;
+    this.reported = undefined;
+    this.refusedCredentials = false;
+    this.admissionFaults = 0;
     this.up = true;
     for (const listener of this.healthListeners) listener(true);
   }

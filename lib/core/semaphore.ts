@@ -1,0 +1,271 @@
+import type { Acquirer, AcquireRequest, Attempt, VoterGrant } from './acquire.js';
+import type { EngineParts } from './engine-parts.js';
+import { LockUsageError, RedlockError, type NodeFailure } from './errors.js';
+import { slotKey } from './keys.js';
+import type { HeldLock } from './lease/held-lock.js';
+import type { Leases } from './lease/leases.js';
+import type { RoundOutcome } from './quorum/quorum-round.js';
+import { RELEASE, type LetGo, type SlotVote } from './scripts/index.js';
+import { startTimeout } from './timeouts.js';
+import type { Voter } from './voter/voter.js';
+
+/*
+ * Semaphores: `permits` k > 1 makes a key k slots, each a Redlock of its own on a majority (its
+ * own lock key, fence counter and tokens), never a count kept per node: a count admits more than
+ * k holders once clients see different majorities (3 nodes, k = 2, three clients each cut off
+ * from another node: each finds room on the two it reaches, and all three hold).
+ *
+ * One attempt: the caller proposes ONE slot order, the same for every voter, and each voter grants
+ * the first slot in it that holds the caller's value or turn, else the first free one
+ * (scripts/semaphore.ts); voters that agree on which slots are free grant the same slot. A slot
+ * granted by a majority is the caller's; slots granted on a minority are given back at once (to
+ * the first waiter: a release hands a slot over). Waiting: every slot shares one queue, by ticket;
+ * a release of any slot gives its turn to the first waiter, whose next attempt takes it (the
+ * waiting loop of queue/waiting.ts, with turns as for several resources): first come, first
+ * served across the slots, without polling.
+ */
+
+/** The semaphore part of an acquire request. */
+export interface SemaphoreRequest {
+  /** The semaphore's own key (the marker of its use). */
+  readonly lockKey: string;
+  readonly permits: number;
+}
+
+/** The slot keys of a semaphore, in the order every attempt proposes (0..k-1). */
+export function slotKeys(lockKey: string, permits: number): string[] {
+  return Array.from({ length: permits }, (_, i) => slotKey(lockKey, i));
+}
+
+/** Makes semaphore attempts: the slot search, the vote per slot, the give-backs. */
+export class SlotAcquirer {
+  constructor(
+    private readonly parts: EngineParts,
+    private readonly acquirer: Acquirer,
+    private readonly leases: Leases,
+  ) {}
+
+  /**
+   * One attempt of `value` on the semaphore `request.semaphore`: a round with the slots in their
+   * natural order; when it split the vote while a slot was free on a majority (voters that saw
+   * different holders: a minority partitioned from some clients), one more round that proposes
+   * that slot first, to every voter alike.
+   */
+  async attempt(request: AcquireRequest & { semaphore: SemaphoreRequest }, value: string): Promise<Attempt> {
+    const first = await this.round(request, value, natural(request.lockKeys.length));
+    if (!first.retryWith) return first.attempt;
+    return (await this.round(request, value, first.retryWith)).attempt;
+  }
+
+  /** One round with the slots proposed in `order` (permit numbers), the same for every voter. */
+  private async round(
+    request: AcquireRequest & { semaphore: SemaphoreRequest },
+    value: string,
+    order: readonly number[],
+  ): Promise<{ attempt: Attempt; retryWith?: number[] }> {
+    const { voters } = this.parts;
+    const { list, quorum } = voters;
+    const { ttl } = request.opts;
+    const { lockKey, permits } = request.semaphore;
+    const keys = order.map((permit) => request.lockKeys[permit]!);
+    const started = performance.now();
+    const seedUs = this.parts.seedProposalUs();
+    const replies: Array<SlotVote | undefined> = new Array(list.length);
+    const failures: Array<string | undefined> = new Array(list.length);
+    const pending = list.map((voter) => {
+      if (!voter.acquireSlot)
+        return Promise.reject(new RedlockError(`${voter.label} cannot serve semaphores`));
+      return voter.acquireSlot(keys, lockKey, value, ttl, request.ticket, seedUs, permits);
+    });
+
+    // Decide as soon as one slot has a majority, else when every voter answered or timed out.
+    const winner = await new Promise<number | undefined>((resolve) => {
+      const counts = new Array<number>(permits).fill(0);
+      let answered = 0;
+      let done = false;
+      const finish = (permit: number | undefined) => {
+        if (done) return;
+        done = true;
+        cancel();
+        resolve(permit);
+      };
+      const cancel = startTimeout(this.parts.options.nodeTimeout, () =>
+        setImmediate(() => finish(undefined)),
+      );
+      pending.forEach((sent, i) => {
+        sent.then(
+          (vote) => {
+            // Every abstention is noted, also after the decision (health, Retry-After).
+            if (vote.kind === 'abstaining') failures[i] = voters.noteAbstention(i, vote.forMs);
+            if (done) return;
+            replies[i] = vote;
+            if (vote.kind === 'granted' && ++counts[order[vote.index]!]! >= quorum)
+              return finish(order[vote.index]);
+            if (++answered === list.length) finish(undefined);
+          },
+          (err: unknown) => {
+            if (done) return;
+            failures[i] = list[i]!.failureReason(err);
+            if (++answered === list.length) finish(undefined);
+          },
+        );
+      });
+    });
+
+    if (winner !== undefined) {
+      const won = this.take(request, value, winner, order, replies, started);
+      this.giveBack(request, value, order, pending, replies, winner, won !== undefined);
+      const lock = won instanceof Promise ? await won : won;
+      if (lock) return { attempt: { outcome: 'granted', lock } };
+      // The fencing round failed after the give-backs: the slot won goes too (a waiter keeps its place).
+      const how: LetGo = request.ticket === '' ? RELEASE : { op: 'requeue', ticket: request.ticket };
+      if (won instanceof Promise) void voters.letGo([request.lockKeys[winner]!], value, how);
+      const why =
+        `the acquire took ${Math.round(performance.now() - started)} ms, which used up the validity of its ` +
+        `${ttl} ms lease (or the fencing counters could not be raised on a majority); retry`;
+      return { attempt: { outcome: 'busy', retryAfterMs: 0, contended: true, why } };
+    }
+    this.giveBack(request, value, order, pending, replies, undefined, false);
+
+    const conflict = replies.find((r) => r?.kind === 'conflict');
+    if (conflict?.kind === 'conflict') {
+      throw new LockUsageError(request.names[0]!, describeUse(permits), describeUse(conflict.permits));
+    }
+    const votes: Array<RoundOutcome<unknown>['votes'][number]> = new Array(list.length);
+    const unavailable: NodeFailure[] = [];
+    const freeOn = new Array<number>(permits).fill(0);
+    let busyWait = -2;
+    let granted = 0;
+    list.forEach((voter, i) => {
+      const reply = replies[i];
+      if (reply?.kind === 'granted') {
+        votes[i] = 'yes';
+        granted++;
+        for (const index of reply.free) freeOn[order[index]!]!++;
+      } else if (reply?.kind === 'busy') {
+        votes[i] = 'no';
+        if (reply.retryAfterMs >= 0 && (busyWait < 0 || reply.retryAfterMs < busyWait))
+          busyWait = reply.retryAfterMs;
+      } else if (reply?.kind === 'abstaining') {
+        votes[i] = 'declined';
+        unavailable.push({ node: voter.label, reason: failures[i]! });
+      } else {
+        votes[i] = 'failed';
+        unavailable.push({
+          node: voter.label,
+          reason: failures[i] ?? `no reply within ${this.parts.options.nodeTimeout} ms`,
+        });
+      }
+    });
+    const answering = votes.filter((v) => v === 'yes' || v === 'no').length;
+    if (answering >= quorum) {
+      // The vote split. A slot free on a majority is proposed first in one more round, when every
+      // voter answered (a late grant's give-back must not overtake that round's grant).
+      const best = freeOn.indexOf(Math.max(...freeOn));
+      const retryWith =
+        order[0] !== best && freeOn[best]! >= quorum && replies.every((r) => r !== undefined)
+          ? [best, ...natural(permits).filter((p) => p !== best)]
+          : undefined;
+      const contended = granted > 0;
+      const retryAfterMs = contended ? 0 : busyWait < 0 ? -1 : busyWait;
+      return { attempt: { outcome: 'busy', retryAfterMs, contended }, retryWith };
+    }
+    return {
+      attempt: {
+        outcome: 'unavailable',
+        failures: unavailable,
+        retryAfterMs: voters.msUntilQuorumVotes(votes),
+      },
+    };
+  }
+
+  /** The lock on slot `slot`, from its granting majority (tokens settled as a plain lock's are). */
+  private take(
+    request: AcquireRequest,
+    value: string,
+    slot: number,
+    order: readonly number[],
+    replies: ReadonlyArray<SlotVote | undefined>,
+    started: number,
+  ): HeldLock | undefined | Promise<HeldLock | undefined> {
+    const grants: VoterGrant[] = [];
+    replies.forEach((reply, index) => {
+      if (reply?.kind === 'granted' && order[reply.index] === slot) {
+        grants.push({ index, reply: { tokens: [reply.token] } });
+      }
+    });
+    const key = request.lockKeys[slot]!;
+    const one: AcquireRequest = { ...request, lockKeys: [key] };
+    const settled = this.acquirer.settleTokens(one, value, grants);
+    const finish = (tokens: number[] | undefined): HeldLock | undefined => {
+      const { ttl, watchdog, maxHold, holdAtLeast } = request.opts;
+      const now = performance.now();
+      const validity = ttl - (now - started) - this.parts.drift(ttl);
+      if (!tokens || validity <= 0) return undefined;
+      return this.leases.grant(
+        {
+          value,
+          resources: request.names,
+          keys: [key],
+          sortedResources: request.names,
+          tokens,
+          ttl,
+          holdAtLeast,
+          validityMs: validity,
+          now,
+          permit: slot,
+        },
+        watchdog ? { maxHold } : undefined,
+      );
+    };
+    return settled instanceof Promise ? settled.then(finish) : finish(settled);
+  }
+
+  /**
+   * Gives back what the attempt does not keep, on every voter, as its answer comes (also late):
+   * a slot other than the one won (to the first waiter), the caller's place in the shared queue once
+   * it won, and, when it lost, whatever it got (keeping its place in line when it waits). The slot
+   * won is kept where it was granted; if the grant could not be used (`kept` false), it goes too.
+   */
+  private giveBack(
+    request: AcquireRequest,
+    value: string,
+    order: readonly number[],
+    pending: ReadonlyArray<Promise<SlotVote>>,
+    replies: ReadonlyArray<SlotVote | undefined>,
+    winner: number | undefined,
+    kept: boolean,
+  ): void {
+    const { voters } = this.parts;
+    const keys = request.lockKeys;
+    const waits = request.ticket !== '';
+    const lost: LetGo = waits && winner === undefined ? { op: 'requeue', ticket: request.ticket } : RELEASE;
+    const others = winner === undefined || !kept ? keys : keys.filter((_, i) => i !== winner);
+    const letGo = (voter: Voter, vote: SlotVote | undefined) => {
+      if (vote?.kind === 'abstaining' || vote?.kind === 'conflict') return;
+      if (vote?.kind === 'busy' && !(waits && winner !== undefined)) return; // holds nothing; keeps its place
+      if (vote?.kind === 'granted' && winner !== undefined && kept && order[vote.index] === winner) return;
+      void voters.letGo(others, value, lost, { on: [voter] });
+    };
+    pending.forEach((sent, i) => {
+      const voter = voters.list[i]!;
+      if (replies[i]) letGo(voter, replies[i]);
+      // No answer yet (or it failed): a grant may still land there; free it once it is known.
+      else
+        sent.then(
+          (vote) => letGo(voter, vote),
+          () => letGo(voter, undefined),
+        );
+    });
+  }
+}
+
+/** Permits 0..count-1. */
+function natural(count: number): number[] {
+  return Array.from({ length: count }, (_, permit) => permit);
+}
+
+/** How a key is used, for a {@link LockUsageError}. */
+export function describeUse(permits: number): string {
+  return permits === 1 ? 'as a plain lock (permits 1)' : `as a semaphore with permits ${permits}`;
+}
