@@ -6,13 +6,24 @@ import { Redis, type RedisOptions } from 'ioredis';
 import { Redlock as OurRedlock, type RedlockNode } from 'nest-quorum-lock';
 import Redlock from 'redlock';
 import { RedlockMutex } from 'redis-semaphore';
-import { createRedlock, IoredisAdapter } from 'redlock-universal';
+import { GlideClient } from '@valkey/valkey-glide';
+import { createClient } from 'redis';
+import { createRedlock, IoredisAdapter, NodeRedisAdapter } from 'redlock-universal';
 import { benchTelemetry } from './otel.js';
 import { within, STALLED } from './stats.js';
 
 /** Identifies a library (a column of the result table). */
 export type LibraryId =
-  'ours' | 'ours-baseline' | 'ours-autopipe' | 'ours-otel' | 'redlock5' | 'semaphore' | 'universal';
+  | 'ours'
+  | 'ours-baseline'
+  | 'ours-autopipe'
+  | 'ours-otel'
+  | 'ours-node-redis'
+  | 'ours-glide'
+  | 'redlock5'
+  | 'semaphore'
+  | 'universal'
+  | 'universal-node-redis';
 
 /** What every benchmark needs from a held lock. */
 export interface HeldHandle {
@@ -235,6 +246,89 @@ const universal: Library = {
   },
 };
 
+/** node-redis 6 clients (default options, RESP3), connected. */
+async function nodeRedisClients(urls: readonly string[]) {
+  const clients = urls.map((url) => createClient({ url }));
+  for (const c of clients) c.on('error', () => undefined); // a stopped node must not crash the bench
+  await Promise.all(clients.map((c) => c.connect()));
+  return clients;
+}
+
+/** Our engine on node-redis: URLs opened by the engine with node-redis (`client: 'node-redis'`). */
+const oursNodeRedis: Library = {
+  id: 'ours-node-redis',
+  label: 'ours (node-redis)',
+  packageName: 'nest-quorum-lock',
+  pkg: `nest-quorum-lock@${packageVersion('nest-quorum-lock')} (this repo, dist/) on redis@${packageVersion('redis')}`,
+  describeWaiting: WAITING_OURS,
+  async open(urls, s) {
+    const engine = new OurRedlock({
+      nodes: [...urls],
+      client: 'node-redis',
+      ttl: s.ttl,
+      wait: s.wait,
+      nodeTimeout: s.nodeTimeout,
+    });
+    await engine.connect();
+    return {
+      acquire: (resource) => engine.acquire(resource),
+      close: async () => {
+        await within(engine.close(), 5_000);
+      },
+    };
+  },
+};
+
+/** Our engine on Valkey GLIDE: a GlideClient per node, passed in (GLIDE's default request timeout). */
+const oursGlide: Library = {
+  id: 'ours-glide',
+  label: 'ours (GLIDE)',
+  packageName: 'nest-quorum-lock',
+  pkg: `nest-quorum-lock@${packageVersion('nest-quorum-lock')} (this repo, dist/) on @valkey/valkey-glide@${packageVersion('@valkey/valkey-glide')}`,
+  describeWaiting: WAITING_OURS,
+  async open(urls, s) {
+    const clients = await Promise.all(
+      urls.map((url) => {
+        const { hostname, port } = new URL(url);
+        return GlideClient.createClient({ addresses: [{ host: hostname, port: Number(port) }] });
+      }),
+    );
+    const engine = new OurRedlock({ nodes: clients, ttl: s.ttl, wait: s.wait, nodeTimeout: s.nodeTimeout });
+    await engine.connect();
+    return {
+      acquire: (resource) => engine.acquire(resource),
+      close: async () => {
+        await within(engine.close(), 5_000);
+        for (const c of clients) c.close();
+      },
+    };
+  },
+};
+
+/** redlock-universal's RedLock on node-redis clients (its NodeRedisAdapter). */
+const universalNodeRedis: Library = {
+  id: 'universal-node-redis',
+  label: 'redlock-universal (node-redis)',
+  packageName: 'redlock-universal',
+  pkg: `redlock-universal@${packageVersion('redlock-universal')} on redis@${packageVersion('redis')}`,
+  describeWaiting: (s) => `default 200 ms polling, retryAttempts ${Math.ceil(s.wait / 200)} (${s.wait} ms)`,
+  async open(urls, s) {
+    const clients = await nodeRedisClients(urls);
+    const adapters = clients.map((c) => new NodeRedisAdapter(c as never));
+    const retryAttempts = Math.ceil(s.wait / 200);
+    return {
+      async acquire(resource) {
+        const lock = createRedlock({ adapters, key: resource, ttl: s.ttl, retryAttempts });
+        const handle = await lock.acquire();
+        return { release: () => lock.release(handle) };
+      },
+      close: async () => {
+        for (const c of clients) c.destroy();
+      },
+    };
+  },
+};
+
 /** Every library, in column order. `ours-otel` and `ours-autopipe` only run when BENCH_LIBS names them. */
 export const ALL_LIBRARIES: readonly Library[] = [
   ours(
@@ -244,9 +338,12 @@ export const ALL_LIBRARIES: readonly Library[] = [
     OurRedlock,
     undefined,
   ),
+  oursNodeRedis,
+  oursGlide,
   redlock5,
   semaphore,
   universal,
+  universalNodeRedis,
   ours(
     'ours-otel',
     'ours+otel',

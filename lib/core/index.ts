@@ -1,5 +1,8 @@
 import { MemoryState as MovedMemoryState } from '../testing/memory/memory-state.js';
 import { MemoryVoter as MovedMemoryVoter } from '../testing/memory/memory-voter.js';
+import type { ClusterVoterNode, IoRedisCluster } from './clients/types.js';
+import { ClusterVoter as ClusterVoterClass } from './voter/ioredis-cluster/cluster-voter.js';
+import type { Voter, VoterContext } from './voter/voter.js';
 
 export { Redlock } from './redlock.js';
 export type { NodeStatus } from './quorum/voters.js';
@@ -11,9 +14,27 @@ export type { RedlockOptions, LockOptions, RedlockNode } from './options.js';
 export type { PreflightMode } from './preflight.js';
 export type { RedlockLogger } from './logger.js';
 export type { Voter, VoterContext, VoterFactory } from './voter/voter.js';
-export { ClusterVoter } from './voter/ioredis-cluster/cluster-voter.js';
-export type { ClusterVoterNode } from './voter/ioredis-cluster/connection.js';
+export type {
+  ClusterStartupNode,
+  ClusterVoterNode,
+  GlideClient,
+  IoRedisClient,
+  IoRedisCluster,
+  NodeRedisClient,
+  NodeRedisCluster,
+  RedisClientPackage,
+  RedisConnectionOptions,
+} from './clients/types.js';
 export { CrossSlotLockError } from './voter/ioredis-cluster/slots.js';
+/**
+ * A Redis Cluster as ONE voter, built from an ioredis `Cluster` or `{ cluster: [...], options? }`
+ * (as `nodes` does with such an entry). Typed without ioredis' typings (an optional peer).
+ */
+export const ClusterVoter: {
+  from(node: IoRedisCluster | ClusterVoterNode, context: VoterContext): Voter;
+} = ClusterVoterClass as never;
+/** A Redis Cluster voter (see {@link ClusterVoter}). */
+export type ClusterVoter = Voter;
 /*
  * Deprecated re-exports, kept for compatibility: the in-memory voter now lives in
  * lib/testing/memory/ and is exported from `nest-quorum-lock/testing`. This is the one place core

@@ -1,4 +1,15 @@
-import type { Cluster, Redis, RedisOptions } from 'ioredis';
+import { clientKind, describeUnsupported, isPlainObject } from './clients/detect.js';
+import { chooseClientPackage, clientOption } from './clients/load.js';
+import type {
+  ClusterVoterNode,
+  GlideClient,
+  IoRedisClient,
+  IoRedisCluster,
+  NodeRedisClient,
+  NodeRedisCluster,
+  RedisClientPackage,
+  RedisConnectionOptions,
+} from './clients/types.js';
 import { RedlockOptionsError } from './errors.js';
 import {
   checkTtlWithinGuard,
@@ -12,20 +23,29 @@ import type { RedlockLogger } from './logger.js';
 import type { PreflightMode } from './preflight.js';
 import type { TelemetryProviders } from './telemetry.js';
 import { hasUnencodedCredentials, redactUrl } from './voter/ioredis/connection.js';
-import {
-  isClusterNode,
-  validateClusterNode,
-  type ClusterVoterNode,
-} from './voter/ioredis-cluster/connection.js';
-import type { VoterFactory } from './voter/voter.js';
+import { isClusterNode, validateClusterNode } from './voter/ioredis-cluster/connection.js';
+import { isVoterFactory, type VoterFactory } from './voter/voter.js';
 
 /**
- * One voter of the quorum: a Redis master as a `redis://` / `rediss://` URL, ioredis options
- * (with `sentinels` and `name`: a Sentinel-managed primary), or a ready ioredis client; a Redis
- * Cluster as ONE voter (an ioredis `Cluster`, or `{ cluster: [{ host, port }, ...], options? }`);
- * or a {@link VoterFactory} (e.g. `MemoryVoter.factory()` from `nest-quorum-lock/testing`).
+ * One voter of the quorum: a Redis master as a `redis://` / `rediss://` URL or connection
+ * options (for the client chosen by `client`; ioredis options with `sentinels` and `name`: a
+ * Sentinel-managed primary), or a ready client: ioredis `Redis`, node-redis `createClient()`,
+ * Valkey GLIDE `GlideClient`; a Redis Cluster as ONE voter (an ioredis `Cluster`, a node-redis
+ * `createCluster()`, a GLIDE `GlideClusterClient`, or `{ cluster: [{ host, port }, ...], options? }`
+ * with ioredis); or a {@link VoterFactory} (e.g. `MemoryVoter.factory()` from
+ * `nest-quorum-lock/testing`). The client types are structural: none of the client packages'
+ * own typings is needed to compile.
  */
-export type RedlockNode = string | RedisOptions | Redis | Cluster | ClusterVoterNode | VoterFactory;
+export type RedlockNode =
+  | string
+  | RedisConnectionOptions
+  | IoRedisClient
+  | IoRedisCluster
+  | ClusterVoterNode
+  | NodeRedisClient
+  | NodeRedisCluster
+  | GlideClient
+  | VoterFactory;
 
 /** Options of the Redlock engine (and of `RedlockModule.forRoot`). */
 export interface RedlockOptions {
@@ -108,6 +128,12 @@ export interface RedlockOptions {
    * extension still needs a majority that held the lock before it. Default `true`.
    */
   healHolds?: boolean;
+  /**
+   * Which client opens the connections for URL strings and option objects in `nodes`: `'ioredis'`
+   * or `'node-redis'` (the `redis` package). Default: ioredis when it can be loaded, else
+   * node-redis. Clients passed in ready-made are used as they are, whatever this says.
+   */
+  client?: RedisClientPackage;
 }
 
 /** Per-call options of acquire / tryAcquire / using / @DistributedLock. */
@@ -166,6 +192,11 @@ export interface ResolvedOptions {
   /** The clock guard, ms; false when off; undefined: the default (see {@link clockGuardFor}). */
   readonly clockGuard: number | false | undefined;
   readonly healHolds: boolean;
+  /**
+   * The client that opens connections for URL strings and option objects; undefined when `nodes`
+   * holds none (then no client package needs to be installed).
+   */
+  readonly client: RedisClientPackage | undefined;
 }
 
 /** Per-call options after defaults. */
@@ -229,7 +260,7 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
       'Pass an object such as { nodes: ["redis://localhost:6379"] }.',
     );
   }
-  validateNodes(options.nodes);
+  const client = resolveClient(options);
   const ttl = positive('ttl', options.ttl ?? DEFAULTS.ttl);
   const driftFactor = options.driftFactor ?? DEFAULTS.driftFactor;
   if (typeof driftFactor !== 'number' || !(driftFactor >= 0 && driftFactor < 0.5)) {
@@ -278,7 +309,18 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
     confirmRelease: flag('confirmRelease', options.confirmRelease ?? DEFAULTS.confirmRelease),
     clockGuard,
     healHolds: flag('healHolds', options.healHolds ?? DEFAULTS.healHolds),
+    client,
   };
+}
+
+/**
+ * Validates `nodes` and `client`, and settles which client package opens the connections of URL
+ * strings and option objects (undefined when there are none: no package is loaded for them).
+ */
+function resolveClient(options: RedlockOptions): RedisClientPackage | undefined {
+  const chosen = clientOption(options.client);
+  const needsPackage = validateNodes(options.nodes);
+  return needsPackage ? chooseClientPackage(chosen) : chosen;
 }
 
 function flag(name: string, value: unknown): boolean {
@@ -379,7 +421,11 @@ export function normaliseResources(keys: string | readonly string[]): string[] {
   return [...new Set(list)];
 }
 
-function validateNodes(nodes: unknown): void {
+/**
+ * Checks every entry of `nodes`; returns whether one of them (a URL, options) needs a client
+ * package to open its connection.
+ */
+function validateNodes(nodes: unknown): boolean {
   if (!Array.isArray(nodes) || nodes.length === 0) {
     throw new RedlockOptionsError(
       'nodes',
@@ -387,40 +433,60 @@ function validateNodes(nodes: unknown): void {
       'Pass one or more independent masters, e.g. nodes: ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"].',
     );
   }
-  nodes.forEach((node, i) => {
+  let needsPackage = false;
+  nodes.forEach((node: unknown, i) => {
     if (typeof node === 'string') {
       checkUrlEncoding(node, `nodes[${i}]`);
-      let url: URL;
-      try {
-        url = new URL(node);
-      } catch {
-        throw new RedlockOptionsError(
-          `nodes[${i}]`,
-          'not a valid URL',
-          'Use redis://[user:password@]host:port[/db] or rediss:// for TLS.',
-        );
-      }
-      if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
-        throw new RedlockOptionsError(
-          `nodes[${i}]`,
-          `unsupported scheme "${url.protocol}"`,
-          'Use redis://host:port, or rediss://host:port for TLS.',
-        );
-      }
-      if (!url.hostname) {
-        throw new RedlockOptionsError(`nodes[${i}]`, 'the URL has no host', 'Use redis://host:port.');
-      }
+      validateUrl(node, `nodes[${i}]`);
+      needsPackage = true;
     } else if (node === null || typeof node !== 'object') {
+      throw new RedlockOptionsError(`nodes[${i}]`, `got ${show(node)}`, NODE_FIX);
+    } else if (isVoterFactory(node) || clientKind(node) !== undefined) {
+      // a voter the caller builds, or a ready client: used as it is
+    } else if (isClusterNode(node) || ('cluster' in node && typeof node.cluster !== 'function')) {
+      validateClusterNode(node, `nodes[${i}]`);
+      needsPackage = true;
+    } else if (isPlainObject(node)) {
+      needsPackage = true; // connection options, for the chosen client
+    } else {
+      // Neither a client we know nor options: never a silent connection to localhost:6379.
+      const { what, hint } = describeUnsupported(node);
       throw new RedlockOptionsError(
         `nodes[${i}]`,
-        `got ${show(node)}`,
-        'Use a redis:// URL, ioredis options, an ioredis client, or a Redis Cluster ({ cluster: [...] } or a Cluster client).',
+        `got ${what}, which is neither a supported Redis client nor an options object`,
+        hint ? `${hint[0]!.toUpperCase()}${hint.slice(1)}.` : NODE_FIX,
       );
-    } else if (isClusterNode(node) || ('cluster' in node && typeof node.cluster !== 'function')) {
-      // (an ioredis client has a cluster() command method: not a cluster voter)
-      validateClusterNode(node, `nodes[${i}]`);
     }
   });
+  return needsPackage;
+}
+
+const NODE_FIX =
+  'Use a redis:// URL, connection options, an ioredis Redis or Cluster, a node-redis client (createClient) or ' +
+  'cluster (createCluster), a Valkey GLIDE GlideClient or GlideClusterClient, or { cluster: [...] } for a ' +
+  'Redis Cluster.';
+
+function validateUrl(node: string, option: string): void {
+  let url: URL;
+  try {
+    url = new URL(node);
+  } catch {
+    throw new RedlockOptionsError(
+      option,
+      'not a valid URL',
+      'Use redis://[user:password@]host:port[/db] or rediss:// for TLS.',
+    );
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+    throw new RedlockOptionsError(
+      option,
+      `unsupported scheme "${url.protocol}"`,
+      'Use redis://host:port, or rediss://host:port for TLS.',
+    );
+  }
+  if (!url.hostname) {
+    throw new RedlockOptionsError(option, 'the URL has no host', 'Use redis://host:port.');
+  }
 }
 
 /**

@@ -22,7 +22,6 @@ import {
   resolveLockOptions,
   resolveOptions,
   type LockOptions,
-  type RedlockNode,
   type RedlockOptions,
   type ResolvedOptions,
 } from './options.js';
@@ -33,10 +32,9 @@ import { LockValues, SCRIPTS, ScriptCalls, type ScriptSettings } from './scripts
 import { describeUse, SlotAcquirer, slotKeys } from './semaphore.js';
 import { attachTelemetry } from './telemetry.js';
 import { Voters, type NodeStatus } from './quorum/voters.js';
-import { RedisVoter } from './voter/ioredis/redis-voter.js';
-import { isClusterNode } from './voter/ioredis-cluster/connection.js';
-import { assertLockFitsVoters, ClusterVoter } from './voter/ioredis-cluster/cluster-voter.js';
-import { isVoterFactory, type Voter, type VoterContext } from './voter/voter.js';
+import { assertLockFitsVoters } from './voter/ioredis-cluster/cluster-voter.js';
+import { createVoter } from './voter/create-voter.js';
+import type { Voter, VoterContext } from './voter/voter.js';
 import { WriteWindow } from './voter/write-batching.js';
 
 /** Largest window above a voter's clock within which it seeds a new counter with the caller's proposal, ms. */
@@ -109,9 +107,10 @@ export class Redlock {
       connectTimeout: resolved.connectTimeout,
       preflight: this.preflight,
       writes: new WriteWindow(),
+      nodeTimeout: resolved.nodeTimeout,
     };
     const voters = new Voters(
-      options.nodes.map((node) => createVoter(node, context)),
+      options.nodes.map((node, i) => createVoter(node, context, resolved.client, `nodes[${i}]`)),
       resolved.nodeTimeout,
       resolved.restartGuard,
       logger,
@@ -466,10 +465,4 @@ export class Redlock {
       attempt.retryAfterMs,
     );
   };
-}
-
-/** The voter for one entry of `nodes`. */
-function createVoter(node: RedlockNode, context: VoterContext): Voter {
-  if (isVoterFactory(node)) return node.createVoter(context);
-  return isClusterNode(node) ? ClusterVoter.from(node, context) : RedisVoter.from(node, context);
 }

@@ -1,5 +1,4 @@
-import type { Redis } from 'ioredis';
-import { luaScript, runScript, type LuaScript } from '../core/scripts/lua-script.js';
+import { luaScript, runScript, type LuaScript, type ScriptClient } from '../core/scripts/lua-script.js';
 import { invalidFencingTokenMessage, isFencingToken } from './fencing-token.js';
 
 /** Outcome of a fenced write. */
@@ -77,8 +76,9 @@ const SCRIPTS = {
  * The same rule for rows in PostgreSQL: `FencedTable` from `nest-quorum-lock/postgres`.
  */
 export class FencedWriter {
+  /** @param redis an ioredis `Redis` or `Cluster` (anything with ioredis' `evalsha` and `eval`). */
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: ScriptClient,
     /** Hash field that keeps the highest token seen. */
     readonly fenceField = 'fence',
   ) {}

@@ -11,3 +11,4 @@ export type { SentinelGroupOptions } from './sentinel-group.js';
 export { RedisClusterNodes } from './redis-cluster.js';
 export { MemoryVoter } from './memory/memory-voter.js';
 export { MemoryState, type MemoryClock } from './memory/memory-state.js';
+export type { IoRedisTestClient, IoRedisClusterTestClient } from './test-clients.js';

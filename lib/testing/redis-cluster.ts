@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { Cluster, Redis } from 'ioredis';
+import { ioredis } from './ioredis-module.js';
+import type { IoRedisClusterTestClient } from './test-clients.js';
 import { keySlot } from '../core/voter/ioredis-cluster/slots.js';
 import { RedisNodes } from './redis-nodes.js';
 
@@ -90,10 +91,11 @@ export class RedisClusterNodes {
   }
 
   /** A client of the whole cluster, for inspecting data (the caller disconnects it). */
-  client(): Cluster {
+  client(): IoRedisClusterTestClient {
+    const { Cluster } = ioredis();
     const client = new Cluster(this.startupNodes, { redisOptions: { maxRetriesPerRequest: 1 } });
     client.on('error', () => undefined);
-    return client;
+    return client as unknown as IoRedisClusterTestClient;
   }
 
   /** Waits until every live master reports `cluster_state:ok` and knows all slots. */
@@ -103,7 +105,10 @@ export class RedisClusterNodes {
       const states = await Promise.all(
         this.nodes.ports.map(async (_, i) => {
           if (this.nodes.pid(i) === undefined) return true;
-          const probe = new Redis(this.nodes.url(i), { maxRetriesPerRequest: 0, lazyConnect: true });
+          const probe = new (ioredis().Redis)(this.nodes.url(i), {
+            maxRetriesPerRequest: 0,
+            lazyConnect: true,
+          });
           probe.on('error', () => undefined);
           try {
             await probe.connect();

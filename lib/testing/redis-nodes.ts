@@ -2,7 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
+import { ioredis } from './ioredis-module.js';
+import type { IoRedisTestClient } from './test-clients.js';
 import { assertRedisServerInstalled, endOnExit, endProcess } from './child-processes.js';
 import { freePort } from './free-port.js';
 
@@ -66,7 +67,7 @@ const reserved = new Set<number>();
  */
 export class RedisNodes {
   private readonly procs: Array<ChildProcess | undefined>;
-  private readonly clients = new Map<number, Redis>();
+  private readonly clients = new Map<number, IoRedisTestClient>();
   private closed = false;
 
   private constructor(
@@ -155,10 +156,14 @@ export class RedisNodes {
    * A plain ioredis client to node `index` for inspecting or seeding data in tests (cached,
    * closed by {@link close}). Not for TLS nodes.
    */
-  client(index: number): Redis {
+  client(index: number): IoRedisTestClient {
     let client = this.clients.get(index);
     if (!client) {
-      client = new Redis(this.url(index), { maxRetriesPerRequest: 1, lazyConnect: false });
+      const { Redis } = ioredis();
+      client = new Redis(this.url(index), {
+        maxRetriesPerRequest: 1,
+        lazyConnect: false,
+      }) as unknown as IoRedisTestClient;
       client.on('error', () => undefined);
       this.clients.set(index, client);
     }

@@ -2,7 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis, type RedisOptions } from 'ioredis';
+import type { RedisConnectionOptions } from '../core/clients/types.js';
+import { ioredis } from './ioredis-module.js';
+import type { IoRedisTestClient } from './test-clients.js';
 import { freePort } from './free-port.js';
 import { RedisNodes } from './redis-nodes.js';
 
@@ -84,7 +86,10 @@ export class SentinelGroup {
   }
 
   /** The voter, as `nodes` takes it: ioredis options with `sentinels` and `name`. */
-  get nodeOptions(): RedisOptions {
+  get nodeOptions(): RedisConnectionOptions & {
+    readonly sentinels: Array<{ host: string; port: number }>;
+    readonly name: string;
+  } {
     return { sentinels: this.sentinels, name: this.name };
   }
 
@@ -122,13 +127,18 @@ export class SentinelGroup {
     rmSync(this.dir, { recursive: true, force: true });
   }
 
-  private readonly clients = new Map<number, Redis>();
+  private readonly clients = new Map<number, IoRedisTestClient>();
 
   /** A cached client of Sentinel `index`. */
-  sentinel(index: number): Redis {
+  sentinel(index: number): IoRedisTestClient {
     let client = this.clients.get(index);
     if (!client) {
-      client = new Redis({ host: HOST, port: this.sentinelPorts[index]!, maxRetriesPerRequest: 1 });
+      const { Redis } = ioredis();
+      client = new Redis({
+        host: HOST,
+        port: this.sentinelPorts[index]!,
+        maxRetriesPerRequest: 1,
+      }) as unknown as IoRedisTestClient;
       client.on('error', () => undefined);
       this.clients.set(index, client);
     }
@@ -186,7 +196,7 @@ function endProcess(proc: ChildProcess): Promise<void> {
   });
 }
 
-async function info(client: Redis, section: string): Promise<string> {
+async function info(client: IoRedisTestClient, section: string): Promise<string> {
   return String(await client.info(section));
 }
 

@@ -11,6 +11,7 @@ import { AppEvents } from './app-events.js';
 import type { SampleConfig } from './config.js';
 import { DashboardController } from './dashboard/dashboard.controller.js';
 import { DashboardFeed } from './dashboard/dashboard-feed.js';
+import { LockClients, LockClientsModule } from './lock-clients.js';
 import { SettlementJob } from './settlement/settlement.job.js';
 import { StatusController } from './status/status.controller.js';
 import { SAMPLE_CONFIG, STORE_PG, STORE_REDIS } from './tokens.js';
@@ -37,10 +38,11 @@ export class AppModule {
       imports: [
         configModule,
         RedlockModule.forRootAsync({
-          imports: [configModule],
-          inject: [SAMPLE_CONFIG],
-          useFactory: (c: SampleConfig) => ({
-            nodes: c.lockNodes,
+          imports: [configModule, LockClientsModule],
+          inject: [SAMPLE_CONFIG, LockClients],
+          useFactory: async (c: SampleConfig, clients: LockClients) => ({
+            // REDIS_CLIENT: ioredis (default), node-redis or glide.
+            ...(await clients.options(c)),
             ttl: 2000,
             nodeTimeout: 100,
             // Keep the production default unless the caller started the nodes itself just now.

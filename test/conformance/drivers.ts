@@ -1,5 +1,10 @@
+import { GlideClient } from '@valkey/valkey-glide';
 import { Redis as Redis5 } from 'ioredis';
 import { Redis as Redis6 } from 'ioredis6';
+import { createClient } from 'redis';
+import { createClient as createClient5 } from 'redis5';
+import { GlideVoter } from '../../lib/core/voter/glide/glide-voter.js';
+import { NodeRedisVoter } from '../../lib/core/voter/node-redis/node-redis-voter.js';
 import { RedisVoter } from '../../lib/core/voter/ioredis/redis-voter.js';
 import { ClusterVoter } from '../../lib/core/voter/ioredis-cluster/cluster-voter.js';
 import { seedSlotMarkers } from '../../lib/core/voter/ioredis-cluster/slot-markers.js';
@@ -15,7 +20,7 @@ import { DEFAULT_SETTINGS, ManualClock, PREFIX, sleep, type VoterDriver } from '
 
 /** What a standalone column's line gets: the server's URL and `own` (closes a client after the row). */
 type Own = <T extends { disconnect(): void }>(client: T) => T;
-type StandaloneFactory = (url: string, context: VoterContext, own: Own) => Voter;
+type StandaloneFactory = (url: string, context: VoterContext, own: Own) => Voter | Promise<Voter>;
 
 export const DRIVERS: VoterDriver[] = [
   standalone('ioredis 5, RESP2 (URL)', (url, ctx) => RedisVoter.from(url, ctx)),
@@ -27,6 +32,16 @@ export const DRIVERS: VoterDriver[] = [
   ),
   standalone('ioredis 6, RESP2 (client)', (url, ctx, own) =>
     adopt(own(new Redis6(url, { protocol: 2 })), ctx),
+  ),
+  standalone('node-redis 6, RESP3 (client)', (url, ctx, own) =>
+    NodeRedisVoter.from(own(createClient({ url })), ctx),
+  ),
+  standalone('node-redis 5, RESP2 (client)', (url, ctx, own) =>
+    NodeRedisVoter.from(own(createClient5({ url })), ctx),
+  ),
+  standalone("node-redis 6 (URL, client: 'node-redis')", (url, ctx) => NodeRedisVoter.from(url, ctx)),
+  standalone('Valkey GLIDE 2 (GlideClient)', async (url, ctx, own) =>
+    GlideVoter.from(own(glideClient(await glide(url))), ctx),
   ),
   cluster('ioredis 5 Cluster', (startupNodes, ctx) => ClusterVoter.from({ cluster: startupNodes }, ctx)),
   memory('in-memory', (state, ctx) => MemoryVoter.factory('memory://conformance', state).createVoter(ctx)),
@@ -44,6 +59,20 @@ function adopt(client: Redis6, context: VoterContext): Voter {
     { client: client as unknown as Redis5, label: `redis://${host}:${port}`, owned: false },
     context,
   );
+}
+
+/** A GLIDE client to `url` (GLIDE connects when it creates a client). */
+function glide(url: string): Promise<GlideClient> {
+  const { hostname, port } = new URL(url);
+  return GlideClient.createClient({
+    addresses: [{ host: hostname, port: Number(port) }],
+    requestTimeout: 500,
+  });
+}
+
+/** A GLIDE client as `own` takes one (closed after the row: GLIDE's close() is disconnect()). */
+function glideClient(client: GlideClient): GlideClient & { disconnect(): void } {
+  return Object.assign(client, { disconnect: () => client.close() });
 }
 
 /** A column on one standalone redis-server (started per test file), real time. */
@@ -127,7 +156,11 @@ export function cluster(
       // no row's voter spends its row seeding 16,384 of them (rows keep them: see reset).
       const client = shards.client();
       await new Promise((resolve) => client.once('ready', resolve));
-      await seedSlotMarkers(client, DEFAULT_SETTINGS.guardKey, 0);
+      await seedSlotMarkers(
+        client as unknown as Parameters<typeof seedSlotMarkers>[0],
+        DEFAULT_SETTINGS.guardKey,
+        0,
+      );
       client.disconnect();
     },
     async createVoter(context) {

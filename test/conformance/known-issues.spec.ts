@@ -6,8 +6,9 @@ import { RedisNodes } from '../../lib/testing/index.js';
 import { DEFAULT_SETTINGS, voterContext } from './harness.js';
 
 /*
- * What the conformance table found and lib does not do yet: each a `test.failing`, so that it is
- * listed on every run and turns red once fixed (then make it a plain test).
+ * What the conformance table found and lib did not do: each a `test.failing`, so that it is
+ * listed on every run and turns red once fixed (then made a plain test, kept as a regression test).
+ * Both below were fixed by issue 27 (clients told by duck-typing; CONFIG GET read in every shape).
  */
 
 let nodes: RedisNodes;
@@ -21,21 +22,19 @@ afterAll(() => nodes.close());
  * against the ioredis copy the library resolves. An ioredis 6 client beside the library's ioredis 5
  * (or any second copy of ioredis in an app) is taken for an options object: the voter opens its
  * own connection to localhost:6379, silently, and the client passed in is never used.
+ * Fixed (issue 27): clients are told by duck-typing (lib/core/clients/detect.ts).
  */
-test.failing(
-  'RedisVoter.from adopts a ready ioredis 6 client (not only instances of its own ioredis copy)',
-  async () => {
-    const client = new Redis6(nodes.url(0), { protocol: 3 });
-    const voter = RedisVoter.from(client as unknown as Redis5, voterContext(DEFAULT_SETTINGS));
-    try {
-      expect(voter.client).toBe(client);
-      expect(voter.label).toBe(`redis://127.0.0.1:${nodes.port(0)}`);
-    } finally {
-      await voter.close(500);
-      client.disconnect();
-    }
-  },
-);
+test('RedisVoter.from adopts a ready ioredis 6 client (not only instances of its own ioredis copy)', async () => {
+  const client = new Redis6(nodes.url(0), { protocol: 3 });
+  const voter = RedisVoter.from(client as unknown as Redis5, voterContext(DEFAULT_SETTINGS));
+  try {
+    expect(voter.client).toBe(client);
+    expect(voter.label).toBe(`redis://127.0.0.1:${nodes.port(0)}`);
+  } finally {
+    await voter.close(500);
+    client.disconnect();
+  }
+});
 
 /**
  * Found by the table and fixed: preflight read `CONFIG GET` replies only as `[name, value]` arrays.

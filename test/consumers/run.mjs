@@ -5,7 +5,9 @@
  * works in the kinds of apps teams run. `npm run test:consumers` (CI runs it after `npm test`).
  *
  *  1. `npm pack` once (prepack builds dist/), and checks what the tarball holds.
- *  2. For every supported combination (module system x NestJS major x ioredis major) it writes a
+ *  2. For every supported combination (module system x NestJS major x Redis client and major:
+ *     ioredis 5 / 6, node-redis only -- no ioredis installed, `skipLibCheck: false` --, Valkey
+ *     GLIDE only) it writes a
  *     fresh app in a temp dir and runs ONE `npm install <tarball>` there, as a user adding the
  *     package to an app that already lists its own NestJS/ioredis versions -- without
  *     --legacy-peer-deps, so a peer range that excludes the combination fails the install.
@@ -34,7 +36,16 @@
  * Exit code 0 only when every combination passed.
  */
 import { spawn } from 'node:child_process';
-import { copyFileSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -78,10 +89,39 @@ const COMBOS = [
     jestEsm: true,
   },
   { id: 'esm-nest11-ioredis5', esm: true, nest: '^11', ioredis: '^5.4', ts: '^5.8', emit: 'nodenext' },
+  // An app on node-redis only: no ioredis installed (nor --legacy-peer-deps), and its typings
+  // checked with skipLibCheck: false, so the package's typings must not need ioredis'.
+  {
+    id: 'esm-nest12-node-redis6',
+    esm: true,
+    nest: '^12',
+    client: 'node-redis',
+    redis: '^6',
+    ts: '^6',
+    emit: 'nodenext',
+    strictLibCheck: true,
+  },
+  // An app on Valkey GLIDE only (neither ioredis nor node-redis installed).
+  // (TypeScript 6 includes no @types by default: ioredis' and node-redis' typings pull in Node's,
+  // GLIDE's do not, so this app lists them, as a TypeScript 6 app must.)
+  {
+    id: 'cjs-nest12-glide2',
+    esm: false,
+    nest: '^12',
+    client: 'glide',
+    glide: '^2',
+    ts: '^6',
+    emit: 'nodenext',
+    types: ['node'],
+  },
 ].filter((c) => !ONLY || ONLY.has(c.id));
 
 /** Peers every app installs; a lib/ import of anything else is an optional peer. */
-const REQUIRED_PEERS = ['@nestjs/common', '@nestjs/core', 'ioredis', 'reflect-metadata', 'rxjs'];
+const REQUIRED_PEERS = ['@nestjs/common', '@nestjs/core', 'reflect-metadata', 'rxjs'];
+
+/** The Redis client packages: optional peers, one of which each app installs (its `client`). */
+const CLIENT_PACKAGES = { ioredis: 'ioredis', 'node-redis': 'redis', glide: '@valkey/valkey-glide' };
+const clientOf = (combo) => combo.client ?? 'ioredis';
 
 /** The environment of every child: none of the npm_* settings `npm run` passes down. */
 const cleanEnv = Object.fromEntries(
@@ -246,6 +286,10 @@ const NODENEXT = {
 
 function tsconfig(mode, tsMajor, extra = {}) {
   const compilerOptions = mode === 'node10' ? { ...NEST_NEW_CJS } : { ...NODENEXT };
+  if (extra.strictLibCheck) compilerOptions.skipLibCheck = false;
+  if (extra.types) compilerOptions.types = extra.types;
+  delete extra.strictLibCheck;
+  delete extra.types;
   // TypeScript 6 deprecates node10 resolution; an app that still uses it silences the error so.
   if (mode === 'node10' && tsMajor >= 6) compilerOptions.ignoreDeprecations = '6.0';
   return JSON.stringify({ compilerOptions: { ...compilerOptions, ...extra }, include: ['src'] }, null, 2);
@@ -263,7 +307,7 @@ function writeApp(dir, combo, versions) {
       '@nestjs/common': versions.nest,
       '@nestjs/core': versions.nest,
       '@nestjs/platform-express': versions.nest,
-      ioredis: versions.ioredis,
+      [CLIENT_PACKAGES[clientOf(combo)]]: versions.client,
       'reflect-metadata': versions.reflectMetadata,
       rxjs: versions.rxjs,
       ...versions.optionalPeers,
@@ -280,16 +324,21 @@ function writeApp(dir, combo, versions) {
   };
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify(pkg, null, 2)}\n`);
   const tsMajor = Number(versions.ts.split('.')[0]);
-  writeFileSync(join(dir, 'tsconfig.json'), tsconfig(combo.emit, tsMajor));
+  const strictLibCheck = Boolean(combo.strictLibCheck);
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    tsconfig(combo.emit, tsMajor, { strictLibCheck, types: combo.types }),
+  );
   if (!combo.esm) {
     // The other CommonJS flavour, type-check only: node10 (nest new) <-> nodenext (require(esm)).
     const other = combo.emit === 'node10' ? 'nodenext' : 'node10';
     writeFileSync(
       join(dir, `tsconfig.${other}.json`),
-      tsconfig(other, tsMajor, { noEmit: true, incremental: false }),
+      tsconfig(other, tsMajor, { noEmit: true, incremental: false, strictLibCheck, types: combo.types }),
     );
   }
   copyFileSync(join(here, 'app/main.ts'), join(dir, 'src/main.ts'));
+  copyFileSync(join(here, `app/clients-${clientOf(combo)}.ts`), join(dir, 'src/clients.ts'));
   if (combo.jest) {
     mkdirSync(join(dir, 'test'));
     copyFileSync(join(here, 'app/lock.jest.ts'), join(dir, 'test/lock.spec.ts'));
@@ -493,9 +542,15 @@ async function runCombo(base, combo, tarball, versions) {
     row.install = install.seconds;
     must(install, 'npm install of the tarball');
     for (const w of warnings(install.stderr)) row.notes.push(`npm: ${w}`);
+    const clientPackage = CLIENT_PACKAGES[clientOf(combo)];
     row.versions =
-      `nest ${installed(dir, '@nestjs/core')}, ioredis ${installed(dir, 'ioredis')}, ` +
-      `ts ${installed(dir, 'typescript')}`;
+      `nest ${installed(dir, '@nestjs/core')}, ${clientPackage} ${installed(dir, clientPackage)}, ` +
+      `ts ${installed(dir, 'typescript')}${combo.strictLibCheck ? ', skipLibCheck false' : ''}`;
+    for (const other of Object.values(CLIENT_PACKAGES)) {
+      if (other !== clientPackage && existsSync(join(dir, 'node_modules', other))) {
+        throw new Error(`${other} was installed in an app on ${clientPackage} only`);
+      }
+    }
     const peers = Object.keys(versions.optionalPeers).map((name) => `${name} ${installed(dir, name)}`);
     if (peers.length) row.notes.push(`optional peers installed: ${peers.join(', ')}`);
 
@@ -515,11 +570,19 @@ async function runCombo(base, combo, tarball, versions) {
       );
       row.build += typeCheck.seconds;
     }
-    const lib = await checkLibSources(dir);
+    // lib/ holds the ioredis voters, typed with ioredis' typings: checked in the ioredis apps. An
+    // app without ioredis checks what users compile: the package's typings (above, and with
+    // skipLibCheck: false where the combination says so).
+    const lib =
+      clientOf(combo) === 'ioredis'
+        ? await checkLibSources(dir)
+        : { code: 0, stdout: '', seconds: 0, skipped: true };
+    if (lib.skipped) row.notes.push(`lib/ sources not compiled here (no ioredis typings in this app)`);
     row.build += lib.seconds;
     const errors = lib.stdout.split('\n').filter((l) => /error TS\d+/.test(l));
     // An optional peer (GraphQL, microservices, ...) is not installed in these apps: its typings
     // cannot be checked here, which is reported, not failed. Anything else fails the combination.
+    // The other Redis clients' typings are absent too: lib/ compiles its voters against each.
     const optional = errors.filter((l) => {
       const m = /error TS2307: Cannot find module '([^']+)'/.exec(l);
       return m && !REQUIRED_PEERS.includes(m[1]);
@@ -605,6 +668,8 @@ async function main() {
       nest12,
       ioredis5,
       ioredis6,
+      redis6,
+      glide2,
       ts5,
       ts6,
       typesNode,
@@ -622,6 +687,8 @@ async function main() {
       latest('@nestjs/core', '^12'),
       latest('ioredis', '^5.4'),
       latest('ioredis', '^6'),
+      latest('redis', '^6'),
+      latest('@valkey/valkey-glide', '^2'),
       latest('typescript', '^5.8'),
       latest('typescript', '^6'),
       latest('@types/node', '^20'),
@@ -639,22 +706,28 @@ async function main() {
         `${(tarball.unpackedSize / 1024).toFixed(1)} kB unpacked, ${tarball.entries} files`,
     );
     const pick = { '^11': nest11, '^12': nest12, '^5.4': ioredis5, '^6': ioredis6 };
+    const clientVersion = (combo) =>
+      ({ ioredis: pick[combo.ioredis], 'node-redis': redis6, glide: glide2 })[clientOf(combo)];
     // Every app also installs the optional peers (a user of ./postgres or ./terminus has them), so
     // that every entry point must load. A @nestjs/* peer follows the app's NestJS major.
     const optionalFor = {};
     for (const major of new Set(COMBOS.map((c) => c.nest))) {
+      // The Redis clients are chosen per app (its `client`), not installed as optional peers.
+      const clientPeers = new Set(Object.values(CLIENT_PACKAGES));
       const entries = await Promise.all(
-        tarball.optionalPeers.map(async ({ name, range }) => [
-          name,
-          await latest(name, name.startsWith('@nestjs/') ? major : range),
-        ]),
+        tarball.optionalPeers
+          .filter(({ name }) => !clientPeers.has(name))
+          .map(async ({ name, range }) => [
+            name,
+            await latest(name, name.startsWith('@nestjs/') ? major : range),
+          ]),
       );
       optionalFor[major] = Object.fromEntries(entries);
     }
     const rows = await pool(COMBOS, PARALLEL, (combo) =>
       runCombo(base, combo, tarball.path, {
         nest: pick[combo.nest],
-        ioredis: pick[combo.ioredis],
+        client: clientVersion(combo),
         ts: combo.ts === '^6' ? ts6 : ts5,
         typesNode,
         reflectMetadata,

@@ -1,4 +1,4 @@
-/* global setTimeout, clearTimeout, queueMicrotask */
+/* global setTimeout, clearTimeout, queueMicrotask, URL */
 /**
  * A fault-injection client: a separate Node process that, for each job the harness gives it, opens
  * its own connections and loops
@@ -38,6 +38,35 @@ const now = () => process.hrtime.bigint();
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const between = ([min, max] = [0, 0]) => min + Math.random() * (max - min);
 const silent = { log() {}, warn() {}, error() {} };
+
+/**
+ * FAULTS_CLIENT: the client the lock's nodes are reached with: `ioredis` (default: URLs opened by
+ * the engine), `node-redis` (URLs, `client: 'node-redis'`) or `glide` (a GlideClient per URL,
+ * created here, lazily connected so that a node down at start does not stop the worker).
+ */
+const CLIENT = process.env.FAULTS_CLIENT ?? 'ioredis';
+
+async function lockNodes(nodes) {
+  if (CLIENT === 'node-redis') return { nodes, client: 'node-redis', close() {} };
+  if (CLIENT !== 'glide') return { nodes, close() {} };
+  const { GlideClient } = await import('@valkey/valkey-glide');
+  const clients = await Promise.all(
+    nodes.map((url) => {
+      const { hostname, port } = new URL(url);
+      return GlideClient.createClient({
+        addresses: [{ host: hostname, port: Number(port) }],
+        requestTimeout: 500,
+        lazyConnect: true,
+      });
+    }),
+  );
+  return {
+    nodes: clients,
+    close() {
+      for (const client of clients) client.close();
+    },
+  };
+}
 const send = (message) => {
   if (process.connected) process.send(message);
 };
@@ -116,9 +145,11 @@ async function runJob(cfg) {
   const writer = cfg.fencing === 'writer' ? new FencedWriter(store) : undefined;
   // cfg.pg (S1-pg): the counter lives in PostgreSQL instead (pg-store.mjs), opened in the try below.
   let pgStore;
+  const lock = cfg.lock ? await lockNodes(cfg.nodes) : undefined;
   const engine = cfg.lock
     ? new Redlock({
-        nodes: cfg.nodes,
+        nodes: lock.nodes,
+        ...(lock.client ? { client: lock.client } : {}),
         ttl: cfg.ttl,
         nodeTimeout: cfg.nodeTimeout,
         restartGuard: cfg.restartGuard,
@@ -328,6 +359,7 @@ async function runJob(cfg) {
   } finally {
     process.off('message', onMessage);
     if (engine) await engine.close().catch(() => undefined);
+    lock?.close();
     await store.quit().catch(() => store.disconnect());
     await pgStore?.close();
     closeSync(fd);

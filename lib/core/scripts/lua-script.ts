@@ -1,5 +1,13 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+
+/**
+ * What {@link runScript} needs of a connection: ioredis' `evalsha` and `eval` (a `Redis` or a
+ * `Cluster`), written out so that the public typings do not need ioredis' own.
+ */
+export interface ScriptClient {
+  evalsha(sha: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+  eval(source: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+}
 
 /** A Lua script with its SHA1, called with EVALSHA and re-sent with EVAL after NOSCRIPT. */
 export interface LuaScript {
@@ -22,7 +30,7 @@ export function luaScript(name: string, source: string): LuaScript {
  * the call was sent again.
  */
 export function runScript<T = unknown>(
-  client: Redis,
+  client: ScriptClient,
   script: LuaScript,
   keys: readonly string[],
   args: readonly (string | number)[],

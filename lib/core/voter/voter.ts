@@ -113,6 +113,11 @@ export interface VoterContext {
    * until the end of a tick; the engine waits on it for a release's writes to leave.
    */
   readonly writes: WriteWindow;
+  /**
+   * The engine's per-node command timeout, ms, for clients whose commands carry one of their own
+   * (node-redis: out of its offline queue when it expires). Undefined: the client's default.
+   */
+  readonly nodeTimeout?: number;
 }
 
 /**

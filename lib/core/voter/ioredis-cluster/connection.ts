@@ -1,19 +1,21 @@
-import { Cluster, type ClusterNode, type ClusterOptions } from 'ioredis';
+import type { Cluster, ClusterNode, ClusterOptions } from 'ioredis';
+import { clientKind } from '../../clients/detect.js';
+import { ioredisModule } from '../../clients/load.js';
+import type { ClusterStartupNode, ClusterVoterNode } from '../../clients/types.js';
+
+export type { ClusterVoterNode };
 import { RedlockOptionsError } from '../../errors.js';
 import { redactUrl } from '../ioredis/connection.js';
 
-/**
- * A Redis Cluster as one voter, described by its startup nodes (ioredis discovers the rest of the
- * cluster from them) and, optionally, ioredis Cluster options.
- */
-export interface ClusterVoterNode {
-  readonly cluster: ClusterNode[];
-  readonly options?: ClusterOptions;
-}
-
 /** Whether a `nodes` entry is a Redis Cluster: a Cluster client, or `{ cluster: [...] }`. */
 export function isClusterNode(node: unknown): node is Cluster | ClusterVoterNode {
-  return node instanceof Cluster || Array.isArray((node as Partial<ClusterVoterNode> | null)?.cluster);
+  if (node === null || typeof node !== 'object') return false;
+  return isClusterClient(node) || Array.isArray((node as Partial<ClusterVoterNode>).cluster);
+}
+
+/** Whether `node` is an ioredis Cluster client (duck-typed: ioredis is an optional peer). */
+function isClusterClient(node: object): node is Cluster {
+  return clientKind(node) === 'ioredis-cluster';
 }
 
 /** A cluster client, its log-safe label, and whether the library owns (and so closes) it. */
@@ -49,20 +51,23 @@ export function clusterConnection(
   node: Cluster | ClusterVoterNode,
   connectTimeout: number,
 ): ClusterConnection {
-  if (node instanceof Cluster) {
+  if (isClusterClient(node)) {
     // startupNodes is private in ioredis' types, and public at run time: the label is all we read.
     const startup = (node as unknown as { startupNodes?: ClusterNode[] }).startupNodes ?? [];
     return { client: node, label: clusterLabel(startup), owned: false };
   }
+  // Loaded only now: an engine whose nodes are all clients passed in never loads ioredis.
+  const { Cluster } = ioredisModule<typeof import('ioredis')>();
+  const startup = node.cluster as ClusterNode[];
   return {
-    client: new Cluster(node.cluster, ownedClusterOptions(connectTimeout, node.options)),
+    client: new Cluster(startup, ownedClusterOptions(connectTimeout, node.options as ClusterOptions)),
     label: clusterLabel(node.cluster),
     owned: true,
   };
 }
 
 /** `cluster://10.0.0.1:6379,10.0.0.2:6379`: the startup nodes, never a password. */
-export function clusterLabel(nodes: readonly ClusterNode[]): string {
+export function clusterLabel(nodes: readonly (ClusterNode | ClusterStartupNode)[]): string {
   const addresses = nodes.map((node) => {
     if (typeof node === 'number') return `localhost:${node}`;
     if (typeof node === 'string') {
@@ -80,7 +85,7 @@ export function clusterLabel(nodes: readonly ClusterNode[]): string {
  * @throws RedlockOptionsError naming the entry, what is wrong and the fix.
  */
 export function validateClusterNode(node: unknown, option: string): void {
-  if (node instanceof Cluster) return;
+  if (node !== null && typeof node === 'object' && isClusterClient(node)) return;
   const { cluster, options } = node as { cluster: unknown; options?: unknown };
   const fix =
     'Use { cluster: [{ host: "10.0.0.1", port: 6379 }, ...], options?: ClusterOptions }, or an ioredis Cluster';

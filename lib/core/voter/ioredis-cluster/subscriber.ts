@@ -1,4 +1,5 @@
-import { Redis, type Cluster } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import { ioredisModule } from '../../clients/load.js';
 import { startTimeout } from '../../timeouts.js';
 
 /** Pause before re-opening a subscription whose node went away (or was not known yet). */
@@ -77,6 +78,7 @@ export class ClusterSubscriber {
       const { host, port, username, password, tls } = node.options;
       const key = `${host}:${port}`;
       if (this.connections.has(key)) continue;
+      const { Redis } = ioredisModule<typeof import('ioredis')>();
       const connection = new Redis({
         host,
         port,

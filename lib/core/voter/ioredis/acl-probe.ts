@@ -1,5 +1,5 @@
-import type { Redis } from 'ioredis';
-import { luaScript, runScript } from '../../scripts/lua-script.js';
+import { luaScript } from '../../scripts/lua-script.js';
+import type { ServerCommands } from '../server-commands.js';
 
 /*
  * Which ACL rules the lock user lacks, found at bootstrap instead of at the first acquire (whose
@@ -51,14 +51,14 @@ return missing
  * `&__redlock_wake__:*`, `+evalsha`; empty when it has them all.
  */
 export async function missingAclRules(
-  client: Redis,
+  server: ServerCommands,
   keyPrefix: string,
   wakeChannelPattern: string,
   wakeChannel: string,
 ): Promise<string[]> {
   const keys = [`${keyPrefix}__preflight__`, `${keyPrefix}__preflight__:z`];
   try {
-    const missing = (await runScript(client, ACL_PROBE, keys, [wakeChannel])) as string[];
+    const missing = (await server.runScript(ACL_PROBE, keys, [wakeChannel])) as string[];
     return missing.map((rule) => (rule === 'channel' ? `&${wakeChannelPattern}` : rule));
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);

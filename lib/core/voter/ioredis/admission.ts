@@ -1,4 +1,3 @@
-import type { Redis } from 'ioredis';
 import type { NodeConfigurationError } from '../../errors.js';
 import type { RedlockLogger } from '../../logger.js';
 import type { Preflight } from '../../preflight.js';
@@ -11,7 +10,7 @@ import {
 } from '../../scripts/identity.js';
 import { GUARD_MARKER_NAME } from '../../keys.js';
 import { wakeChannelOf } from '../../scripts/lock-value.js';
-import { runScript } from '../../scripts/lua-script.js';
+import type { ServerCommands } from '../server-commands.js';
 import { settleWithin, TIMED_OUT } from '../../timeouts.js';
 import { missingAclRules } from './acl-probe.js';
 import { checkServer, readServerFacts, trustedAcrossRestarts, type ServerFacts } from './preflight.js';
@@ -45,22 +44,22 @@ export type Admission =
   | { readonly vote: false; readonly refusal: NodeConfigurationError };
 
 /**
- * Admits the server behind `client` (a ready connection) for `voter`. Rejects when the server
+ * Admits the server behind `server` (a ready connection) for `voter`. Rejects when the server
  * does not answer (a time-out, a dropped connection, a replica refusing the identity record's
  * write): the caller tries again.
  */
 export async function admitServer(
-  client: Redis,
+  server: ServerCommands,
   voter: object,
   label: string,
   settings: AdmissionSettings,
 ): Promise<Admission> {
   const { preflight, guardMs } = settings;
   if (!preflight && guardMs <= 0) return { vote: true, abstainMs: 0 };
-  let facts = await readServerFacts(client, settings.timeoutMs);
+  let facts = await readServerFacts(server, settings.timeoutMs);
   if (preflight) {
     const prefix = settings.markerKey.slice(0, settings.markerKey.length - GUARD_MARKER_NAME.length);
-    const probe = missingAclRules(client, prefix, `${wakeChannelOf('')}*`, wakeChannelOf('preflight'));
+    const probe = missingAclRules(server, prefix, `${wakeChannelOf('')}*`, wakeChannelOf('preflight'));
     const missing = await settleWithin(probe, settings.timeoutMs);
     if (missing === TIMED_OUT) throw new Error(`no reply to the ACL probe within ${settings.timeoutMs} ms`);
     facts = { ...facts, denied: [...new Set([...facts.denied, ...missing])] };
@@ -78,7 +77,7 @@ export async function admitServer(
   }
   const keys = [settings.markerKey, settings.markerKey + IDENTITY_SUFFIX];
   const args = identityArgs(facts.runId, trustedAcrossRestarts(facts), guardMs, settings.markerKey);
-  const reply = await settleWithin(runScript(client, IDENTITY_CHECK, keys, args), settings.timeoutMs);
+  const reply = await settleWithin(server.runScript(IDENTITY_CHECK, keys, args), settings.timeoutMs);
   if (reply === TIMED_OUT) throw new Error(`no reply to the identity check within ${settings.timeoutMs} ms`);
   const check = decodeIdentityReply(reply);
   if (check.abstainMs <= 0) return { vote: true, abstainMs: 0 };

@@ -1,5 +1,8 @@
-import { Redis, type RedisOptions } from 'ioredis';
-import type { LuaScript } from '../../scripts/index.js';
+import type { Redis, RedisOptions } from 'ioredis';
+import { clientKind } from '../../clients/detect.js';
+import { ioredisModule } from '../../clients/load.js';
+import { runScript, type LuaScript } from '../../scripts/index.js';
+import type { ServerCommands } from '../server-commands.js';
 import type { Corkable } from '../write-batching.js';
 import { settleWithin } from '../../timeouts.js';
 import { faultRetryMs, isFinalFault, nodeFault } from '../describe-error.js';
@@ -45,16 +48,22 @@ export function redisConnection(
   node: string | RedisOptions | Redis,
   connectTimeout: number,
 ): RedisConnection {
-  if (node instanceof Redis) {
-    const o = node.options;
-    return { client: node, label: `${o.tls ? 'rediss' : 'redis'}://${o.host}:${o.port}`, owned: false };
+  if (typeof node === 'object' && clientKind(node) === 'ioredis') {
+    const o = (node as Redis).options;
+    return {
+      client: node as Redis,
+      label: `${o.tls ? 'rediss' : 'redis'}://${o.host}:${o.port}`,
+      owned: false,
+    };
   }
+  // Loaded only now: an engine whose nodes are all clients passed in never loads ioredis.
+  const { Redis } = ioredisModule<typeof import('ioredis')>();
   const faults = { inARow: 0 };
   const defaults = ownedConnectionOptions(connectTimeout, faults);
   if (typeof node === 'string') {
     return { client: countFaults(new Redis(node, defaults), faults), label: redactUrl(node), owned: true };
   }
-  const options = { ...defaults, ...node };
+  const options: RedisOptions = { ...defaults, ...(node as RedisOptions) };
   if (options.sentinels?.length) {
     // A Sentinel-managed primary: the address changes with failovers; the name does not.
     const sentinels = options.sentinels.map((s) => `${s.host ?? 'localhost'}:${s.port ?? 26379}`).join(',');
@@ -160,4 +169,14 @@ export function loadScripts(client: Redis, scripts: readonly LuaScript[]): Promi
 export function corkableStream(client: Redis): Corkable | undefined {
   const stream = (client as unknown as { stream?: Partial<Corkable> }).stream;
   return stream?.cork && stream.uncork && client.status === 'ready' ? (stream as Corkable) : undefined;
+}
+
+/** What admission asks of the server (server-commands.ts), through an ioredis connection. */
+export function ioredisServer(client: Redis): ServerCommands {
+  return {
+    info: (section) => client.info(section),
+    configGet: (parameter) => client.config('GET', parameter),
+    runScript: (script, keys, args) => runScript(client, script, keys, args),
+    username: client.options.username,
+  };
 }

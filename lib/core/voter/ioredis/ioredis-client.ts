@@ -10,6 +10,7 @@ import { WriteBatcher } from '../write-batching.js';
 import { ADMISSION_RETRY_MS, admitServer, type AdmissionSettings } from './admission.js';
 import {
   corkableStream,
+  ioredisServer,
   loadScripts,
   quitConnection,
   subscriberConnection,
@@ -236,7 +237,7 @@ export class IoredisClient implements ScriptClient {
     this.refusal = undefined;
     this.refused = false;
     const current = () => attempt === this.admissions && this.client.status === 'ready';
-    this.pending = admitServer(this.client, this.voter, this.label, this.admission).then(
+    this.pending = admitServer(ioredisServer(this.client), this.voter, this.label, this.admission).then(
       (result) => {
         if (attempt === this.admissions) this.pending = undefined;
         if (!current()) return;

@@ -1,4 +1,6 @@
 import type { Redis } from 'ioredis';
+import { configPairs, type ServerCommands } from '../server-commands.js';
+import { ioredisServer } from './connection.js';
 import { settleWithin, TIMED_OUT } from '../../timeouts.js';
 
 /*
@@ -6,20 +8,6 @@ import { settleWithin, TIMED_OUT } from '../../timeouts.js';
  * checks of those facts against Redlock's assumptions, unit-tested without a server. The
  * engine-wide part (the same server listed twice, what to do with a finding) is in ../preflight.ts.
  */
-
-/**
- * The `[name, value]` pairs of a `CONFIG GET` reply: a flat array (RESP2, and ioredis' default
- * mapping of RESP3), a Map, or a plain object (ioredis 6 with `replyMapping: 'resp3'` turns RESP3
- * maps into objects). Reading only the array shape would leave every fact unknown there, and a node
- * that evicts lock keys would pass preflight unseen.
- */
-function configPairs(reply: unknown): Array<[string, string]> {
-  if (Array.isArray(reply)) return reply.length === 2 ? [[String(reply[0]), String(reply[1])]] : [];
-  if (reply instanceof Map) return [...reply].map(([name, value]) => [String(name), String(value)]);
-  if (reply !== null && typeof reply === 'object')
-    return Object.entries(reply).map(([name, value]) => [name, String(value)]);
-  return [];
-}
 
 /** What a Redis server says of itself: INFO server and replication, and four CONFIG GETs. */
 export interface ServerFacts {
@@ -65,7 +53,11 @@ const CONFIG_KEYS = ['maxmemory-policy', 'appendonly', 'appendfsync', 'cluster-e
  * `timeoutMs`. A NOPERM reply is a fact (which command the ACL denies), not a failure; anything
  * else (a time-out, a dropped connection) rejects.
  */
-export async function readServerFacts(client: Redis, timeoutMs: number): Promise<ServerFacts> {
+export async function readServerFacts(
+  client: Redis | ServerCommands,
+  timeoutMs: number,
+): Promise<ServerFacts> {
+  const server = 'configGet' in client ? client : ioredisServer(client);
   const denied = new Set<string>();
   const allowed = <T>(command: string, reply: Promise<T>): Promise<T | undefined> =>
     reply.catch((err: unknown) => {
@@ -74,15 +66,17 @@ export async function readServerFacts(client: Redis, timeoutMs: number): Promise
       return undefined;
     });
   const reads = Promise.all([
-    allowed('+info', client.info('server')),
-    allowed('+info', client.info('replication')),
-    ...CONFIG_KEYS.map((key) => allowed('+config|get', client.config('GET', key) as Promise<unknown>)),
+    allowed('+info', server.info('server')),
+    allowed('+info', server.info('replication')),
+    ...CONFIG_KEYS.map((key) => allowed('+config|get', server.configGet(key))),
   ]);
   const replies = await settleWithin(reads, timeoutMs);
   if (replies === TIMED_OUT) throw new Error(`no reply to INFO / CONFIG GET within ${timeoutMs} ms`);
-  const [server, replication, ...configs] = replies as [string | undefined, string | undefined, ...unknown[]];
-  const info = { ...parseInfo(server ?? ''), ...parseInfo(replication ?? '') };
-  const config = Object.fromEntries(configs.flatMap(configPairs));
+  const [serverInfo, replication, ...configs] = replies as [unknown, unknown, ...unknown[]];
+  const text = (reply: unknown) => (reply === undefined || reply === null ? '' : String(reply));
+  const info = { ...parseInfo(text(serverInfo)), ...parseInfo(text(replication)) };
+  // A RESP3 map (node-redis, ioredis 6 with replyMapping 'resp3', GLIDE) or a RESP2 array.
+  const config = Object.fromEntries(configs.flatMap((reply) => configPairs(reply)));
   const number = (text: string | undefined) => (text === undefined ? undefined : Number(text));
   return {
     runId: info.run_id,
@@ -96,7 +90,7 @@ export async function readServerFacts(client: Redis, timeoutMs: number): Promise
     appendfsync: config.appendfsync,
     clusterEnabled: config['cluster-enabled'],
     denied: [...denied],
-    user: client.options.username ?? 'default',
+    user: server.username ?? 'default',
   };
 }
 

@@ -1,0 +1,217 @@
+import type { RedlockLogger } from '../logger.js';
+import type { LuaScript } from '../scripts/index.js';
+import { settleWithin, startTimeout } from '../timeouts.js';
+import { describeError } from './describe-error.js';
+import { ADMISSION_RETRY_MS, admitServer, type AdmissionSettings } from './ioredis/admission.js';
+import type { ScriptClient } from './script-client.js';
+import type { ServerCommands } from './server-commands.js';
+import type { VoterContext } from './voter.js';
+
+/**
+ * A lock command ran on another connection than the one admitted (the client reconnected, and
+ * maybe reached a server that restarted or took over, before the command was sent): its vote must
+ * not count. AdmittedVoter lets go of it and votes again once the new connection was checked.
+ */
+export class ServerChangedError extends Error {
+  constructor() {
+    super('the connection changed under this call: the new one is checked before it votes');
+    this.name = 'ServerChangedError';
+  }
+}
+
+/**
+ * The part of a {@link ScriptClient} that is the same for every client of one Redis server:
+ * admission of each new connection (preflight and the identity guard: ioredis/admission.ts)
+ * before it votes, health and abstention reporting, and holding calls back while a connection is
+ * being checked. A client adapter (node-redis/, glide/) supplies the transport: whether its
+ * connection is up, running a script, the server's commands for admission, and it reports each
+ * new connection ({@link connectionUp}, every reconnection included), each loss
+ * ({@link connectionDown}) and errors ({@link connectionFailed}).
+ */
+export abstract class AdmittedClient implements ScriptClient {
+  abstract readonly label: string;
+  lastError: string | undefined;
+  /** Whether the transport is connected now (before admission). */
+  protected abstract get transportUp(): boolean;
+  /** Runs a script on the connection (EVALSHA, EVAL on NOSCRIPT). */
+  protected abstract send<T>(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    decode: (reply: unknown) => T,
+  ): Promise<T>;
+  /** INFO, CONFIG GET and scripts for admission, bounded by `timeoutMs` each. */
+  protected abstract server(timeoutMs: number): ServerCommands;
+  /** Starts connecting when not connected nor connecting (a client passed in not yet connected). */
+  protected abstract startConnecting(): void;
+  /** Loads the scripts on a newly admitted connection (a restarted node lost its script cache). */
+  protected abstract prepareConnection(): void;
+  abstract ping(): Promise<void>;
+  abstract subscribe(channel: string, onMessage: (message: string) => void): Promise<void>;
+  abstract close(timeoutMs: number): Promise<void>;
+
+  protected readonly logger: RedlockLogger;
+  private readonly guardKey: string;
+  private readonly admission: AdmissionSettings;
+  private up = false;
+  private admitted = false;
+  private admissions = 0;
+  private pending: Promise<void> | undefined;
+  private refusal: string | undefined;
+  private refused = false;
+  private readonly admissionWaiters = new Set<() => void>();
+  private abstainUntil = 0;
+  private readonly healthListeners: Array<(up: boolean, reason?: string) => void> = [];
+  private readonly abstentionListeners: Array<(forMs: number, why: string) => void> = [];
+  private voter: object = this;
+
+  constructor(context: VoterContext) {
+    this.logger = context.logger;
+    this.guardKey = context.settings.guardKey;
+    this.admission = {
+      preflight: context.preflight,
+      guardMs: context.settings.guardMs,
+      markerKey: context.settings.guardKey,
+      timeoutMs: Math.max(context.connectTimeout, 1000),
+      logger: context.logger,
+    };
+  }
+
+  attach(voter: object): void {
+    this.voter = voter;
+    if (this.transportUp) this.connectionUp(); // a client passed in already connected
+  }
+
+  get connected(): boolean {
+    return this.admitted && this.transportUp;
+  }
+
+  get connectionError(): string | undefined {
+    if (this.connected) return undefined;
+    if (this.transportUp) return this.refusal ?? 'connected; checking the server before it votes';
+    return this.lastError ?? 'not connected';
+  }
+
+  get checking(): Promise<void> | undefined {
+    return this.admitted ? undefined : this.pending;
+  }
+
+  /** Resolves once the connection in use was checked (admission) and whether it votes is known. */
+  whenChecked(): Promise<void> {
+    return this.pending ?? Promise.resolve();
+  }
+
+  abstainingForMs(): number {
+    if (this.abstainUntil === 0) return 0;
+    const forMs = this.abstainUntil - Date.now();
+    if (forMs > 0) return forMs;
+    this.abstainUntil = 0;
+    return 0;
+  }
+
+  /** One server: one marker. */
+  markerKey(): string {
+    return this.guardKey;
+  }
+
+  run<T>(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    decode: (reply: unknown) => T,
+  ): Promise<T> {
+    if (!this.admitted) {
+      const checked = (): Promise<T> =>
+        this.admitted
+          ? this.send(script, keys, args, decode)
+          : Promise.reject(new Error(this.connectionError));
+      return this.pending ? this.pending.then(checked) : checked();
+    }
+    return this.send(script, keys, args, decode);
+  }
+
+  onHealthChange(listener: (up: boolean, reason?: string) => void): void {
+    this.healthListeners.push(listener);
+  }
+
+  onAbstention(listener: (forMs: number, why: string) => void): void {
+    this.abstentionListeners.push(listener);
+  }
+
+  waitReady(timeoutMs: number): Promise<boolean> {
+    if (this.connected) return Promise.resolve(true);
+    if (this.transportUp && this.refused) return Promise.resolve(false);
+    this.startConnecting();
+    let onSettled: (() => void) | undefined;
+    const settled = new Promise<void>((resolve) => this.admissionWaiters.add((onSettled = resolve)));
+    return settleWithin(settled, timeoutMs).then(() => {
+      this.admissionWaiters.delete(onSettled!);
+      return this.connected;
+    });
+  }
+
+  /** The transport reports a new connection (every reconnection): it is checked before it votes. */
+  protected connectionUp(): void {
+    const attempt = ++this.admissions;
+    this.admitted = false;
+    this.refusal = undefined;
+    this.refused = false;
+    const current = () => attempt === this.admissions && this.transportUp;
+    const server = this.server(this.admission.timeoutMs);
+    this.pending = admitServer(server, this.voter, this.label, this.admission).then(
+      (result) => {
+        if (attempt === this.admissions) this.pending = undefined;
+        if (!current()) return;
+        if (!result.vote) {
+          this.refusal = result.refusal.message;
+          this.refused = true;
+        } else {
+          this.abstainUntil = result.abstainMs > 0 ? Date.now() + result.abstainMs : 0;
+          if (result.abstainMs > 0) {
+            for (const listener of this.abstentionListeners) listener(result.abstainMs, result.why ?? '');
+          }
+          this.admitted = true;
+          this.recordReady();
+        }
+        for (const settled of this.admissionWaiters) settled();
+      },
+      (err: unknown) => {
+        if (attempt === this.admissions) this.pending = undefined;
+        if (!current()) return;
+        this.refusal = `connected, but the server could not be checked yet: ${describeError(err)}`;
+        startTimeout(ADMISSION_RETRY_MS, () => {
+          if (current()) this.connectionUp();
+        });
+      },
+    );
+  }
+
+  /** The transport lost its connection (it may reconnect: {@link connectionUp} then). */
+  protected connectionDown(reason?: string): void {
+    this.admitted = false;
+    if (!this.up) return;
+    this.up = false;
+    for (const listener of this.healthListeners)
+      listener(false, reason ?? this.lastError ?? 'connection closed');
+  }
+
+  /** An error of the transport: logged once per distinct message, kept as the reason it is down. */
+  protected connectionFailed(err: unknown): void {
+    const message = describeError(err);
+    if (message !== this.lastError) this.logger.warn(`Redis node ${this.label} is unavailable: ${message}`);
+    this.lastError = message;
+  }
+
+  /** No admission after this (close). */
+  protected stopAdmissions(): void {
+    this.admissions++;
+  }
+
+  private recordReady(): void {
+    this.prepareConnection();
+    if (this.lastError !== undefined) this.logger.log(`Redis node ${this.label} is reachable again`);
+    this.lastError = undefined;
+    this.up = true;
+    for (const listener of this.healthListeners) listener(true);
+  }
+}

@@ -1,0 +1,257 @@
+import { SCRIPTS, type LuaScript } from '../../scripts/index.js';
+import { luaScript } from '../../scripts/lua-script.js';
+import { settleWithin, TIMED_OUT } from '../../timeouts.js';
+import { AdmittedClient, ServerChangedError } from '../admitted-client.js';
+import type { ServerCommands } from '../server-commands.js';
+import type { VoterContext } from '../voter.js';
+
+/*
+ * Valkey GLIDE 2 (`GlideClient`) as the voter drives it. GLIDE is an optional
+ * peer, and the voter only adopts clients the application created (GLIDE connects in its async
+ * `createClient`, so it never opens one from a URL): nothing is loaded, the members it calls are
+ * written out here.
+ *
+ * - Scripts: EVALSHA through `customCommand`, EVAL on NOSCRIPT (GLIDE's error message names it
+ *   `NoScriptError`).
+ * - Bounds: GLIDE times every request out after its `requestTimeout` (250 ms by default) and has no
+ *   offline queue to wait in; the engine's rounds bound each call by nodeTimeout besides.
+ * - Wake-ups: GLIDE applies pub/sub subscriptions when a client is created (a client without a
+ *   callback configured then cannot deliver messages to us). The voter opens a subscriber of its
+ *   own from the client's configuration (same addresses, credentials, TLS) with the wake channel:
+ *   one more connection per node, closed with the engine.
+ * - Reconnections: GLIDE reconnects inside its core and says nothing, and sets the connection's
+ *   name, database and client id space up again (CLIENT ID starts over on a restarted server), so
+ *   none of those tells. The voter reads the server's run_id (a one-line script) right behind
+ *   every acquire, on the same connection and in the same round trip: a grant counts only when it
+ *   ran on the server that was admitted; another server is checked by the identity guard before it
+ *   votes. The run_id is also read once a second while idle. Cost: one small extra script call
+ *   per acquire per GLIDE voter, pipelined. Where the ACL denies INFO, there is no run_id: the
+ *   identity guard is off for that node (admission says so in the log), and PING is the probe.
+ */
+
+/** A GLIDE reply decoder option, passed as GLIDE takes it (`Decoder.String` is 1). */
+const DECODE_STRINGS = { decoder: 1 } as const;
+
+/** The members of a GLIDE client the voter calls (and reads: `config` is public at run time). */
+export interface GlideClientApi {
+  customCommand(args: readonly string[], options?: object): Promise<unknown>;
+  close(errorMessage?: string): void;
+  readonly config?: Record<string, unknown> & {
+    readonly addresses?: ReadonlyArray<{ readonly host?: string; readonly port?: number }>;
+    readonly useTLS?: boolean;
+    readonly credentials?: { readonly username?: string };
+  };
+  readonly isClosed?: boolean;
+}
+
+interface GlideClass {
+  createClient(config: object): Promise<GlideClientApi>;
+}
+
+/**
+ * The server's run_id (INFO server; the ACL user needs +info, as the identity guard does): new on
+ * every start of the server process.
+ */
+const RUN_ID = luaScript('run-id', "return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')");
+
+/** How often the server's run_id is read while idle to see a reconnection, ms. */
+const RECONNECTION_PROBE_MS = 1000;
+
+/**
+ * One Redis / Valkey server reached with a Valkey GLIDE `GlideClient` passed in, as the
+ * {@link ScriptClient} of a GlideVoter (see the top of this file).
+ */
+export class GlideScriptClient extends AdmittedClient {
+  readonly label: string;
+  readonly client: GlideClientApi;
+  private readonly nodeTimeout: number;
+  private subscriber: GlideClientApi | undefined;
+  private readonly subscriptions = new Map<string, (message: string) => void>();
+  /**
+   * The run_id of the server the current connection was admitted on: GLIDE reconnects without a
+   * word (and sets the connection's name and database again, so neither tells), and a server
+   * that restarted has another run_id.
+   */
+  private runId: string | undefined;
+  private alive = false;
+  private probe: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(client: object, context: VoterContext) {
+    super(context);
+    this.client = client as GlideClientApi;
+    this.nodeTimeout = context.nodeTimeout ?? 1000;
+    const addresses = this.client.config?.addresses ?? [];
+    const scheme = this.client.config?.useTLS ? 'rediss' : 'redis';
+    const list = addresses.map((a) => `${a.host ?? 'localhost'}:${a.port ?? 6379}`).join(',');
+    this.label = `${scheme}://${list || 'glide'}`;
+    this.startConnecting();
+  }
+
+  protected get transportUp(): boolean {
+    return this.alive && !this.client.isClosed && !this.closed;
+  }
+
+  protected send<T>(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    decode: (reply: unknown) => T,
+  ): Promise<T> {
+    const call = this.runScript(script, keys, args, this.nodeTimeout);
+    const admittedOn = this.runId;
+    if (script !== SCRIPTS.acquire || admittedOn === undefined) return call.then(decode);
+    // GLIDE reconnects without a word: a grant counts only when the server that ran it is the one
+    // admitted. RUN_ID goes right behind the acquire, on the same connection, in the same round
+    // trip; another run_id means GLIDE reconnected to a server that restarted (or took over)
+    // before the acquire ran: the vote fails (the engine lets go of it) and the identity guard
+    // checks the server before it votes again.
+    const current = this.runScript(RUN_ID, [], [], this.nodeTimeout);
+    return Promise.all([call, current]).then(([reply, runId]) => {
+      if (String(runId) === admittedOn) return decode(reply);
+      this.serverChanged(); // checked now, by the identity guard
+      throw new ServerChangedError();
+    });
+  }
+
+  protected server(timeoutMs: number): ServerCommands {
+    return {
+      info: (section) => this.command(['INFO', section], timeoutMs).then(String),
+      configGet: (parameter) => this.command(['CONFIG', 'GET', parameter], timeoutMs),
+      runScript: (script, keys, args) => this.runScript(script, keys, args, timeoutMs),
+      username: this.client.config?.credentials?.username,
+    };
+  }
+
+  /** Starts following the connection: a first probe now (its 'up'), then one every second. */
+  protected startConnecting(): void {
+    if (this.probe || this.closed) return;
+    void this.check();
+    this.probe = setInterval(() => void this.check(), RECONNECTION_PROBE_MS);
+    this.probe.unref();
+  }
+
+  protected prepareConnection(): void {
+    for (const script of SCRIPTS.all)
+      this.command(['SCRIPT', 'LOAD', script.source], 5000).catch(() => undefined);
+    // The admitted server's run_id (see runId); until it is read, grants are taken as they come
+    // (the admission just checked this server).
+    this.runId = undefined;
+    this.runScript(RUN_ID, [], [], 5000).then(
+      (runId) => {
+        if (this.connected) this.runId = String(runId);
+      },
+      () => undefined,
+    );
+  }
+
+  async ping(): Promise<void> {
+    await this.command(['PING'], this.nodeTimeout);
+  }
+
+  /**
+   * Delivers the messages of `channel` to `onMessage`: a subscriber client of our own, created
+   * from the client's configuration with the channel (GLIDE subscribes at creation). Rejects when
+   * the client's configuration cannot be read: waiters then retry on the holder's lease instead.
+   */
+  async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
+    this.subscriptions.set(channel, onMessage);
+    const config = this.client.config;
+    const factory = (this.client as { constructor?: Partial<GlideClass> }).constructor;
+    if (!config || typeof factory?.createClient !== 'function') {
+      throw new Error('this GLIDE client does not show its configuration: no subscriber for wake-ups');
+    }
+    const previous = this.subscriber;
+    this.subscriber = await factory.createClient({
+      ...config,
+      pubsubSubscriptions: {
+        channelsAndPatterns: { 0: new Set(this.subscriptions.keys()) }, // 0: exact channel names
+        callback: (msg: { message: unknown; channel: unknown }) =>
+          this.subscriptions.get(String(msg.channel))?.(String(msg.message)),
+      },
+    });
+    if (this.closed) this.subscriber.close();
+    previous?.close();
+  }
+
+  /** Stops following the connection and closes the subscriber (the client is the application's). */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.stopAdmissions();
+    if (this.probe) clearInterval(this.probe);
+    this.subscriber?.close();
+    this.subscriber = undefined;
+  }
+
+  /** Runs a script by SHA (EVAL on NOSCRIPT), bounded by `timeoutMs`. */
+  private runScript(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    timeoutMs: number,
+  ): Promise<unknown> {
+    const rest = [String(keys.length), ...keys, ...args.map(String)];
+    return this.command(['EVALSHA', script.sha, ...rest], timeoutMs).catch((err: unknown) => {
+      if (err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message)) {
+        return this.command(['EVAL', script.source, ...rest], timeoutMs);
+      }
+      throw err;
+    });
+  }
+
+  /** Any command, with string replies, bounded by `timeoutMs`. */
+  private command(args: readonly string[], timeoutMs: number): Promise<unknown> {
+    return settleWithin(this.client.customCommand(args, DECODE_STRINGS), timeoutMs).then((reply) => {
+      if (reply === TIMED_OUT) throw new Error(`no reply to ${args[0]} within ${timeoutMs} ms`);
+      return normaliseReply(reply);
+    });
+  }
+
+  /**
+   * One probe: the connection answers (up) or not (down); another run_id than the admitted one
+   * is another server (GLIDE reconnected), checked before it votes again.
+   */
+  private async check(): Promise<void> {
+    try {
+      const timeoutMs = Math.max(this.nodeTimeout, 1000);
+      const runId = await this.runScript(RUN_ID, [], [], timeoutMs).catch((err: unknown) => {
+        // INFO denied to the ACL user: no run_id to compare; PING says whether it answers.
+        if (err instanceof Error && /NOPERM/.test(err.message)) {
+          return this.command(['PING'], timeoutMs).then(() => this.runId);
+        }
+        throw err;
+      });
+      if (this.closed) return;
+      const wasAlive = this.alive;
+      this.alive = true;
+      if (!wasAlive) this.connectionUp();
+      else if (this.runId !== undefined && String(runId) !== this.runId) this.serverChanged();
+    } catch (err) {
+      if (this.closed) return;
+      const wasAlive = this.alive;
+      this.alive = false;
+      this.connectionFailed(err);
+      if (wasAlive) this.connectionDown();
+    }
+  }
+
+  /** GLIDE reconnected to another server: it is checked (admission) before it votes again. */
+  private serverChanged(): void {
+    if (this.runId === undefined) return; // already being checked
+    this.runId = undefined;
+    this.connectionUp();
+  }
+}
+
+/**
+ * GLIDE's replies in the shapes the scripts' decoders and preflight read: a RESP3 map (CONFIG GET)
+ * comes as `[{ key, value }, ...]`, made `[key, value, ...]` here.
+ */
+function normaliseReply(reply: unknown): unknown {
+  if (!Array.isArray(reply) || reply.length === 0) return reply;
+  const first = reply[0] as { key?: unknown; value?: unknown } | null;
+  if (first && typeof first === 'object' && !Array.isArray(first) && 'key' in first && 'value' in first) {
+    return (reply as Array<{ key: unknown; value: unknown }>).flatMap(({ key, value }) => [key, value]);
+  }
+  return reply;
+}
