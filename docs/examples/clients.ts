@@ -1,0 +1,25 @@
+// Examples shown in docs/clients.md. Type-checked by `npm run lint`; a test checks that every
+// TypeScript block of the docs appears here verbatim. Each block is a module of its own in the docs
+// (top-level await, its own imports); here they share one module.
+import { RedlockModule } from 'nest-quorum-lock';
+
+declare const logger: { warn(err: unknown): void };
+
+import { createClient } from 'redis';
+
+const a = createClient({ url: 'redis://10.0.0.1:6379' });
+a.on('error', (err) => logger.warn(err));
+await a.connect();
+
+RedlockModule.forRoot({
+  nodes: [a, 'redis://10.0.0.2:6379', { url: 'redis://10.0.0.3:6379', password: process.env.REDIS_PW }],
+  client: 'node-redis', // what URLs and options become (default: ioredis when installed, else node-redis)
+});
+
+import { GlideClient } from '@valkey/valkey-glide';
+
+const glide = (host: string) =>
+  GlideClient.createClient({ addresses: [{ host, port: 6379 }], requestTimeout: 500 });
+RedlockModule.forRootAsync({
+  useFactory: async () => ({ nodes: await Promise.all(['10.0.0.1', '10.0.0.2', '10.0.0.3'].map(glide)) }),
+});
