@@ -2,7 +2,7 @@ import { RedlockOptionsError } from './errors.js';
 
 /*
  * The checks of single option values: each returns the value or throws a RedlockOptionsError that
- * names the option and says how to fix it (options.ts applies them).
+ * names the option and says how to fix it (resolve-options.ts and node-checks.ts apply them).
  */
 
 /**

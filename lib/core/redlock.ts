@@ -1,44 +1,27 @@
 import type { Observable } from 'rxjs';
 import { Acquirer, type AcquireRequest, type Attempt } from './acquire.js';
+import { bootstrap } from './bootstrap.js';
+import { buildEngineParts } from './build-parts.js';
 import type { EngineParts } from './engine-parts.js';
-import {
-  LockNotAcquiredError,
-  LockUsageError,
-  QuorumUnavailableError,
-  RedlockError,
-  RedlockOptionsError,
-} from './errors.js';
+import { LockNotAcquiredError, QuorumUnavailableError, RedlockError } from './errors.js';
 import { LockEvents, type LockEvent } from './events.js';
-import { inspectKey, inspectSemaphore, type LockInspection } from './quorum/inspect.js';
-import { KeySpace, PERMITS_MARK } from './keys.js';
+import { PERMITS_MARK } from './keys.js';
 import { Leases } from './lease/leases.js';
 import { JoinedLock, type Lock } from './lock.js';
 import { LockContext } from './lock-context.js';
-import { Preflight } from './preflight.js';
 import { consoleLogger } from './logger.js';
-import {
-  clockGuardFor,
-  normaliseResources,
-  resolveLockOptions,
-  resolveOptions,
-  type LockOptions,
-  type RedlockOptions,
-  type ResolvedOptions,
-} from './options.js';
-import { QUEUE_RECHECK_MS } from './queue/retry-backoff.js';
+import type { LockOptions, RedlockOptions, ResolvedOptions } from './options.js';
+import { Preflight } from './preflight.js';
+import { inspectKey, inspectSemaphore, type LockInspection } from './quorum/inspect.js';
+import type { NodeStatus } from './quorum/voters.js';
 import { WakeChannel } from './queue/wake-channel.js';
 import { waitForLock } from './queue/waiting.js';
-import { LockValues, SCRIPTS, ScriptCalls, type ScriptSettings } from './scripts/index.js';
-import { describeUse, SlotAcquirer, slotKeys } from './semaphore.js';
+import { normaliseResources, resolveLockOptions, resolveOptions } from './resolve-options.js';
+import { SlotAcquirer, slotKeys } from './semaphore.js';
+import { SemaphoreUses } from './semaphore-uses.js';
 import { attachTelemetry } from './telemetry.js';
-import { Voters, type NodeStatus } from './quorum/voters.js';
 import { assertLockFitsVoters } from './voter/ioredis-cluster/cluster-voter.js';
-import { createVoter } from './voter/create-voter.js';
-import type { Voter, VoterContext } from './voter/voter.js';
-import { WriteWindow } from './voter/write-batching.js';
-
-/** Largest window above a voter's clock within which it seeds a new counter with the caller's proposal, ms. */
-const SEED_WINDOW_MS = 200;
+import type { Voter } from './voter/voter.js';
 
 /**
  * The Redlock engine: a mutex over N independent voters (Redis masters) with quorum fencing
@@ -54,12 +37,8 @@ export class Redlock {
   private readonly parts: EngineParts;
   private readonly acquirer: Acquirer;
   private readonly slots: SlotAcquirer;
-  /**
-   * The permits of every key this engine used as a semaphore: a key used again with other permits,
-   * or as a plain lock, is a LockUsageError without a command (read on the mutex path only while
-   * the engine has used semaphores). Across processes the slot search finds the same conflicts.
-   */
-  private readonly semaphores = new Map<string, number>();
+  /** The permits of every key this engine used as a semaphore (see semaphore-uses.ts). */
+  private readonly semaphores = new SemaphoreUses();
   private readonly leases: Leases;
   private readonly wakes: WakeChannel;
   private readonly context = new LockContext();
@@ -80,66 +59,10 @@ export class Redlock {
     const resolved = resolveOptions(options);
     const logger = options.logger ?? consoleLogger;
     this.telemetry = options.telemetry;
-    // Long enough for a woken waiter to answer on a busy machine, short enough that a dead one
-    // holds the lock up for less than a retry delay would.
-    const turnMs = Math.max(4 * resolved.nodeTimeout, 200);
-    const keys = new KeySpace(resolved.keyPrefix);
-    const guardMs = resolved.restartGuard === false ? 0 : resolved.restartGuard;
-    // Seeds agree when voters' clocks agree within the window; it stays well below the times after
-    // which a counter can be seeded again (restart guard, idle expiry), which keeps seeds increasing.
-    const seedWindowMs = Math.min(SEED_WINDOW_MS, (guardMs || Infinity) / 2, resolved.fenceIdleTtl / 2);
-    const settings: ScriptSettings = {
-      guardMs,
-      guardKey: keys.guardMarker,
-      fenceIdleMs: resolved.fenceIdleTtl,
-      turnMs,
-      queueIdleMs: 10 * QUEUE_RECHECK_MS + turnMs,
-      seedWindowMs,
-      // The clock guard reads each voter's clock in its grants.
-      clockReadings: resolved.clockGuard !== false,
-    };
     this.preflight = resolved.preflight === 'off' ? undefined : new Preflight(resolved.preflight, logger);
-    const context: VoterContext = {
-      scripts: SCRIPTS,
-      settings,
-      calls: new ScriptCalls(settings),
-      logger,
-      connectTimeout: resolved.connectTimeout,
-      preflight: this.preflight,
-      writes: new WriteWindow(),
-      nodeTimeout: resolved.nodeTimeout,
-    };
-    const voters = new Voters(
-      options.nodes.map((node, i) => createVoter(node, context, resolved.client, `nodes[${i}]`)),
-      resolved.nodeTimeout,
-      resolved.restartGuard,
-      logger,
-      this.events,
-      context.writes,
-      {
-        thresholdMs: clockGuardFor(resolved.clockGuard, resolved.ttl),
-        excludeForMs: resolved.restartGuard === false ? resolved.ttl : resolved.restartGuard,
-      },
-    );
-    const { driftFactor } = resolved;
-    const { clocks } = voters;
     this.options = resolved;
-    this.parts = {
-      options: resolved,
-      voters,
-      keys,
-      values: new LockValues(),
-      clocks,
-      turnMs,
-      // The middle of the window above the voters' time (this process's clock until a voter's
-      // clock is known): voters whose clocks are within half a window of it all take it.
-      seedProposalUs: () => {
-        const now = performance.now();
-        const time = clocks.voterTime(now) ?? performance.timeOrigin + now;
-        return Math.floor(time * 1000 + seedWindowMs * 500);
-      },
-      drift: (ttl) => Math.floor(ttl * driftFactor) + 2,
-    };
+    this.parts = buildEngineParts(options.nodes, resolved, logger, this.events, this.preflight);
+    const { voters, turnMs } = this.parts;
     this.leases = new Leases(voters, resolved, this.parts.drift, this.events);
     this.acquirer = new Acquirer(this.parts, this.leases);
     this.slots = new SlotAcquirer(this.parts, this.acquirer, this.leases);
@@ -168,25 +91,7 @@ export class Redlock {
     // OpenTelemetry providers are registered before the app boots: look for them now.
     this.detachTelemetry ??= attachTelemetry(this.events, this.telemetry);
     await this.detachTelemetry;
-    const statuses = await this.parts.voters.connect(this.options.connectTimeout);
-    if (this.options.clockGuard !== false) await this.checkClocks();
-    const misconfigured = this.preflight?.bootstrapDone(this.parts.voters.list);
-    if (misconfigured) {
-      await this.close();
-      throw misconfigured;
-    }
-    const { voters } = this.parts;
-    if (this.options.failWithoutQuorum && statuses.filter((s) => s.reachable).length < voters.quorum) {
-      await this.close();
-      const failures = statuses
-        .filter((s) => !s.reachable)
-        .map((s) => ({
-          node: s.node,
-          reason: s.error ?? `no connection within ${this.options.connectTimeout} ms`,
-        }));
-      throw new QuorumUnavailableError([], voters.quorum, voters.count, failures);
-    }
-    return statuses;
+    return bootstrap(this.parts, this.preflight, () => this.close());
   }
 
   /**
@@ -197,29 +102,6 @@ export class Redlock {
    */
   checkLockOptions(options: LockOptions): void {
     resolveLockOptions(this.options, options, false);
-  }
-
-  /**
-   * The clock guard at bootstrap: reads every voter's clock (its baseline), and reports a voter
-   * whose clock is offset from the others' by more than the guard: harmless to leases, but such an
-   * offset hides steps, and it says that the voter's clock is not synchronised.
-   */
-  private async checkClocks(): Promise<void> {
-    const { voters } = this.parts;
-    await voters.readClocks(this.parts.keys.lock('__clock_probe__'));
-    if (!this.preflight) return;
-    const guard = clockGuardFor(this.options.clockGuard, this.options.ttl);
-    for (const { index, offsetMs } of voters.clocks.disagreements(guard, voters.quorum)) {
-      const voter = voters.list[index]!;
-      this.preflight.add(
-        voter,
-        voter.label,
-        `its clock is ${Math.round(Math.abs(offsetMs))} ms ${offsetMs > 0 ? 'ahead of' : 'behind'} the median ` +
-          `of the other voters' (more than clockGuard, ${guard} ms): an offset hides the clock steps the ` +
-          'clock guard looks for, and keys there do not expire when the others say',
-        'synchronise its clock (NTP or chrony, slewing), or raise clockGuard',
-      );
-    }
   }
 
   /** Each node's reachability from its connection's state (no I/O). */
@@ -286,7 +168,7 @@ export class Redlock {
     const { nodeTimeout } = this.options;
     const lockKey = this.parts.keys.lock(name!);
     // A semaphore (this engine used it, or its marker holds the key): its slots' views.
-    const known = this.semaphores.get(name!);
+    const known = this.semaphores.permitsOf(name!);
     if (known) return inspectSemaphore(voters, name!, slotKeys(lockKey, known), nodeTimeout);
     const { inspection, holder } = await inspectKey(voters, name!, lockKey, nodeTimeout);
     if (!holder?.startsWith(PERMITS_MARK)) return inspection;
@@ -385,25 +267,6 @@ export class Redlock {
     });
   }
 
-  /** Checks that the keys are used the way they were before by this engine (see `semaphores`). */
-  private checkUse(names: readonly string[], permits: number): void {
-    if (permits > 1 && names.length > 1) {
-      throw new RedlockOptionsError(
-        'permits',
-        `${permits} with ${names.length} resources (${names.join(', ')})`,
-        'A semaphore guards one key: acquire it alone, or use permits 1 for a multi-resource lock.',
-      );
-    }
-    for (const name of names) {
-      const used = this.semaphores.get(name);
-      if (used === undefined) {
-        if (permits > 1) this.semaphores.set(name, permits);
-      } else if (used !== permits) {
-        throw new LockUsageError(name, describeUse(permits), describeUse(used));
-      }
-    }
-  }
-
   /** The request of an acquire, or the enclosing holder's lock that a nested acquire joins. */
   private prepare(
     resources: string | readonly string[],
@@ -413,7 +276,7 @@ export class Redlock {
     if (this.closed) throw new RedlockError('The Redlock engine is closed (application shutting down).');
     const names = normaliseResources(resources);
     const opts = resolveLockOptions(this.options, options, watchdogByDefault);
-    if (opts.permits > 1 || this.semaphores.size > 0) this.checkUse(names, opts.permits);
+    if (opts.permits > 1 || this.semaphores.any) this.semaphores.check(names, opts.permits);
     const joined = this.context.join(names);
     if (joined) return joined;
     this.parts.clocks.guardLocksOf(opts.clockGuard);

@@ -1,5 +1,5 @@
 import { RedlockOptionsError } from '../../lib/index.js';
-import { clockGuardFor, resolveLockOptions, resolveOptions } from '../../lib/core/options.js';
+import { clockGuardFor, resolveLockOptions, resolveOptions } from '../../lib/core/resolve-options.js';
 
 const nodes = ['redis://127.0.0.1:6379'];
 

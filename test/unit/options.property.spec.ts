@@ -1,11 +1,7 @@
 import fc from 'fast-check';
 import { RedlockOptionsError, type LockOptions, type RedlockOptions } from '../../lib/core/index.js';
-import {
-  normaliseResources,
-  resolveLockOptions,
-  resolveOptions,
-  type ResolvedOptions,
-} from '../../lib/core/options.js';
+import type { ResolvedOptions } from '../../lib/core/options.js';
+import { normaliseResources, resolveLockOptions, resolveOptions } from '../../lib/core/resolve-options.js';
 
 /**
  * Property-based tests of option validation (issue 14, item 4): arbitrary values for every

@@ -1,5 +1,5 @@
 import { Redlock, RedlockError, RedlockOptionsError, type RedlockOptions } from '../../lib/index.js';
-import { normaliseResources, resolveOptions } from '../../lib/core/options.js';
+import { normaliseResources, resolveOptions } from '../../lib/core/resolve-options.js';
 import { MemoryLogger } from '../support/cluster.js';
 
 /** Option validation: no Redis needed (nothing here opens a connection, except the even-count check). */

@@ -5,7 +5,7 @@ import {
   trustedAcrossRestarts,
   type ServerFacts,
 } from '../../lib/core/voter/ioredis/preflight.js';
-import { resolveOptions } from '../../lib/core/options.js';
+import { resolveOptions } from '../../lib/core/resolve-options.js';
 import { NodeConfigurationError, RedlockOptionsError } from '../../lib/index.js';
 import { MemoryLogger } from '../support/cluster.js';
 

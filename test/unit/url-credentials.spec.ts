@@ -1,7 +1,7 @@
 import 'reflect-metadata';
 import { Test } from '@nestjs/testing';
 import { Redlock, RedlockModule, RedlockOptionsError } from '../../lib/index.js';
-import { resolveOptions } from '../../lib/core/options.js';
+import { resolveOptions } from '../../lib/core/resolve-options.js';
 import { redactUrl } from '../../lib/core/voter/ioredis/connection.js';
 
 /**

@@ -1,6 +1,7 @@
 import { LockLostError, RedlockOptionsError } from '../errors.js';
 import type { LockEvent, LockEvents } from '../events.js';
-import { clockGuardFor, type ResolvedOptions } from '../options.js';
+import type { ResolvedOptions } from '../options.js';
+import { clockGuardFor } from '../resolve-options.js';
 import { RELEASE } from '../scripts/index.js';
 import { settleWithin, TIMED_OUT } from '../timeouts.js';
 import type { Voters } from '../quorum/voters.js';

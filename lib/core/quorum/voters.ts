@@ -1,17 +1,12 @@
 import type { LockEvents } from '../events.js';
 import type { LetGo } from '../scripts/index.js';
 import type { RedlockLogger } from '../logger.js';
-import { settleWithin, startTimeout, TIMED_OUT } from '../timeouts.js';
+import { settleWithin, TIMED_OUT } from '../timeouts.js';
+import { Abstentions } from './abstentions.js';
 import { quorumOf, quorumRound, type RoundOptions, type RoundOutcome, type Vote } from './quorum-round.js';
 import type { Voter } from '../voter/voter.js';
 import type { WriteWindow } from '../voter/write-batching.js';
 import { VoterClocks } from './voter-clocks.js';
-
-/**
- * Voters that start to abstain within this many ms are logged in one line (every new node at
- * boot, the voters of one round).
- */
-const ABSTENTION_BATCH_MS = 100;
 
 /** Every answer, or failure, of a voter letting go counts as done (see Voters.letGo). */
 const countsAsDone = (): 'yes' => 'yes';
@@ -38,12 +33,8 @@ export class Voters {
   readonly quorum: number;
   /** The voters' clocks as this engine read them (waiting tickets, the clock guard). */
   readonly clocks: VoterClocks;
-  /**
-   * Per voter: until when it abstains, on this engine's monotonic clock (performance.now(); 0 = it
-   * votes). Not the wall clock: a step of this machine's clock must neither end an abstention
-   * early nor stretch it.
-   */
-  private readonly abstaining: number[];
+  /** Who abstains until when, and the log lines about it. */
+  private readonly abstentions: Abstentions;
   /** Per voter: until when (performance.now) the clock guard excludes it (see noteClockStep). */
   private readonly clockExcludedUntil: number[];
   /** How many exclusions the clock guard made (0: {@link counts} needs no clock). */
@@ -52,7 +43,7 @@ export class Voters {
   constructor(
     readonly list: readonly Voter[],
     private readonly nodeTimeout: number,
-    private readonly restartGuard: number | false,
+    restartGuard: number | false,
     private readonly logger: RedlockLogger,
     private readonly events: LockEvents,
     /** The engine's write batching window (its voters' too): when a release's writes have left. */
@@ -68,7 +59,7 @@ export class Voters {
   ) {
     this.quorum = quorumOf(list.length);
     this.clocks = new VoterClocks(list.length, clockGuard.thresholdMs);
-    this.abstaining = list.map(() => 0);
+    this.abstentions = new Abstentions(list, this.quorum, restartGuard, logger, events);
     this.clockExcludedUntil = list.map(() => 0);
     list.forEach((voter, index) => {
       // The identity guard (voter/ioredis/admission.ts) decides on connecting, before any acquire.
@@ -136,124 +127,11 @@ export class Voters {
   }
 
   /**
-   * Records that voter `index` abstains under the restart guard for `remainingMs`, logs it once
-   * per period (which node, why, until when: one line for the voters that start to abstain
-   * together, e.g. every new node at boot), and returns the reason for error messages. `why`
-   * replaces the restart guard's reason (no marker, or one still running) when the voter knows
-   * better. When the abstentions leave no quorum, one more line says when a quorum votes again.
+   * Records that voter `index` abstains under the restart guard for `remainingMs` (logged and
+   * emitted by {@link Abstentions.note}), and returns the reason for error messages.
    */
   noteAbstention(index: number, remainingMs: number, why?: string): string {
-    const now = performance.now();
-    const until = now + remainingMs;
-    if (this.abstaining[index]! < now) {
-      this.unlogged.push({ index, until, why });
-      this.unloggedTimer ??= startTimeout(ABSTENTION_BATCH_MS, () => this.logAbstentions());
-      if (this.events.observed) {
-        const node = this.list[index]!.label;
-        this.events.emit({
-          type: 'node-abstaining',
-          resources: [],
-          node,
-          durationMs: remainingMs,
-          reason: why,
-          cause: why ? 'identity' : 'restart',
-        });
-      }
-    }
-    this.abstaining[index] = until;
-    this.watchQuorumReturn();
-    return `abstaining under the restart guard for ${remainingMs} more ms`;
-  }
-
-  /** Voters that started to abstain and are not logged yet (see {@link logAbstentions}). */
-  private unlogged: Array<{ index: number; until: number; why: string | undefined }> = [];
-  private unloggedTimer: (() => void) | undefined;
-  /** Set while abstentions leave no quorum: the timer that logs its return. */
-  private quorumReturn: { at: number; cancel: () => void } | undefined;
-
-  /** One line for the voters that started to abstain since the last one. */
-  private logAbstentions(): void {
-    this.unloggedTimer?.();
-    this.unloggedTimer = undefined;
-    const batch = this.unlogged;
-    if (batch.length === 0) return;
-    this.unlogged = [];
-    const label = (i: number) => this.list[i]!.label;
-    const iso = wallTime;
-    const guard = `restartGuard ${String(this.restartGuard)} ms`;
-    const parts: string[] = [];
-    // The restart guard's own reason (no marker, or one still running): one clause for all of them.
-    const plain = batch.filter((a) => a.why === undefined);
-    if (plain.length > 0) {
-      const one = plain.length === 1;
-      const until = Math.max(...plain.map((a) => a.until));
-      parts.push(
-        `Redis ${one ? 'node' : 'nodes'} ${plain.map((a) => label(a.index)).join(', ')} ` +
-          `${one ? 'abstains' : 'abstain'} from lock quorums until ${iso(until)}: ` +
-          `${one ? 'it has' : 'they have'} no restart-guard marker, or one still running (new, or restarted ` +
-          `without persistence, failed over or flushed), so ${one ? 'it' : 'they'} may have forgotten locks ` +
-          `${one ? 'it' : 'they'} granted (${guard})`,
-      );
-    }
-    for (const a of batch) {
-      if (a.why === undefined) continue;
-      parts.push(
-        `Redis node ${label(a.index)} abstains from lock quorums until ${iso(a.until)}: ${a.why} (${guard})`,
-      );
-    }
-    let line = `${parts.join('; ')}.`;
-    const back = this.quorumReturn?.at;
-    if (back !== undefined) {
-      line += ` No lock can be granted until a quorum of ${this.quorum} of ${this.count} votes again, at ${iso(back)}.`;
-    }
-    if (plain.length > 0) {
-      line +=
-        ' Nodes created just now cannot have granted anything: start once with `restartGuard: false` ' +
-        '(e.g. `RedlockModule.forRoot({ nodes, restartGuard: false })`), which marks them trusted for later ' +
-        'runs; never for nodes that can restart without persistence.';
-    }
-    this.logger.warn(line);
-  }
-
-  /**
-   * When abstentions leave fewer than a quorum voting, arms one timer for when a quorum votes
-   * again, which logs it (once per episode).
-   */
-  private watchQuorumReturn(): void {
-    const now = performance.now();
-    const at = this.quorumVotesAt(now);
-    if (at === now) return; // a quorum votes now
-    if (this.quorumReturn?.at === at) return;
-    this.quorumReturn?.cancel();
-    this.quorumReturn = undefined;
-    if (!Number.isFinite(at)) return; // it depends on voters that are down: nobody can tell when
-    const cancel = startTimeout(at - now + 1, () => {
-      this.quorumReturn = undefined;
-      this.logAbstentions();
-      const ready = performance.now();
-      if (this.quorumVotesAt(ready) === ready) {
-        const voting = this.list.filter((v, i) => v.connected && this.abstaining[i]! <= ready);
-        this.logger.log(
-          `A quorum of the Redis nodes votes again (${voting.length} of ${this.count}, ${this.quorum} needed): ` +
-            'the restart guard has run out; locks can be granted.',
-        );
-      } else {
-        this.watchQuorumReturn();
-      }
-    });
-    this.quorumReturn = { at, cancel };
-  }
-
-  /**
-   * When (performance.now) a quorum votes, as far as the abstentions tell: `now` when one does, the
-   * quorum-th soonest end of an abstention otherwise (a voter that abstains counts from the end of
-   * its abstention, one that votes from now, one that is down never).
-   */
-  private quorumVotesAt(now: number): number {
-    const at = this.list
-      .map((voter, i) => (this.abstaining[i]! > now ? this.abstaining[i]! : voter.connected ? now : Infinity))
-      .sort((a, b) => a - b);
-    return at[this.quorum - 1]!;
+    return this.abstentions.note(index, remainingMs, why);
   }
 
   /**
@@ -267,7 +145,7 @@ export class Voters {
     const now = performance.now();
     const wasCounting = this.clockExcludedUntil[index]! <= now;
     this.clockExcludedUntil[index] = Math.max(this.clockExcludedUntil[index]!, now + forMs);
-    this.abstaining[index] = Math.max(this.abstaining[index]!, now + forMs);
+    this.abstentions.extend(index, now + forMs);
     if (!wasCounting) return;
     this.clockExclusions++;
     const node = this.list[index]!.label;
@@ -338,7 +216,7 @@ export class Voters {
       .map((_, i) => {
         const vote = votes[i];
         if (vote === 'yes' || vote === 'no') return 0;
-        return vote === 'declined' ? Math.max(0, this.abstaining[i]! - now) : Infinity;
+        return vote === 'declined' ? Math.max(0, this.abstentions.abstainsUntil(i) - now) : Infinity;
       })
       .sort((a, b) => a - b);
     const wait = waits[this.quorum - 1]!;
@@ -353,7 +231,7 @@ export class Voters {
    */
   async connect(timeoutMs: number): Promise<NodeStatus[]> {
     await Promise.all(this.list.map((v) => v.waitReady(timeoutMs)));
-    this.logAbstentions(); // the voters that abstain from boot, now rather than after the batch time
+    this.abstentions.logPending(); // the voters that abstain from boot, now rather than after the batch time
     const statuses = this.status();
     const down = statuses.filter((s) => !s.reachable);
     if (down.length === 0) return statuses;
@@ -381,8 +259,8 @@ export class Voters {
       reachable: voter.connected,
       ...(voter.connected ? {} : { error: voter.connectionError }),
       // Reported in epoch ms (a convenience for people and health checks), decided monotonically.
-      ...(this.abstaining[i]! > now
-        ? { abstainingUntil: Math.round(wallNow + this.abstaining[i]! - now) }
+      ...(this.abstentions.abstainsUntil(i) > now
+        ? { abstainingUntil: Math.round(wallNow + this.abstentions.abstainsUntil(i) - now) }
         : {}),
     }));
   }
@@ -412,8 +290,7 @@ export class Voters {
 
   /** Closes every voter, each bounded by nodeTimeout. */
   async close(): Promise<void> {
-    this.unloggedTimer?.();
-    this.quorumReturn?.cancel();
+    this.abstentions.close();
     await Promise.all(this.list.map((v) => v.close(this.nodeTimeout)));
   }
 }
@@ -427,9 +304,4 @@ function shortReason(error: string | undefined, timeoutMs: number): string {
     return `no connection within connectTimeout ${timeoutMs} ms`;
   }
   return error.replace(/ \(.*$/s, '').replace(/: .*$/s, '');
-}
-
-/** A time on this process's monotonic clock (performance.now), shown as wall-clock ISO text for a reader. */
-function wallTime(monotonicMs: number): string {
-  return new Date(Date.now() + monotonicMs - performance.now()).toISOString();
 }

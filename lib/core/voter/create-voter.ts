@@ -11,8 +11,8 @@ import { isClusterNode, type ClusterVoterNode } from './ioredis-cluster/connecti
 import { isVoterFactory, type Voter, type VoterContext } from './voter.js';
 
 /**
- * The voter for one entry of `nodes` (already checked by options.ts): a ready client by its kind
- * (clients/detect.ts), a URL or options by `client`, the package chosen for them (options.ts).
+ * The voter for one entry of `nodes` (already checked by node-checks.ts): a ready client by its kind
+ * (clients/detect.ts), a URL or options by `client`, the package chosen for them (resolve-options.ts).
  */
 export function createVoter(
   node: RedlockNode,

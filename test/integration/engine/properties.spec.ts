@@ -7,7 +7,7 @@ import {
   type LockOptions,
   type RedlockOptions,
 } from '../../../lib/index.js';
-import { resolveOptions } from '../../../lib/core/options.js';
+import { resolveOptions } from '../../../lib/core/resolve-options.js';
 import { MemoryLogger, TestCluster, sleep } from '../../support/cluster.js';
 
 /**

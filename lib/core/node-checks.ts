@@ -1,0 +1,92 @@
+import { clientKind, describeUnsupported, isPlainObject } from './clients/detect.js';
+import { RedlockOptionsError } from './errors.js';
+import { show } from './option-checks.js';
+import { hasUnencodedCredentials, redactUrl } from './voter/ioredis/connection.js';
+import { isClusterNode, validateClusterNode } from './voter/ioredis-cluster/connection.js';
+import { isVoterFactory } from './voter/voter.js';
+
+/**
+ * Checks every entry of `nodes`; returns whether one of them (a URL, options) needs a client
+ * package to open its connection.
+ */
+export function validateNodes(nodes: unknown): boolean {
+  if (!Array.isArray(nodes) || nodes.length === 0) {
+    throw new RedlockOptionsError(
+      'nodes',
+      'no Redis node given',
+      'Pass one or more independent masters, e.g. nodes: ["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"].',
+    );
+  }
+  let needsPackage = false;
+  nodes.forEach((node: unknown, i) => {
+    if (typeof node === 'string') {
+      checkUrlEncoding(node, `nodes[${i}]`);
+      validateUrl(node, `nodes[${i}]`);
+      needsPackage = true;
+    } else if (node === null || typeof node !== 'object') {
+      throw new RedlockOptionsError(`nodes[${i}]`, `got ${show(node)}`, NODE_FIX);
+    } else if (isVoterFactory(node) || clientKind(node) !== undefined) {
+      // a voter the caller builds, or a ready client: used as it is
+    } else if (isClusterNode(node) || ('cluster' in node && typeof node.cluster !== 'function')) {
+      validateClusterNode(node, `nodes[${i}]`);
+      needsPackage = true;
+    } else if (isPlainObject(node)) {
+      needsPackage = true; // connection options, for the chosen client
+    } else {
+      // Neither a client we know nor options: never a silent connection to localhost:6379.
+      const { what, hint } = describeUnsupported(node);
+      throw new RedlockOptionsError(
+        `nodes[${i}]`,
+        `got ${what}, which is neither a supported Redis client nor an options object`,
+        hint ? `${hint[0]!.toUpperCase()}${hint.slice(1)}.` : NODE_FIX,
+      );
+    }
+  });
+  return needsPackage;
+}
+
+const NODE_FIX =
+  'Use a redis:// URL, connection options, an ioredis Redis or Cluster, a node-redis client (createClient) or ' +
+  'cluster (createCluster), a Valkey GLIDE GlideClient or GlideClusterClient, or { cluster: [...] } for a ' +
+  'Redis Cluster.';
+
+function validateUrl(node: string, option: string): void {
+  let url: URL;
+  try {
+    url = new URL(node);
+  } catch {
+    throw new RedlockOptionsError(
+      option,
+      'not a valid URL',
+      'Use redis://[user:password@]host:port[/db] or rediss:// for TLS.',
+    );
+  }
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') {
+    throw new RedlockOptionsError(
+      option,
+      `unsupported scheme "${url.protocol}"`,
+      'Use redis://host:port, or rediss://host:port for TLS.',
+    );
+  }
+  if (!url.hostname) {
+    throw new RedlockOptionsError(option, 'the URL has no host', 'Use redis://host:port.');
+  }
+}
+
+/**
+ * A URL whose password (or user name) holds an unencoded `@`, `#`, `/`, `?` or space: URL parsers
+ * end the credentials or the host early there, so the host is read from part of the password
+ * (`redis://:p@ss#1@10.0.0.1:6379` connects to host `ss` with password `p`, and the DNS error then
+ * shows part of the secret). Never logged: the message shows the URL redacted.
+ */
+function checkUrlEncoding(node: string, option: string): void {
+  if (!hasUnencodedCredentials(node) && !node.includes('#')) return;
+  throw new RedlockOptionsError(
+    option,
+    `${redactUrl(node)} has an unencoded "@", "#", "/", "?" or space in its user name or password (or a "#" ` +
+      'elsewhere), so the host would be read from part of the password',
+    'Percent-encode the user name and password, e.g. `redis://:${encodeURIComponent(password)}@host:6379` ' +
+      '("@" is %40, "#" is %23, "/" is %2F, "?" is %3F), or pass ioredis options ' +
+      '{ host, port, password } instead of a URL.',
+  );
+}
