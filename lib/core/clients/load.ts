@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { RedlockOptionsError } from '../errors.js';
 import type { RedisClientPackage } from './types.js';
 
@@ -6,11 +7,28 @@ import type { RedisClientPackage } from './types.js';
  * The client packages are optional peers, loaded only when needed: ioredis when the engine opens
  * an ioredis connection itself (a URL or options with `client: 'ioredis'`), node-redis likewise.
  * A client passed in ready-made needs no load at all. `require` (CommonJS, synchronous: the
- * engine builds its voters in its constructor) resolves from this package's own location, so the
- * application's copy is found wherever it installed it; all three packages are CommonJS.
+ * engine builds its voters in its constructor) resolves from the application's directory, so the
+ * application's copy is found; all three packages are CommonJS.
  */
 
-const requireFromHere = createRequire(import.meta.url);
+// Resolved from the application's directory (its working directory, then the entry script's):
+// the client packages are the application's own peers. Not `import.meta.url`: a CommonJS app whose
+// test runner compiles this package to CommonJS (ts-jest before Node 24.9) cannot compile it.
+const requireFromApp = [process.cwd(), process.argv[1] ? dirname(process.argv[1]) : undefined]
+  .filter((dir): dir is string => dir !== undefined)
+  .map((dir) => createRequire(join(dir, 'noop.js')));
+
+function requireFromHere(name: string): unknown {
+  let failure: unknown;
+  for (const load of requireFromApp) {
+    try {
+      return load(name);
+    } catch (err) {
+      failure = err;
+    }
+  }
+  throw failure;
+}
 
 /** npm package name of each client. */
 export const PACKAGE_NAME: Readonly<Record<RedisClientPackage | 'glide', string>> = {

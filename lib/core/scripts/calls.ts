@@ -1,5 +1,5 @@
 import { FENCE_SUFFIX, queueKeyOf } from '../keys.js';
-import { OneWayWires } from '../voter/one-way.js';
+import { OneWayWires } from '../voter/one-way-wires.js';
 import type { LetGo } from './release.js';
 import { settingsArg, type ScriptSettings } from './settings.js';
 

@@ -1,5 +1,5 @@
 import type { LuaScript } from '../scripts/index.js';
-import type { OneWayEncoder } from './one-way.js';
+import type { OneWayEncoder } from './one-way-wires.js';
 
 /**
  * What a Redis client brings to a {@link ScriptVoter} (script-voter.ts): how to run a script, its
