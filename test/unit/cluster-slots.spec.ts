@@ -1,4 +1,4 @@
-import { SCRIPTS, ScriptCalls, type ScriptSettings } from '../../lib/core/scripts/index.js';
+import { CLUSTER_SCRIPTS, SCRIPTS, ScriptCalls, type ScriptSettings } from '../../lib/core/scripts/index.js';
 import {
   assertOneSlot,
   CrossSlotLockError,
@@ -55,17 +55,22 @@ describe('the cluster acquire script', () => {
     seedWindowMs: 100,
   };
 
-  it('is the single-server script: the marker is its last declared key, never a literal', () => {
-    const source = SCRIPTS.acquire.source;
+  it('declares every key: the marker is its last declared key, never a literal', () => {
+    const source = CLUSTER_SCRIPTS.acquire.source;
     expect(source).not.toContain(settings.guardKey);
-    expect(source).toContain('KEYS[#KEYS]');
+    expect(source).toContain('local marker = KEYS[#KEYS]');
     expect(source).toContain('local n = (#KEYS - 1) / 3');
+    // The single-server script derives the counters and queues (key-layout.ts): not for a cluster.
+    expect(source).not.toContain(":fence'");
+    expect(SCRIPTS.acquire.source).toContain(":fence'");
+    expect(CLUSTER_SCRIPTS.acquire.sha).not.toBe(SCRIPTS.acquire.sha);
   });
 
   it('declares every key it touches in the lock keys slot, the slot marker included', () => {
     const lockKeys = ['redlock:{order:42}:items', 'redlock:{order:42}:payment'];
     const slot = assertOneSlot(lockKeys, lockKeys, 'cluster://h:1');
-    const keys = new ScriptCalls(settings).acquireKeys(lockKeys, slotMarkerKey(settings.guardKey, slot));
+    const calls = new ScriptCalls(settings);
+    const keys = calls.acquireKeys(calls.keys(lockKeys), slotMarkerKey(settings.guardKey, slot));
     expect(keys).toEqual([
       ...lockKeys,
       ...lockKeys.map((k) => `${k}:fence`),
@@ -77,7 +82,7 @@ describe('the cluster acquire script', () => {
 
   it('is the same with the guard off: the guard travels in the settings argument', () => {
     const off = new ScriptCalls({ ...settings, guardMs: 0 });
-    expect(off.acquireArgs('v', 1000, '')[1]).toBe('0 1000 100 10000 200');
-    expect(new ScriptCalls(settings).acquireArgs('v', 1000, '')[1]).toBe('60000 1000 100 10000 200');
+    expect(off.acquireArgs('v', 1000, '')[1]).toBe('0 1000 100 10000');
+    expect(new ScriptCalls(settings).acquireArgs('v', 1000, '')[1]).toBe('60000 1000 100 10000');
   });
 });

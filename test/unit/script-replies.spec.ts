@@ -58,7 +58,9 @@ describe('the TypeScript side of the Lua contract (no Redis)', () => {
       queueIdleMs: 1000,
       seedWindowMs: 100,
     });
-    const settings = calls.settings; // every script that reads settings gets them as ARGV[2]
+    // The let-go scripts get the settings of a hand-over (turn, fence counters' idle expiry) as ARGV[2].
+    const settings = calls.handOverSettings;
+    expect(settings).toBe('200 1000');
     expect(calls.letGoArgs('v', { op: 'release' })).toEqual(['v', settings]);
     expect(calls.letGoArgs('v', { op: 'leave-queue' })).toEqual(['v', settings]);
     expect(calls.letGoArgs('v', { op: 'requeue', ticket: '17' })).toEqual(['v', settings, '17']);

@@ -11,12 +11,13 @@ class FakeClient implements ScriptClient {
   connectionError: string | undefined = undefined;
   lastError: string | undefined = undefined;
   reorders?: boolean;
+  declaresEveryKey?: boolean;
   keySlot?: (key: string) => number;
   readonly sent: Array<{ script: string; keys: readonly string[]; args: readonly (string | number)[] }> = [];
   private readonly answers: Array<(reply: unknown) => void> = [];
 
   waitReady = () => Promise.resolve(true);
-  markerKey = () => 'p:__restart_guard__';
+  markerKey: () => string = () => 'p:__restart_guard__';
   ping = () => Promise.resolve();
   subscribe = () => Promise.resolve();
   onHealthChange = () => undefined;
@@ -47,11 +48,11 @@ const settings: ScriptSettings = {
   seedWindowMs: 100,
 };
 
-function voterOn(client: FakeClient): ScriptVoter<FakeClient> {
+function voterOn(client: FakeClient, engine: ScriptSettings = settings): ScriptVoter<FakeClient> {
   const context: VoterContext = {
     scripts: SCRIPTS,
-    settings,
-    calls: new ScriptCalls(settings),
+    settings: engine,
+    calls: new ScriptCalls(engine),
     logger: { log: () => undefined, warn: () => undefined, error: () => undefined },
     connectTimeout: 1000,
     writes: new WriteWindow(),
@@ -62,17 +63,49 @@ function voterOn(client: FakeClient): ScriptVoter<FakeClient> {
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('ScriptVoter: the lock operations once, for any client adapter', () => {
-  test('an acquire declares every key it touches and sends the settings as one argument', async () => {
+  test('on one server, an acquire and a release send the lock keys and the settings they read', async () => {
     const client = new FakeClient();
-    const vote = voterOn(client).acquire(['p:{r}'], 'v', 1000.4, '');
+    const voter = voterOn(client);
+    const vote = voter.acquire(['p:{r}'], 'v', 1000.4, '');
     client.answer(17);
     await expect(vote).resolves.toEqual({ kind: 'granted', tokens: [17] });
+    const released = voter.letGo(['p:{r}'], 'v', { op: 'release' });
+    client.answer(1);
+    await released;
+    // The marker, counter and queue are derived in the scripts (key-layout.ts): not sent.
+    expect(client.sent).toEqual([
+      { script: 'acquire', keys: ['p:{r}'], args: ['v', '60000 1000 100 10000', '1001', ''] },
+      { script: 'release', keys: ['p:{r}'], args: ['v', '200 1000'] },
+    ]);
+  });
+
+  test('on one server whose key prefix holds a "{", the acquire sends the marker after the lock keys', async () => {
+    const client = new FakeClient();
+    const braced = { ...settings, guardKey: 'p{x}:__restart_guard__' };
+    client.markerKey = () => braced.guardKey;
+    const vote = voterOn(client, braced).acquire(['p{x}:{r}'], 'v', 1000, '');
+    client.answer(17);
+    await vote;
+    expect(client.sent[0]!.keys).toEqual(['p{x}:{r}', 'p{x}:__restart_guard__']);
+  });
+
+  test('on a client that routes by slot, an acquire and a release declare every key they touch', async () => {
+    const client = new FakeClient();
+    client.declaresEveryKey = true;
+    const voter = voterOn(client);
+    const vote = voter.acquire(['p:{r}'], 'v', 1000.4, '');
+    client.answer(17);
+    await expect(vote).resolves.toEqual({ kind: 'granted', tokens: [17] });
+    const released = voter.letGo(['p:{r}'], 'v', { op: 'release' });
+    client.answer(1);
+    await released;
     expect(client.sent).toEqual([
       {
-        script: 'acquire',
+        script: 'acquire-declared',
         keys: ['p:{r}', 'p:{r}:fence', 'p:{r}:queue', 'p:__restart_guard__'],
-        args: ['v', '60000 1000 100 10000 200', '1001', ''],
+        args: ['v', '60000 1000 100 10000', '1001', ''],
       },
+      { script: 'release-declared', keys: ['p:{r}', 'p:{r}:fence', 'p:{r}:queue'], args: ['v', '200 1000'] },
     ]);
   });
 

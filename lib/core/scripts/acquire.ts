@@ -1,7 +1,8 @@
 import { TURN_MARK } from './lock-value.js';
-import { luaScript } from './lua-script.js';
+import { DECLARED_KEYS, DERIVED_KEYS, type KeyLayout } from './key-layout.js';
+import { luaScript, type LuaScript } from './lua-script.js';
 import { nextTokenLua } from './fence.js';
-import { luaSetting } from './settings.js';
+import { LOCK_SETTINGS, luaSetting } from './settings.js';
 
 /** A node's answer to an acquire, decoded. */
 export type AcquireVote =
@@ -26,10 +27,10 @@ export type AcquireVote =
 
 /**
  * Acquire on one node, all-or-none over its resources.
- * KEYS, for n resources: lock keys 1..n, their fence counters n+1..2n, their queues 2n+1..3n,
- * then the restart-guard marker (3n+1: the node's, or on a Redis Cluster the marker of the lock
- * keys' slot). Every key the script touches is declared, as Redis Cluster requires, so one script
- * serves single servers and clusters alike (scripts/keys.ts builds the list).
+ * KEYS, for n resources: lock keys 1..n, then on a Redis Cluster their fence counters n+1..2n and
+ * queues 2n+1..3n (key-layout.ts: a single server derives those from the lock keys), then the
+ * restart-guard marker (the node's, or on a Redis Cluster the marker of the lock keys' slot; a
+ * single server derives it too where the key prefix allows: key-layout.ts).
  * ARGV: value, settings (settings.ts), ttl ms, ticket ('' = do not queue: the caller will not
  * wait), and optionally the seed the caller proposes for a missing fence counter (microseconds,
  * see fence.ts).
@@ -44,10 +45,11 @@ export type AcquireVote =
  * clock} when the engine runs the clock guard (its settings ask for the node's clock with every
  * grant), {0, ms, holder, clock} when busy, {-1, ms} when the node abstains under the restart guard.
  */
-export const ACQUIRE_SCRIPT = luaScript(
-  'acquire',
-  `
-local n = (#KEYS - 1) / 3
+function acquireScript(keys: KeyLayout): LuaScript {
+  return luaScript(
+    keys === DERIVED_KEYS ? 'acquire' : `acquire-${keys.name}`,
+    `
+${keys.head(true)}
 local value = ARGV[1]
 local granted = n == 1 and redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[3])
 if not granted then
@@ -64,9 +66,8 @@ if not granted then
   end
   if busy ~= -2 then
     if ARGV[4] ~= '' then
-      local queue_idle_ms = ${luaSetting('ARGV[2]', 'queueIdleMs')}
-      for i = 1, n do
-        local queue = KEYS[2 * n + i]
+      local queue_idle_ms = ${luaSetting('ARGV[2]', 'queueIdleMs', LOCK_SETTINGS)}
+      for i = 1, n do${keys.queue('queue', 'i')}
         redis.call('ZADD', queue, 'NX', ARGV[4], value)
         if redis.call('PTTL', queue) < queue_idle_ms then
           redis.call('PEXPIRE', queue, queue_idle_ms)
@@ -79,7 +80,9 @@ if not granted then
   -- Every key is free, our turn, or already handed to us.
   for i = 1, n do
     redis.call('SET', KEYS[i], value, 'PX', ARGV[3])
-    if ARGV[4] ~= '' then redis.call('ZREM', KEYS[2 * n + i], value) end
+    if ARGV[4] ~= '' then${keys.queue('queue', 'i')}
+      redis.call('ZREM', queue, value)
+    end
   end
 end
 -- The clock guard (the settings argument ends with 'c') wants the node's clock with every grant.
@@ -87,7 +90,7 @@ local clock = string.byte(ARGV[2], -1) == 99
 local out = (n > 1 or clock) and {1}
 for i = 1, n do
   -- A missing counter: a new resource, its idle expiry, or a node that lost its data.
-  local fence = KEYS[n + i]${nextTokenLua({ fence: 'fence', marker: 'KEYS[#KEYS]', proposal: 'tonumber(ARGV[5])', settings: 'ARGV[2]' })}
+  local fence = ${keys.fence('i')}${nextTokenLua({ fence: 'fence', marker: keys.marker, proposal: 'tonumber(ARGV[5])', settings: 'ARGV[2]', fields: LOCK_SETTINGS })}
   if abstain then
     -- Abstaining: undo this grant, so that it counts for nobody.
     for j = 1, n do
@@ -105,7 +108,13 @@ if clock then
 end
 return out
 `,
-);
+  );
+}
+
+/** The acquire script of one Redis server (fence counters and queues derived: key-layout.ts). */
+export const ACQUIRE_SCRIPT = acquireScript(DERIVED_KEYS);
+/** The acquire script of a Redis Cluster voter (every key declared: key-layout.ts). */
+export const CLUSTER_ACQUIRE_SCRIPT = acquireScript(DECLARED_KEYS);
 
 /** Reads the acquire script's reply (see acquireScript). */
 export function decodeAcquireReply(reply: unknown): AcquireVote {

@@ -1,7 +1,8 @@
 import { FENCE_SUFFIX, queueKeyOf } from '../keys.js';
 import { OneWayWires } from '../voter/one-way-wires.js';
+import { markerDerivable } from './key-layout.js';
 import type { LetGo } from './release.js';
-import { settingsArg, type ScriptSettings } from './settings.js';
+import { handOverSettingsArg, lockSettingsArg, type ScriptSettings } from './settings.js';
 
 /*
  * The keys and arguments of the lock scripts, built once per engine call and shared (read-only)
@@ -12,8 +13,9 @@ import { settingsArg, type ScriptSettings } from './settings.js';
  */
 
 /**
- * The declared keys of the scripts that touch a resource's lock key, fence counter and queue:
- * lock keys 1..n, fence counters n+1..2n, queues 2n+1..3n (see release.ts and acquire.ts).
+ * The declared keys, on a Redis Cluster (key-layout.ts), of the scripts that touch a resource's
+ * lock key, fence counter and queue: lock keys 1..n, fence counters n+1..2n, queues 2n+1..3n (see
+ * release.ts and acquire.ts).
  */
 export function resourceKeys(lockKeys: readonly string[]): string[] {
   const n = lockKeys.length;
@@ -39,12 +41,16 @@ export function inspectKeys(lockKey: string): string[] {
 
 /** The keys and arguments of one engine's script calls (see the top of this file). */
 export class ScriptCalls {
-  /** The settings argument of every script that reads settings (settings.ts). */
+  /** The settings argument of the granting scripts: acquire, a semaphore's slot search (settings.ts). */
   readonly settings: string;
+  /** The settings argument of the let-go scripts (settings.ts). */
+  readonly handOverSettings: string;
   /** The fence counters' idle expiry, ms, as RAISE_FENCE receives it. */
   readonly fenceIdleMs: string;
   /** The bytes of the last one-way call, encoded once for every voter of a release (voter/one-way.ts). */
   readonly oneWay = new OneWayWires();
+  /** The marker a single server's acquire script derives, not sent (key-layout.ts); undefined: none. */
+  private readonly derivedMarker: string | undefined;
   private lastKeys: { lockKeys: readonly string[]; keys: readonly string[] } | undefined;
   private lastAcquireKeys:
     { resourceKeys: readonly string[]; marker: string; keys: readonly string[] } | undefined;
@@ -53,23 +59,35 @@ export class ScriptCalls {
   private lastRelease: { value: string; args: readonly string[] } | undefined;
 
   constructor(settings: ScriptSettings) {
-    this.settings = settingsArg(settings);
+    this.settings = lockSettingsArg(settings);
+    this.handOverSettings = handOverSettingsArg(settings);
+    this.derivedMarker = markerDerivable(settings.guardKey) ? settings.guardKey : undefined;
     this.fenceIdleMs = String(Math.max(0, Math.ceil(settings.fenceIdleMs)));
   }
 
-  /** {@link resourceKeys}, shared by the calls on the same lock keys in a row. */
+  /** {@link resourceKeys}, shared by the calls on the same lock keys in a row (a Cluster's). */
   keys(lockKeys: readonly string[]): readonly string[] {
     if (this.lastKeys?.lockKeys !== lockKeys) this.lastKeys = { lockKeys, keys: resourceKeys(lockKeys) };
     return this.lastKeys.keys;
   }
 
-  /** The acquire script's keys: {@link keys}, then the restart-guard `marker` of these keys. */
-  acquireKeys(lockKeys: readonly string[], marker: string): readonly string[] {
-    const keys = this.keys(lockKeys);
+  /**
+   * The acquire script's keys: `keys` (the lock keys, or on a Cluster {@link keys} of them: see
+   * key-layout.ts), then the restart-guard `marker` of these keys.
+   */
+  acquireKeys(keys: readonly string[], marker: string): readonly string[] {
     const last = this.lastAcquireKeys;
     if (last?.resourceKeys === keys && last.marker === marker) return last.keys;
     this.lastAcquireKeys = { resourceKeys: keys, marker, keys: [...keys, marker] };
     return this.lastAcquireKeys.keys;
+  }
+
+  /**
+   * A single server's acquire keys (key-layout.ts): the lock keys, and the `marker` after them
+   * unless the script derives it from them.
+   */
+  serverAcquireKeys(lockKeys: readonly string[], marker: string): readonly string[] {
+    return marker === this.derivedMarker ? lockKeys : this.acquireKeys(lockKeys, marker);
   }
 
   /** The acquire script's arguments (acquire.ts). */
@@ -93,13 +111,14 @@ export class ScriptCalls {
   /** The arguments of a {@link LetGo} operation's script (release.ts). */
   letGoArgs(value: string, how: LetGo): readonly string[] {
     if (how.op !== 'requeue') {
-      if (this.lastRelease?.value !== value) this.lastRelease = { value, args: [value, this.settings] };
+      if (this.lastRelease?.value !== value)
+        this.lastRelease = { value, args: [value, this.handOverSettings] };
       return this.lastRelease.args;
     }
     const { ticket, renamedTo } = how;
     return renamedTo === undefined
-      ? [value, this.settings, ticket]
-      : [value, this.settings, ticket, renamedTo];
+      ? [value, this.handOverSettings, ticket]
+      : [value, this.handOverSettings, ticket, renamedTo];
   }
 
   /** RAISE_FENCE's arguments (fence.ts). */

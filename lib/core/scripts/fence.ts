@@ -1,5 +1,5 @@
 import { luaScript } from './lua-script.js';
-import { luaSetting } from './settings.js';
+import { luaSetting, type SettingsFields } from './settings.js';
 
 /** What a {@link nextTokenLua} block reads. */
 export interface NextTokenInputs {
@@ -14,6 +14,8 @@ export interface NextTokenInputs {
   readonly proposal?: string;
   /** Lua expression: the settings argument (settings.ts), e.g. `ARGV[2]`. */
   readonly settings: string;
+  /** The fields of that settings argument. */
+  readonly fields: SettingsFields;
 }
 
 /**
@@ -41,14 +43,14 @@ export interface NextTokenInputs {
  * (trusted as it is), so that an engine that runs with the guard on later does not take it for a
  * node that lost its data.
  */
-export function nextTokenLua({ fence, marker, proposal, settings }: NextTokenInputs): string {
+export function nextTokenLua({ fence, marker, proposal, settings, fields }: NextTokenInputs): string {
   const guard =
     marker === undefined
       ? ''
       : `
     local ready = redis.call('GET', ${marker})
     if ready ~= '0' then
-      local guard_ms = ${luaSetting(settings, 'guardMs')}
+      local guard_ms = ${luaSetting(settings, 'guardMs', fields)}
       if guard_ms <= 0 then
         redis.call('SET', ${marker}, '0')
       else
@@ -69,7 +71,7 @@ export function nextTokenLua({ fence, marker, proposal, settings }: NextTokenInp
       : `
       local proposal = ${proposal}
       if proposal and proposal > token then
-        token = math.min(proposal, token + ${luaSetting(settings, 'seedWindowMs')} * 1000)
+        token = math.min(proposal, token + ${luaSetting(settings, 'seedWindowMs', fields)} * 1000)
       end`;
   return `
   local token = redis.call('INCR', ${fence})
@@ -81,10 +83,10 @@ export function nextTokenLua({ fence, marker, proposal, settings }: NextTokenInp
     else
       t = t or redis.call('TIME')
       token = tonumber(t[1]) * 1000000 + tonumber(t[2])${seedFromProposal}
-      redis.call('SET', ${fence}, string.format('%.0f', token), 'PX', ${luaSetting(settings, 'fenceIdleMs')})
+      redis.call('SET', ${fence}, string.format('%.0f', token), 'PX', ${luaSetting(settings, 'fenceIdleMs', fields)})
     end
   elseif token % 64 == 0 then
-    redis.call('PEXPIRE', ${fence}, ${luaSetting(settings, 'fenceIdleMs')})
+    redis.call('PEXPIRE', ${fence}, ${luaSetting(settings, 'fenceIdleMs', fields)})
   end`;
 }
 

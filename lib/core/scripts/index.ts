@@ -1,9 +1,16 @@
-import { ACQUIRE_SCRIPT } from './acquire.js';
+import { ACQUIRE_SCRIPT, CLUSTER_ACQUIRE_SCRIPT } from './acquire.js';
 import { EXTEND, EXTEND_MANY } from './extend.js';
 import { RAISE_FENCE } from './fence.js';
 import { INSPECT } from './inspect.js';
 import type { LuaScript } from './lua-script.js';
-import { LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT, REQUEUE_SCRIPT } from './release.js';
+import {
+  CLUSTER_LEAVE_QUEUE_SCRIPT,
+  CLUSTER_RELEASE_SCRIPT,
+  CLUSTER_REQUEUE_SCRIPT,
+  LEAVE_QUEUE_SCRIPT,
+  RELEASE_SCRIPT,
+  REQUEUE_SCRIPT,
+} from './release.js';
 import { SEMAPHORE_ACQUIRE_SCRIPT } from './semaphore.js';
 
 /** The lock scripts, by operation. */
@@ -35,11 +42,29 @@ const byOperation = {
 };
 
 /**
- * The lock scripts: constants, the same for every engine whatever its options (the settings
- * travel as an argument: settings.ts), so every engine on a server shares one SHA per script and
- * one copy in its script cache, and single servers and clusters run the same scripts.
+ * The lock scripts of one Redis server: constants, the same for every engine whatever its options
+ * (the settings travel as an argument: settings.ts), so every engine on a server shares one SHA per
+ * script and one copy in its script cache. The scripts on every lock's path derive the names of a
+ * lock key's fence counter and queue (key-layout.ts): fewer bytes per call.
  */
 export const SCRIPTS: EngineScripts = Object.freeze({ ...byOperation, all: Object.values(byOperation) });
+
+const byOperationOnCluster = {
+  ...byOperation,
+  acquire: CLUSTER_ACQUIRE_SCRIPT,
+  release: CLUSTER_RELEASE_SCRIPT,
+  requeue: CLUSTER_REQUEUE_SCRIPT,
+  leaveQueue: CLUSTER_LEAVE_QUEUE_SCRIPT,
+};
+
+/**
+ * The lock scripts of a Redis Cluster voter: {@link SCRIPTS}, but those on every lock's path
+ * declare every key they touch, as Redis Cluster requires (key-layout.ts). Constants too.
+ */
+export const CLUSTER_SCRIPTS: EngineScripts = Object.freeze({
+  ...byOperationOnCluster,
+  all: Object.values(byOperationOnCluster),
+});
 
 export type { ScriptSettings } from './settings.js';
 export { ScriptCalls, fencedKeys, inspectKeys, resourceKeys } from './calls.js';
@@ -53,7 +78,7 @@ export {
   type ExtendRequest,
 } from './extend.js';
 export { decodeRaiseFenceReply } from './fence.js';
-export { letGoScript, RELEASE, type LetGo } from './release.js';
+export { letGoScript, RELEASE, type LetGo, type LetGoScripts } from './release.js';
 export { decodeInspectReply, type KeyView } from './inspect.js';
 export { runScript, type LuaScript } from './lua-script.js';
 export { decodeWakeMessage, encodeWakeMessage, type WakeMessage } from './wake-message.js';

@@ -1,6 +1,6 @@
 import { luaIsMultiResource, luaWakeChannelOf, TURN_MARK } from './lock-value.js';
 import { nextTokenLua } from './fence.js';
-import { luaSetting } from './settings.js';
+import { HAND_OVER_SETTINGS, luaSetting } from './settings.js';
 import { LUA_HANDED_MESSAGE, LUA_TURN_MESSAGE } from './wake-message.js';
 
 /*
@@ -33,7 +33,7 @@ import { LUA_HANDED_MESSAGE, LUA_TURN_MESSAGE } from './wake-message.js';
  */
 export const PROMOTE_FUNCTION_LUA = `
 local function promote(key, fence, queue, cause)
-  local turn_ms = ${luaSetting('ARGV[2]', 'turnMs')}
+  local turn_ms = ${luaSetting('ARGV[2]', 'turnMs', HAND_OVER_SETTINGS)}
   while true do
     local head = redis.call('ZPOPMIN', queue)[1]
     if not head then return false end
@@ -45,7 +45,7 @@ local function promote(key, fence, queue, cause)
     end
     -- The clock is read before the lease starts, so that the waiter never overestimates it.
     local now = redis.call('TIME')
-    redis.call('SET', key, head, 'PX', turn_ms)${nextTokenLua({ fence: 'fence', settings: 'ARGV[2]' })}
+    redis.call('SET', key, head, 'PX', turn_ms)${nextTokenLua({ fence: 'fence', settings: 'ARGV[2]', fields: HAND_OVER_SETTINGS })}
     if redis.call('PUBLISH', channel, ${LUA_HANDED_MESSAGE}) > 0 then return true end
     redis.call('DEL', key)
   end

@@ -1,4 +1,5 @@
 import { TURN_MARK } from './lock-value.js';
+import { DECLARED_KEYS, DERIVED_KEYS, type KeyLayout } from './key-layout.js';
 import { luaScript, type LuaScript } from './lua-script.js';
 import { PROMOTE_FUNCTION_LUA } from './queue.js';
 
@@ -7,9 +8,10 @@ import { PROMOTE_FUNCTION_LUA } from './queue.js';
  * caller's value (never another holder's), and hand what they free to the first in line (see
  * queue.ts). Each replies with a count (freed keys, or queues left), which nobody needs to read.
  *
- * KEYS, for n resources: lock keys 1..n, their fence counters n+1..2n, their queues 2n+1..3n
- * (every key a script touches is declared, as Redis Cluster requires; scripts/keys.ts builds
- * them). ARGV[1] is the caller's value, ARGV[2] the settings argument (settings.ts).
+ * KEYS, for n resources: lock keys 1..n, then on a Redis Cluster their fence counters n+1..2n
+ * and queues 2n+1..3n (key-layout.ts: a single server derives those from the lock keys; each
+ * script is built once per layout). ARGV[1] is the caller's value, ARGV[2] the hand-over settings
+ * argument (settings.ts).
  */
 
 /**
@@ -19,27 +21,28 @@ import { PROMOTE_FUNCTION_LUA } from './queue.js';
  * earlier attempt of a wait left it): both go, or the turn would keep the node from voting until
  * it lapsed.
  */
-export const RELEASE_SCRIPT = luaScript(
-  'release',
-  `${PROMOTE_FUNCTION_LUA}
+const releaseScript = (keys: KeyLayout): LuaScript =>
+  luaScript(
+    keys === DERIVED_KEYS ? 'release' : `release-${keys.name}`,
+    `${PROMOTE_FUNCTION_LUA}
 local value = ARGV[1]
-local n = #KEYS / 3
+${keys.head(false)}
 local freed = 0
 for i = 1, n do
   local key = KEYS[i]
-  local queue = KEYS[2 * n + i]
+${keys.queue('queue', 'i')}
   local current = redis.call('GET', key)
   local queued = redis.call('EXISTS', queue) == 1
   local mine = current == value or current == '${TURN_MARK}' .. value
   if queued then redis.call('ZREM', queue, value) end
   if mine then
     freed = freed + 1
-    if not (queued and promote(key, KEYS[n + i], queue, value)) then redis.call('DEL', key) end
+    if not (queued and promote(key, ${keys.fence('i')}, queue, value)) then redis.call('DEL', key) end
   end
 end
 return freed
 `,
-);
+  );
 
 /**
  * A failed attempt of a caller that waits on: it frees what it got and keeps its place in line.
@@ -49,54 +52,65 @@ return freed
  * One that waits on under a new value (a waiter for one resource) hands what it got to the first
  * in line, which may be itself under that value: what a node handed it before is not lost.
  */
-export const REQUEUE_SCRIPT = luaScript(
-  'requeue',
-  `${PROMOTE_FUNCTION_LUA}
+const requeueScript = (keys: KeyLayout): LuaScript =>
+  luaScript(
+    keys === DERIVED_KEYS ? 'requeue' : `requeue-${keys.name}`,
+    `${PROMOTE_FUNCTION_LUA}
 local value = ARGV[1]
 local ticket = ARGV[3]
 local renamed = ARGV[4] or value
-local n = #KEYS / 3
+${keys.head(false)}
 local freed = 0
 for i = 1, n do
   local key = KEYS[i]
-  local queue = KEYS[2 * n + i]
+${keys.queue('queue', 'i')}
   local mine = redis.call('GET', key) == value
   local queued = redis.call('EXISTS', queue) == 1
   local had = queued and redis.call('ZREM', queue, value) == 1
   if had or (mine and queued) then redis.call('ZADD', queue, 'NX', ticket, renamed) end
   if mine then
     freed = freed + 1
-    if not (renamed ~= value and queued and promote(key, KEYS[n + i], queue, value)) then
+    if not (renamed ~= value and queued and promote(key, ${keys.fence('i')}, queue, value)) then
       redis.call('DEL', key)
     end
   end
 end
 return freed
 `,
-);
+  );
 
 /**
  * Leave the queues: a waiter that gives up (its wait ran out, it was aborted). If the lock (or its
  * turn) had been handed to it, the next waiter gets it. ARGV: value, settings.
  */
-export const LEAVE_QUEUE_SCRIPT = luaScript(
-  'leave-queue',
-  `${PROMOTE_FUNCTION_LUA}
+const leaveQueueScript = (keys: KeyLayout): LuaScript =>
+  luaScript(
+    keys === DERIVED_KEYS ? 'leave-queue' : `leave-queue-${keys.name}`,
+    `${PROMOTE_FUNCTION_LUA}
 local value = ARGV[1]
-local n = #KEYS / 3
+${keys.head(false)}
 local left = 0
 for i = 1, n do
   local key = KEYS[i]
-  local queue = KEYS[2 * n + i]
+${keys.queue('queue', 'i')}
   left = left + redis.call('ZREM', queue, value)
   local current = redis.call('GET', key)
-  if (current == value or current == '${TURN_MARK}' .. value) and not promote(key, KEYS[n + i], queue, value) then
+  if (current == value or current == '${TURN_MARK}' .. value) and not promote(key, ${keys.fence('i')}, queue, value) then
     redis.call('DEL', key)
   end
 end
 return left
 `,
-);
+  );
+
+/** The let-go scripts of one Redis server (fence counters and queues derived: key-layout.ts). */
+export const RELEASE_SCRIPT = releaseScript(DERIVED_KEYS);
+export const REQUEUE_SCRIPT = requeueScript(DERIVED_KEYS);
+export const LEAVE_QUEUE_SCRIPT = leaveQueueScript(DERIVED_KEYS);
+/** The let-go scripts of a Redis Cluster voter (every key declared: key-layout.ts). */
+export const CLUSTER_RELEASE_SCRIPT = releaseScript(DECLARED_KEYS);
+export const CLUSTER_REQUEUE_SCRIPT = requeueScript(DECLARED_KEYS);
+export const CLUSTER_LEAVE_QUEUE_SCRIPT = leaveQueueScript(DECLARED_KEYS);
 
 /** How a caller lets go of lock keys: the named operations behind the three scripts above. */
 export type LetGo =
@@ -110,7 +124,14 @@ export type LetGo =
 /** A holder's release (one shared instance: it is on every lock's path). */
 export const RELEASE: LetGo = Object.freeze({ op: 'release' });
 
-/** The script that carries out a {@link LetGo} operation. */
-export function letGoScript(how: LetGo): LuaScript {
-  return how.op === 'release' ? RELEASE_SCRIPT : how.op === 'requeue' ? REQUEUE_SCRIPT : LEAVE_QUEUE_SCRIPT;
+/** The let-go scripts of one key layout (key-layout.ts). */
+export interface LetGoScripts {
+  readonly release: LuaScript;
+  readonly requeue: LuaScript;
+  readonly leaveQueue: LuaScript;
+}
+
+/** The script of `scripts` that carries out a {@link LetGo} operation. */
+export function letGoScript(how: LetGo, scripts: LetGoScripts): LuaScript {
+  return how.op === 'release' ? scripts.release : how.op === 'requeue' ? scripts.requeue : scripts.leaveQueue;
 }

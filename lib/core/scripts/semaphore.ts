@@ -2,7 +2,7 @@ import { PERMITS_MARK } from '../keys.js';
 import { TURN_MARK } from './lock-value.js';
 import { luaScript } from './lua-script.js';
 import { nextTokenLua } from './fence.js';
-import { luaSetting } from './settings.js';
+import { LOCK_SETTINGS, luaSetting } from './settings.js';
 
 /** A node's answer to a semaphore's slot search, decoded. */
 export type SlotVote =
@@ -58,7 +58,7 @@ if used and used ~= marker then
   return {-3, tonumber(other or '1')}
 end
 if not used and redis.call('EXISTS', KEYS[2 * k + 3]) == 1 then return {-3, 1} end
-redis.call('SET', lock_key, marker, 'PX', ${luaSetting('ARGV[2]', 'fenceIdleMs')})
+redis.call('SET', lock_key, marker, 'PX', ${luaSetting('ARGV[2]', 'fenceIdleMs', LOCK_SETTINGS)})
 local turn = '${TURN_MARK}' .. value
 local slot = nil
 local free = {}
@@ -82,7 +82,7 @@ local queue = KEYS[2 * k + 1]
 if not slot then
   if ARGV[4] ~= '' then
     redis.call('ZADD', queue, 'NX', ARGV[4], value)
-    local queue_idle_ms = ${luaSetting('ARGV[2]', 'queueIdleMs')}
+    local queue_idle_ms = ${luaSetting('ARGV[2]', 'queueIdleMs', LOCK_SETTINGS)}
     if redis.call('PTTL', queue) < queue_idle_ms then redis.call('PEXPIRE', queue, queue_idle_ms) end
   end
   local now = redis.call('TIME')
@@ -91,7 +91,7 @@ if not slot then
 end
 redis.call('SET', KEYS[slot], value, 'PX', ARGV[3])
 if ARGV[4] ~= '' then redis.call('ZREM', queue, value) end
-local fence = KEYS[k + slot]${nextTokenLua({ fence: 'fence', marker: 'KEYS[#KEYS]', proposal: 'tonumber(ARGV[5])', settings: 'ARGV[2]' })}
+local fence = KEYS[k + slot]${nextTokenLua({ fence: 'fence', marker: 'KEYS[#KEYS]', proposal: 'tonumber(ARGV[5])', settings: 'ARGV[2]', fields: LOCK_SETTINGS })}
 if abstain then
   redis.call('DEL', KEYS[slot])
   return {-1, abstain}

@@ -33,35 +33,56 @@ export interface ScriptSettings {
   readonly clockReadings?: boolean;
 }
 
-/** The settings the scripts read, in the order of the settings argument. */
-const FIELDS = ['guardMs', 'fenceIdleMs', 'seedWindowMs', 'queueIdleMs', 'turnMs'] as const;
+/**
+ * The settings of the scripts that grant (acquire, a semaphore's slot search), in the order of
+ * their settings argument ({@link lockSettingsArg}).
+ */
+export const LOCK_SETTINGS = ['guardMs', 'fenceIdleMs', 'seedWindowMs', 'queueIdleMs'] as const;
+/**
+ * The settings of the let-go scripts, which hand a lock over (queue.ts's promote), in the order of
+ * their settings argument ({@link handOverSettingsArg}). fenceIdleMs is second in both lists, so
+ * that the token block (fence.ts) reads it from either.
+ */
+export const HAND_OVER_SETTINGS = ['turnMs', 'fenceIdleMs'] as const;
 
 /** One of the settings the scripts read. */
-export type ScriptSetting = (typeof FIELDS)[number];
+export type ScriptSetting = (typeof LOCK_SETTINGS)[number] | (typeof HAND_OVER_SETTINGS)[number];
+/** The fields of one settings argument, in order. */
+export type SettingsFields = typeof LOCK_SETTINGS | typeof HAND_OVER_SETTINGS;
 
-/**
- * The settings argument of the scripts: whole milliseconds, space-separated, in FIELDS order
- * (e.g. `60000 604800000 100 10800 200`). One argument rather than five: every argument costs an
- * encoding on the client, a parse on the server and a Lua string, on every call, and the usual
- * grant and release read none of them. Not JSON: Lua would parse it on every call.
+/** A setting as the scripts read it: whole milliseconds (seedWindowMs rounded down, the rest up). */
+function wholeMs(settings: ScriptSettings, field: ScriptSetting): number {
+  const ms = settings[field];
+  return Math.max(0, field === 'seedWindowMs' ? Math.floor(ms) : Math.ceil(ms));
+}
+
+/*
+ * A settings argument holds whole milliseconds, space-separated, in the order of its fields
+ * (e.g. `60000 604800000 200 10400`). One argument rather than one per setting: every argument
+ * costs an encoding on the client, a parse on the server and a Lua string, on every call, and the
+ * usual grant and release read none of them. Not JSON: Lua would parse it on every call. Each
+ * script gets only the settings it reads: the argument travels with every lock and release, to
+ * every voter (B2: 31 bytes per call when every script got all five).
  */
-export function settingsArg(settings: ScriptSettings): string {
-  const whole = (ms: number) => Math.max(0, Math.ceil(ms));
-  return [
-    whole(settings.guardMs),
-    whole(settings.fenceIdleMs),
-    Math.max(0, Math.floor(settings.seedWindowMs)),
-    whole(settings.queueIdleMs),
-    whole(settings.turnMs),
-    ...(settings.clockReadings ? ['c'] : []),
-  ].join(' ');
+
+/** The settings argument of the granting scripts ({@link LOCK_SETTINGS}; ` c` at the end: clock readings). */
+export function lockSettingsArg(settings: ScriptSettings): string {
+  const text = LOCK_SETTINGS.map((field) => wholeMs(settings, field)).join(' ');
+  return settings.clockReadings ? `${text} c` : text;
+}
+
+/** The settings argument of the let-go scripts ({@link HAND_OVER_SETTINGS}). */
+export function handOverSettingsArg(settings: ScriptSettings): string {
+  return HAND_OVER_SETTINGS.map((field) => wholeMs(settings, field)).join(' ');
 }
 
 /**
  * Lua expression: the number `field` of the settings argument held in `arg` (a Lua expression
- * such as `ARGV[2]`). Parsed where it is used, on the rare paths (a missing fence counter, a
- * queue, a hand-over), so the usual grant and release never parse the argument.
+ * such as `ARGV[2]`) whose fields are `fields`. Parsed where it is used, on the rare paths (a
+ * missing fence counter, a queue, a hand-over), so the usual grant and release never parse it.
  */
-export function luaSetting(arg: string, field: ScriptSetting): string {
-  return `tonumber(string.match(${arg}, '^${'%d+ '.repeat(FIELDS.indexOf(field))}(%d+)'))`;
+export function luaSetting(arg: string, field: ScriptSetting, fields: SettingsFields): string {
+  const index = (fields as readonly ScriptSetting[]).indexOf(field);
+  if (index < 0) throw new Error(`the settings argument ${fields.join(' ')} has no ${field}`);
+  return `tonumber(string.match(${arg}, '^${'%d+ '.repeat(index)}(%d+)'))`;
 }

@@ -90,6 +90,12 @@ export interface ScriptClient {
    */
   keySlot?(key: string): number;
   /**
+   * Optional: true for a client that routes by slot (a Redis Cluster): the lock scripts are sent
+   * with every key they touch declared (scripts/key-layout.ts); elsewhere they derive the names of
+   * a lock key's fence counter and queue, and the keys sent are the lock keys alone.
+   */
+  readonly declaresEveryKey?: boolean;
+  /**
    * Optional: true when the client may send a command again later, after commands that followed
    * it (a Cluster client retrying after MOVED or a slot refresh). A let-go then waits for the
    * voter's acquire of the same value, which it must follow.

@@ -9,9 +9,11 @@ import {
   extendManyCall,
   fencedKeys,
   inspectKeys,
+  CLUSTER_SCRIPTS,
   letGoScript,
   SCRIPTS,
   type AcquireVote,
+  type EngineScripts,
   type ExtendRequest,
   type KeyView,
   type LetGo,
@@ -40,6 +42,13 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
   /** The engine's script keys and arguments, shared by its voters (scripts/calls.ts). */
   private readonly calls: ScriptCalls;
   /**
+   * The scripts for this voter's key layout (scripts/key-layout.ts): a client that routes by slot
+   * declares every key, one server lets the scripts derive the fence counters' and queues' names.
+   */
+  private readonly scripts: EngineScripts;
+  /** Whether the lock scripts' keys are all declared (see {@link scripts}). */
+  private readonly declared: boolean;
+  /**
    * This voter's acquires in flight, by lock value, on a client that may reorder commands (see
    * ScriptClient.reorders and letGo); undefined on the others.
    */
@@ -51,6 +60,8 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     context: VoterContext,
   ) {
     this.calls = context.calls;
+    this.declared = adapter.declaresEveryKey === true;
+    this.scripts = this.declared ? CLUSTER_SCRIPTS : SCRIPTS;
     this.acquiring = adapter.reorders ? new Map() : undefined;
     adapter.attach?.(this);
   }
@@ -146,7 +157,12 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
 
   letGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
     const send = () =>
-      this.adapter.run(letGoScript(how), this.calls.keys(keys), this.calls.letGoArgs(value, how), asItCame);
+      this.adapter.run(
+        letGoScript(how, this.scripts),
+        this.letGoKeys(keys),
+        this.calls.letGoArgs(value, how),
+        asItCame,
+      );
     // The engine frees a late grant by sending this after the acquire, trusting one connection to
     // keep the order. A client that reorders does not always: a command that meets MOVED, or a
     // slot map being refreshed, is sent again later, after what followed it (seen on a Cluster:
@@ -164,7 +180,12 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     if (!this.adapter.runOneWay || !this.adapter.connected) return false;
     const calls = this.calls;
     const args = calls.letGoArgs(value, how);
-    return this.adapter.runOneWay(letGoScript(how), calls.keys(keys), args, calls.oneWay);
+    return this.adapter.runOneWay(letGoScript(how, this.scripts), this.letGoKeys(keys), args, calls.oneWay);
+  }
+
+  /** A let-go script's keys: the lock keys, and on a Cluster their counters and queues too. */
+  private letGoKeys(lockKeys: readonly string[]): readonly string[] {
+    return this.declared ? this.calls.keys(lockKeys) : lockKeys;
   }
 
   inspect(lockKey: string): Promise<KeyView> {
@@ -217,12 +238,15 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     if (abstainMs > 0) return Promise.resolve({ kind: 'abstaining', forMs: abstainMs });
     let withMarker: readonly string[];
     try {
-      withMarker = this.calls.acquireKeys(keys, this.adapter.markerKey(keys));
+      const marker = this.adapter.markerKey(keys);
+      withMarker = this.declared
+        ? this.calls.acquireKeys(this.calls.keys(keys), marker)
+        : this.calls.serverAcquireKeys(keys, marker);
     } catch (err) {
       return Promise.reject(err as Error);
     }
     const args = this.calls.acquireArgs(value, ttlMs, ticket, seedUs);
-    const sent = this.adapter.run(SCRIPTS.acquire, withMarker, args, decodeAcquireReply);
+    const sent = this.adapter.run(this.scripts.acquire, withMarker, args, decodeAcquireReply);
     if (this.acquiring) this.track(value, sent);
     return sent;
   }

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { RedlockLogger } from '../../logger.js';
-import { runScript, SCRIPTS, type LuaScript } from '../../scripts/index.js';
+import { CLUSTER_SCRIPTS, runScript, type LuaScript } from '../../scripts/index.js';
 import { settleWithin } from '../../timeouts.js';
 import { describeError } from '../describe-error.js';
 import { quitConnection } from '../ioredis/connection.js';
@@ -27,6 +27,8 @@ export class IoredisClusterClient implements ScriptClient {
   lastError: string | undefined;
   /** A command that meets MOVED or a slot refresh is sent again, after later ones. */
   readonly reorders = true;
+  /** Every key a script touches is declared, as Redis Cluster requires (scripts/key-layout.ts). */
+  readonly declaresEveryKey = true;
   private readonly connectTimeout: number;
   private up = false;
   private seeded = false;
@@ -179,7 +181,7 @@ export class IoredisClusterClient implements ScriptClient {
   /** Loads the scripts on every master, so that calls rarely meet NOSCRIPT (each shard has its own cache). */
   private loadScripts(): void {
     for (const node of this.client.nodes('master')) {
-      for (const script of SCRIPTS.all) node.script('LOAD', script.source).catch(() => undefined);
+      for (const script of CLUSTER_SCRIPTS.all) node.script('LOAD', script.source).catch(() => undefined);
     }
   }
 }
