@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { ioredis } from './ioredis-module.js';
 import type { IoRedisClusterTestClient } from './test-clients.js';
 import { keySlot } from '../core/voter/ioredis-cluster/slots.js';
-import { RedisNodes } from './redis-nodes.js';
+import { RedisNodes, type Persistence } from './redis-nodes.js';
 
 /**
  * A local Redis Cluster of real `redis-server` processes (one master per shard, no replicas), for
@@ -23,9 +23,14 @@ import { RedisNodes } from './redis-nodes.js';
 export class RedisClusterNodes {
   private constructor(readonly nodes: RedisNodes) {}
 
-  /** Starts `shards` masters (default 3) and joins them into one cluster that serves every slot. */
-  static async start(shards = 3): Promise<RedisClusterNodes> {
+  /**
+   * Starts `shards` masters (default 3) and joins them into one cluster that serves every slot.
+   * `persistence` as for {@link RedisNodes} (default `none`); with `aof-everysec` or `aof-always` a
+   * master restarted with `nodes.restart(i)` comes back with its data and its place in the cluster.
+   */
+  static async start(shards = 3, options: { persistence?: Persistence } = {}): Promise<RedisClusterNodes> {
     const nodes = await RedisNodes.start(shards, {
+      persistence: options.persistence,
       extraArgs: [
         '--cluster-enabled',
         'yes',

@@ -144,14 +144,10 @@ export function cluster(
     clock: 'real',
     // A Cluster client has more moving parts (slot map, a connection per shard): more jitter.
     slack: 200,
-    cannot: {
-      'identity-guard':
-        'no identity guard on a Cluster voter yet (cluster-voter.ts: "Not done on a cluster")',
-      'abstention-reporting':
-        'no identity guard on a Cluster voter yet, so no onAbstention (cluster-voter.ts)',
-    },
+    cannot: {},
     async start() {
-      shards = await RedisClusterNodes.start(3);
+      // AOF: a restarted master keeps its data and its slots (changeServer).
+      shards = await RedisClusterNodes.start(3, { persistence: 'aof-everysec' });
       // The slots' restart-guard markers, as a first voter seeds them (guard off): now, so that
       // no row's voter spends its row seeding 16,384 of them (rows keep them: see reset).
       const client = shards.client();
@@ -183,6 +179,14 @@ export function cluster(
     },
     async loseData() {
       await Promise.all(masters().map((client) => client.flushall()));
+    },
+    async changeServer() {
+      // Every master restarts with its data (AOF everysec): another server process (run_id) behind
+      // each shard, with the markers and identity records of the one before.
+      const { ports } = shards!.nodes;
+      await Promise.all(ports.map((_, i) => shards!.nodes.restart(i)));
+      await shards!.waitHealthy();
+      return ports.length;
     },
     async stop() {
       await shards?.nodes.close();

@@ -79,7 +79,7 @@ export interface VoterDriver {
    * restart with AOF everysec, as after a failover); resolves once it answers. Undefined where the
    * voter has no identity guard.
    */
-  changeServer?(): Promise<void>;
+  changeServer?(): Promise<number | void>;
   /** Stops what {@link start} started. */
   stop(): Promise<void>;
 }
@@ -122,7 +122,8 @@ export interface Scene {
   advance(ms: number): Promise<void>;
   serverTimeUs(): Promise<number>;
   loseData(): Promise<void>;
-  changeServer(): Promise<void>;
+  /** Resolves with the number of servers that changed (a Cluster's masters), 1 when not said. */
+  changeServer(): Promise<number>;
   /**
    * What `voter` (one of this scene's) told its onAbstention listeners so far: a listener is
    * registered as soon as a voter is built, before its connection is checked.
@@ -204,7 +205,7 @@ export async function runRow(
       loseData: () => driver.loseData(),
       changeServer: () => {
         if (!driver.changeServer) throw new Error(`${driver.name} cannot change its server`);
-        return driver.changeServer();
+        return driver.changeServer().then((changed) => changed ?? 1);
       },
       abstentionsOf: (voter) => heard.get(voter) ?? [],
       note: (text) => void notes.push(text),

@@ -12,7 +12,8 @@ import { luaScript } from './lua-script.js';
  * - a replica promoted by a failover (replication is asynchronous: the replica may lag).
  * Both are a different server process than the one that wrote the marker, so beside the marker
  * the node keeps the `run_id` of that server (the "identity record"). Every client checks it on
- * every (re)connection, before the node votes for it (voter/ioredis/admission.ts), with the run_id
+ * every (re)connection, before the node votes for it (voter/ioredis/admission.ts; on a Redis
+ * Cluster, every master's: voter/ioredis-cluster/shard-identities.ts), with the run_id
  * the server reported on that connection. A different run_id means the newest writes may be gone:
  * the script pushes the marker to now + restartGuard (server clock) and records the new run_id;
  * the client then abstains locally until the marker, without any I/O on the acquire path.

@@ -13,7 +13,7 @@ import { luaScript } from './lua-script.js';
  * KEYS: none: the markers (ARGV[2..]) are the shard's own keys, in many slots, which a script
  * without a shebang may touch on the node that serves them; the call is sent to that node. Declared
  * keys of several slots would be refused (CROSSSLOT): with the identity check's scan of the fence
- * counters (identity.ts, single servers only), the only keys a script touches undeclared.
+ * counters (identity.ts), the only keys a script touches undeclared.
  * ARGV: guard ms, marker keys. Returns the number of markers written.
  */
 export const SEED_SLOT_MARKERS = luaScript(

@@ -67,9 +67,10 @@ export interface ScriptClient {
   readonly checking?: Promise<void> | undefined;
   /**
    * Optional, admission: the ms this node abstains for on its own from now (the identity guard
-   * decided on connecting); 0 when it votes. Read on every acquire, so no I/O.
+   * decided on connecting), for an acquire of `lockKeys` (a Cluster decides per shard); 0 when it
+   * votes. Read on every acquire, so no I/O.
    */
-  abstainingForMs?(): number;
+  abstainingForMs?(lockKeys: readonly string[]): number;
   /** Optional, admission: calls `listener` when the node starts to abstain on its own. */
   onAbstention?(listener: (forMs: number, why: string) => void): void;
   /**

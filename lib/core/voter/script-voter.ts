@@ -107,7 +107,7 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     const checking = this.adapter.checking;
     const send = (): Promise<SlotVote> => {
       // Every grant path consults the identity guard (the adapter's own abstention)...
-      const abstainMs = this.adapter.abstainingForMs?.() ?? 0;
+      const abstainMs = this.adapter.abstainingForMs?.(slotKeys) ?? 0;
       if (abstainMs > 0) return Promise.resolve({ kind: 'abstaining', forMs: abstainMs });
       // ... and the restart guard (the marker, read in the script where a slot's counter is missing).
       let keys: string[];
@@ -234,7 +234,7 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     ticket: string,
     seedUs: number | undefined,
   ): Promise<AcquireVote> {
-    const abstainMs = this.adapter.abstainingForMs?.() ?? 0;
+    const abstainMs = this.adapter.abstainingForMs?.(keys) ?? 0;
     if (abstainMs > 0) return Promise.resolve({ kind: 'abstaining', forMs: abstainMs });
     let withMarker: readonly string[];
     try {

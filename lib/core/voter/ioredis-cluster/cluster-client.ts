@@ -8,6 +8,7 @@ import type { ScriptClient } from '../script-client.js';
 import type { VoterContext } from '../voter.js';
 import type { Corkable, WriteWindow } from '../write-batching.js';
 import type { ClusterConnection } from './connection.js';
+import { ShardIdentities } from './shard-identities.js';
 import { seedSlotMarkers } from './slot-markers.js';
 import { assertOneSlot, keySlot, slotMarkerKey } from './slots.js';
 import { ClusterSubscriber } from './subscriber.js';
@@ -15,7 +16,8 @@ import { ClusterSubscriber } from './subscriber.js';
 /**
  * A Redis Cluster reached with an ioredis Cluster client, as the {@link ScriptClient} of a
  * ClusterVoter (cluster-voter.ts says how the algorithm maps onto a cluster): calls routed by
- * their first key, a restart-guard marker per slot, extensions batched per slot, let-gos kept
+ * their first key, a restart-guard marker per slot, the identity guard per master
+ * (shard-identities.ts), extensions batched per slot, let-gos kept
  * behind their acquire (the client may resend a command after later ones), writes batched on
  * every master, and a wake subscription on every master (subscriber.ts).
  */
@@ -40,6 +42,10 @@ export class IoredisClusterClient implements ScriptClient {
   private readonly guardMs: number;
   private readonly logger: RedlockLogger;
   private readonly healthListeners: Array<(up: boolean, reason?: string) => void> = [];
+  private readonly abstentionListeners: Array<(forMs: number, why: string) => void> = [];
+  /** The identity guard, per master. */
+  private readonly identities: ShardIdentities;
+  private readonly onNode = (node: Redis) => this.identities.watch(node);
   private readonly onError = (err: Error) => this.recordError(describeError(err));
   private readonly onNodeError = (err: Error, address: string) =>
     this.recordError(`shard ${address}: ${describeError(err)}`);
@@ -55,6 +61,21 @@ export class IoredisClusterClient implements ScriptClient {
     this.logger = context.logger;
     this.writes = context.writes;
     this.connectTimeout = Math.max(context.connectTimeout, 500);
+    this.identities = new ShardIdentities(
+      this.client,
+      this.label,
+      {
+        preflight: undefined,
+        guardMs: this.guardMs,
+        markerKey: this.guardKey,
+        timeoutMs: Math.max(context.connectTimeout, 1000),
+        logger: this.logger,
+      },
+      (forMs, why) => {
+        for (const listener of this.abstentionListeners) listener(forMs, why);
+      },
+    );
+    this.client.on('+node', this.onNode);
     this.client.on('error', this.onError);
     this.client.on('node error', this.onNodeError);
     this.client.on('ready', this.onReady);
@@ -82,6 +103,20 @@ export class IoredisClusterClient implements ScriptClient {
     return slotMarkerKey(this.guardKey, slot);
   }
 
+  /** The identity checks in flight on masters (new connections): an acquire waits for them. */
+  get checking(): Promise<void> | undefined {
+    return this.identities.checking;
+  }
+
+  /** The identity guard of the master that serves `lockKeys`' slot (shard-identities.ts). */
+  abstainingForMs(lockKeys: readonly string[]): number {
+    return this.identities.abstainingForMs(lockKeys);
+  }
+
+  onAbstention(listener: (forMs: number, why: string) => void): void {
+    this.abstentionListeners.push(listener);
+  }
+
   keySlot(key: string): number {
     return keySlot(key);
   }
@@ -92,6 +127,19 @@ export class IoredisClusterClient implements ScriptClient {
     args: readonly (string | number)[],
     decode: (reply: unknown) => T,
   ): Promise<T> {
+    // A master on a connection not checked yet (the identity guard) does not vote, as a single
+    // server's does not: its answers could come from a server that changed.
+    // A check in flight is waited for (bounded by the engine's rounds), as admission is elsewhere.
+    const unchecked = this.identities.uncheckedFor(keys);
+    if (unchecked !== undefined) {
+      const checking = this.identities.checking;
+      if (!checking) return Promise.reject(new Error(unchecked));
+      return checking.then(() =>
+        this.identities.uncheckedFor(keys) === undefined
+          ? this.run(script, keys, args, decode)
+          : Promise.reject(new Error(this.identities.uncheckedFor(keys))),
+      );
+    }
     this.coalesceWrites();
     // A Cluster has the same evalsha / eval as one connection, routed by the first key.
     return runScript(this.client as unknown as Redis, script, keys, args, decode);
@@ -132,6 +180,7 @@ export class IoredisClusterClient implements ScriptClient {
     this.client.off('ready', this.onReady);
     this.client.off('close', this.onDown);
     this.client.off('end', this.onDown);
+    this.client.off('+node', this.onNode);
   }
 
   /**
@@ -162,6 +211,7 @@ export class IoredisClusterClient implements ScriptClient {
     if (this.lastError !== undefined) this.logger.log(`Redis Cluster ${this.label} is reachable again`);
     this.lastError = undefined;
     this.loadScripts();
+    this.identities.checkMasters();
     if (!this.seeded) {
       this.seeded = true;
       void seedSlotMarkers(this.client, this.guardKey, this.guardMs);

@@ -34,7 +34,11 @@ import type { ClusterSubscriber } from './subscriber.js';
  *   the voter partly unavailable: operations on that shard's slots fail, which counts as a failed
  *   vote for those resources only, and the quorum decides with the other voters.
  *
- * Not done on a cluster (yet): the preflight checks and the identity guard of single servers.
+ * - The identity guard, per master (shard-identities.ts): each new connection to a master is
+ *   checked as a single server's is, and a master whose server changed (restart, failover) makes
+ *   the voter abstain for restartGuard on its slots only.
+ *
+ * Not done on a cluster (yet): the preflight checks of single servers.
  *
  * The lock operations are ScriptVoter's (../script-voter.ts); the cluster's own part is its
  * client adapter (cluster-client.ts).

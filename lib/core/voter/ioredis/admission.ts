@@ -66,6 +66,23 @@ export async function admitServer(
     const refusal = preflight.review(voter, label, { serverId: facts.runId, findings: checkServer(facts) });
     if (refusal) return { vote: false, refusal };
   }
+  return checkIdentity(server, label, facts, settings);
+}
+
+/**
+ * The identity check (scripts/identity.ts) of the server behind `server`, whose facts were read
+ * on this connection: how long it must abstain, and why. `markerKey` is the marker the record sits
+ * beside: the engine's (`settings.markerKey`), or on a Redis Cluster a marker of one of the
+ * shard's slots (ioredis-cluster/shard-identities.ts). Rejects as {@link admitServer} does.
+ */
+export async function checkIdentity(
+  server: ServerCommands,
+  label: string,
+  facts: ServerFacts,
+  settings: AdmissionSettings,
+  markerKey = settings.markerKey,
+): Promise<Admission & { readonly vote: true }> {
+  const { guardMs } = settings;
   if (guardMs <= 0) return { vote: true, abstainMs: 0 };
   if (!facts.runId) {
     settings.logger.warn(
@@ -75,7 +92,7 @@ export async function admitServer(
     );
     return { vote: true, abstainMs: 0 };
   }
-  const keys = [settings.markerKey, settings.markerKey + IDENTITY_SUFFIX];
+  const keys = [markerKey, markerKey + IDENTITY_SUFFIX];
   const args = identityArgs(facts.runId, trustedAcrossRestarts(facts), guardMs, settings.markerKey);
   const reply = await settleWithin(server.runScript(IDENTITY_CHECK, keys, args), settings.timeoutMs);
   if (reply === TIMED_OUT) throw new Error(`no reply to the identity check within ${settings.timeoutMs} ms`);
