@@ -88,9 +88,11 @@ end
 -- The clock guard (the settings argument ends with 'c') wants the node's clock with every grant.
 local clock = string.byte(ARGV[2], -1) == 99
 local out = (n > 1 or clock) and {1}
+-- The node's clock, once read (a missing counter is seeded from it): the grant's reading too.
+local time = nil
 for i = 1, n do
   -- A missing counter: a new resource, its idle expiry, or a node that lost its data.
-  local fence = ${keys.fence('i')}${nextTokenLua({ fence: 'fence', marker: keys.marker, proposal: 'tonumber(ARGV[5])', settings: 'ARGV[2]', fields: LOCK_SETTINGS })}
+  local fence = ${keys.fence('i')}${nextTokenLua({ fence: 'fence', marker: keys.marker, proposal: 'tonumber(ARGV[5])', settings: 'ARGV[2]', fields: LOCK_SETTINGS, clock: 'time' })}
   if abstain then
     -- Abstaining: undo this grant, so that it counts for nobody.
     for j = 1, n do
@@ -102,7 +104,7 @@ for i = 1, n do
   out[i + 1] = token
 end
 if clock then
-  local now = redis.call('TIME')
+  local now = time or redis.call('TIME')
   out[1] = 2
   out[n + 2] = tonumber(now[1]) * 1000000 + tonumber(now[2])
 end

@@ -16,6 +16,11 @@ export interface NextTokenInputs {
   readonly settings: string;
   /** The fields of that settings argument. */
   readonly fields: SettingsFields;
+  /**
+   * Lua variable, declared by the caller (nil): where the block leaves the node's clock (TIME's
+   * reply) when it read it, so that the caller reads it once per script. Default: a local of the block.
+   */
+  readonly clock?: string;
 }
 
 /**
@@ -43,7 +48,8 @@ export interface NextTokenInputs {
  * (trusted as it is), so that an engine that runs with the guard on later does not take it for a
  * node that lost its data.
  */
-export function nextTokenLua({ fence, marker, proposal, settings, fields }: NextTokenInputs): string {
+export function nextTokenLua({ fence, marker, proposal, settings, fields, clock }: NextTokenInputs): string {
+  const t = clock ?? 't';
   const guard =
     marker === undefined
       ? ''
@@ -54,8 +60,8 @@ export function nextTokenLua({ fence, marker, proposal, settings, fields }: Next
       if guard_ms <= 0 then
         redis.call('SET', ${marker}, '0')
       else
-        t = redis.call('TIME')
-        local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+        ${t} = redis.call('TIME')
+        local now = tonumber(${t}[1]) * 1000 + math.floor(tonumber(${t}[2]) / 1000)
         if ready then
           ready = tonumber(ready)
         else
@@ -77,12 +83,12 @@ export function nextTokenLua({ fence, marker, proposal, settings, fields }: Next
   local token = redis.call('INCR', ${fence})
   local abstain = nil
   if token == 1 then
-    local t = nil${guard}
+    ${clock ? '' : 'local t = nil'}${guard}
     if abstain then
       redis.call('DEL', ${fence})
     else
-      t = t or redis.call('TIME')
-      token = tonumber(t[1]) * 1000000 + tonumber(t[2])${seedFromProposal}
+      ${t} = ${t} or redis.call('TIME')
+      token = tonumber(${t}[1]) * 1000000 + tonumber(${t}[2])${seedFromProposal}
       redis.call('SET', ${fence}, string.format('%.0f', token), 'PX', ${luaSetting(settings, 'fenceIdleMs', fields)})
     end
   elseif token % 64 == 0 then
