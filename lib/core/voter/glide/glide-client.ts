@@ -247,7 +247,7 @@ export class GlideScriptClient extends AdmittedClient {
  * GLIDE's replies in the shapes the scripts' decoders and preflight read: a RESP3 map (CONFIG GET)
  * comes as `[{ key, value }, ...]`, made `[key, value, ...]` here.
  */
-function normaliseReply(reply: unknown): unknown {
+export function normaliseReply(reply: unknown): unknown {
   if (!Array.isArray(reply) || reply.length === 0) return reply;
   const first = reply[0] as { key?: unknown; value?: unknown } | null;
   if (first && typeof first === 'object' && !Array.isArray(first) && 'key' in first && 'value' in first) {
