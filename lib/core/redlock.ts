@@ -5,7 +5,7 @@ import { buildEngineParts } from './build-parts.js';
 import type { EngineParts } from './engine-parts.js';
 import { LockNotAcquiredError, QuorumUnavailableError, RedlockError } from './errors.js';
 import { LockEvents, type LockEvent } from './events.js';
-import { PERMITS_MARK } from './keys.js';
+import { PERMITS_MARK, READ_MARKER } from './keys.js';
 import { Leases } from './lease/leases.js';
 import { JoinedLock, type Lock } from './lock.js';
 import { LockContext } from './lock-context.js';
@@ -13,6 +13,7 @@ import { consoleLogger } from './logger.js';
 import type { LockOptions, RedlockOptions, ResolvedOptions } from './options.js';
 import { Preflight } from './preflight.js';
 import { inspectKey, inspectSemaphore, type LockInspection } from './quorum/inspect.js';
+import { inspectReaders } from './quorum/inspect-readers.js';
 import type { NodeStatus } from './quorum/voters.js';
 import { WakeChannel } from './queue/wake-channel.js';
 import { waitForLock } from './queue/waiting.js';
@@ -159,7 +160,8 @@ export class Redlock {
   /**
    * What a majority of the nodes says of `resource`'s lock, read-only: whether it is held, when
    * it frees, and the last fencing token issued for it. For a semaphore, also its permits, holders,
-   * free permits and each slot's view (`semaphore`).
+   * free permits and each slot's view (`semaphore`); for a read-write lock, `mode` ('read' while
+   * readers hold it) and `readers` (how many hold it on a majority).
    * @throws QuorumUnavailableError when fewer than a majority answer.
    */
   async inspect(resource: string): Promise<LockInspection> {
@@ -171,6 +173,7 @@ export class Redlock {
     const known = this.semaphores.permitsOf(name!);
     if (known) return inspectSemaphore(voters, name!, slotKeys(lockKey, known), nodeTimeout);
     const { inspection, holder } = await inspectKey(voters, name!, lockKey, nodeTimeout);
+    if (holder === READ_MARKER) return inspectReaders(voters, lockKey, inspection, nodeTimeout);
     if (!holder?.startsWith(PERMITS_MARK)) return inspection;
     const permits = Number(holder.slice(PERMITS_MARK.length));
     return inspectSemaphore(voters, name!, slotKeys(lockKey, permits), nodeTimeout);
@@ -243,6 +246,7 @@ export class Redlock {
     }
     if (request instanceof JoinedLock) return Promise.resolve(request);
     if (request.semaphore) return this.takeSlot(request);
+    if (request.opts.mode === 'read') return this.takeRead(request);
     if (request.opts.wait > 0)
       return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure);
     const value = this.parts.values.next(request.names.length > 1);
@@ -267,6 +271,21 @@ export class Redlock {
     });
   }
 
+  /**
+   * A reader's acquire (scripts/read.ts): the plain attempt, with a reader's value (the voters run
+   * the readers' semantics for it). Waiting readers are given turns, as waiters for several
+   * resources are: a writer's release lets every reader at the head of the line in together.
+   */
+  private takeRead(request: AcquireRequest): Promise<Lock> {
+    const attempt = (value: string) => this.acquirer.attempt(request, value);
+    if (request.opts.wait > 0)
+      return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure, attempt);
+    return attempt(this.parts.values.next(false, true)).then((result) => {
+      if (result.outcome === 'granted') return result.lock;
+      throw this.failure(result, 1, request);
+    });
+  }
+
   /** The request of an acquire, or the enclosing holder's lock that a nested acquire joins. */
   private prepare(
     resources: string | readonly string[],
@@ -276,8 +295,9 @@ export class Redlock {
     if (this.closed) throw new RedlockError('The Redlock engine is closed (application shutting down).');
     const names = normaliseResources(resources);
     const opts = resolveLockOptions(this.options, options, watchdogByDefault);
-    if (opts.permits > 1 || this.semaphores.any) this.semaphores.check(names, opts.permits);
-    const joined = this.context.join(names);
+    if (opts.permits > 1 || opts.mode === 'read' || this.semaphores.any)
+      this.semaphores.check(names, opts.permits, opts.mode);
+    const joined = this.context.join(names, opts.mode);
     if (joined) return joined;
     this.parts.clocks.guardLocksOf(opts.clockGuard);
     if (opts.permits > 1) {

@@ -265,7 +265,8 @@ function natural(count: number): number[] {
   return Array.from({ length: count }, (_, permit) => permit);
 }
 
-/** How a key is used, for a {@link LockUsageError}. */
+/** How a key is used, for a {@link LockUsageError} (permits 0: as a read-write lock). */
 export function describeUse(permits: number): string {
+  if (permits === 0) return "as a read-write lock (mode 'read')";
   return permits === 1 ? 'as a plain lock (permits 1)' : `as a semaphore with permits ${permits}`;
 }
