@@ -18,7 +18,7 @@ import type { NodeStatus } from './quorum/voters.js';
 import { WakeChannel } from './queue/wake-channel.js';
 import { waitForLock } from './queue/waiting.js';
 import { normaliseResources, resolveLockOptions, resolveOptions } from './resolve-options.js';
-import { SlotAcquirer, slotKeys } from './semaphore.js';
+import { SlotAcquirer, slotKeys, slotRequest } from './semaphore.js';
 import { SemaphoreUses } from './semaphore-uses.js';
 import { attachTelemetry } from './telemetry.js';
 import { assertLockFitsVoters } from './voter/ioredis-cluster/cluster-voter.js';
@@ -245,8 +245,7 @@ export class Redlock {
       return Promise.reject(err);
     }
     if (request instanceof JoinedLock) return Promise.resolve(request);
-    if (request.semaphore) return this.takeSlot(request);
-    if (request.opts.mode === 'read') return this.takeRead(request);
+    if (request.semaphore || request.opts.mode === 'read') return this.takeOther(request);
     if (request.opts.wait > 0)
       return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure);
     const value = this.parts.values.next(request.names.length > 1);
@@ -256,31 +255,20 @@ export class Redlock {
     });
   }
 
-  /** A semaphore's acquire (semaphore.ts): waits in its shared queue when `wait` > 0. */
-  private takeSlot(request: AcquireRequest): Promise<Lock> {
-    const attempt = (value: string) =>
-      this.slots.attempt(
-        request as AcquireRequest & { semaphore: NonNullable<AcquireRequest['semaphore']> },
-        value,
-      );
-    if (request.opts.wait > 0)
-      return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure, attempt);
-    return attempt(this.parts.values.next(false)).then((result) => {
-      if (result.outcome === 'granted') return result.lock;
-      throw this.failure(result, 1, request);
-    });
-  }
-
   /**
-   * A reader's acquire (scripts/read.ts): the plain attempt, with a reader's value (the voters run
-   * the readers' semantics for it). Waiting readers are given turns, as waiters for several
-   * resources are: a writer's release lets every reader at the head of the line in together.
+   * An acquire whose attempts are not the plain one: a semaphore's slot search (semaphore.ts), or a
+   * reader's (the plain attempt with a reader's value: the voters run the readers' semantics for
+   * it, scripts/read.ts). Their waiters are given turns, as waiters for several resources are: a
+   * release lets the first waiter, or every reader at the head of the line, in.
    */
-  private takeRead(request: AcquireRequest): Promise<Lock> {
-    const attempt = (value: string) => this.acquirer.attempt(request, value);
+  private takeOther(request: AcquireRequest): Promise<Lock> {
+    const { semaphore } = request;
+    const attempt = semaphore
+      ? (value: string) => this.slots.attempt({ ...request, semaphore }, value)
+      : (value: string) => this.acquirer.attempt(request, value);
     if (request.opts.wait > 0)
       return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure, attempt);
-    return attempt(this.parts.values.next(false, true)).then((result) => {
+    return attempt(this.parts.values.next(false, request.opts.mode === 'read')).then((result) => {
       if (result.outcome === 'granted') return result.lock;
       throw this.failure(result, 1, request);
     });
@@ -300,20 +288,7 @@ export class Redlock {
     const joined = this.context.join(names, opts.mode);
     if (joined) return joined;
     this.parts.clocks.guardLocksOf(opts.clockGuard);
-    if (opts.permits > 1) {
-      const lockKey = this.parts.keys.lock(names[0]!);
-      opts.signal?.throwIfAborted();
-      const slotsStartedAt = performance.now();
-      return {
-        names,
-        sorted: names,
-        lockKeys: slotKeys(lockKey, opts.permits),
-        ticket: opts.wait > 0 ? this.parts.clocks.ticket(slotsStartedAt) : '',
-        startedAt: slotsStartedAt,
-        opts,
-        semaphore: { lockKey, permits: opts.permits },
-      };
-    }
+    if (opts.permits > 1) return slotRequest(this.parts, names, opts);
     const sorted = names.length === 1 ? names : [...names].sort();
     const startedAt = performance.now();
     const request: AcquireRequest = {
