@@ -224,6 +224,29 @@ describe('read-write locks on the quorum', () => {
     expect(await cluster.redis.client(0).hlen(readersKey('minority'))).toBe(0);
   });
 
+  test('a reader has what a lock has: events, holdAtLeast, and holds heal on a voter that lost it', async () => {
+    const events: string[] = [];
+    const subscription = a.events$.subscribe((e) => {
+      if (e.resources[0] === 'kept') events.push(e.type);
+    });
+    await a.using('kept', () => sleep(5), { mode: 'read', holdAtLeast: 400, ttl: 2000 });
+    subscription.unsubscribe();
+    expect(events).toEqual(['acquired', 'released']);
+    // Released early: the read lease stays until 400 ms after the grant, so a writer waits.
+    expect(await b.tryAcquire('kept')).toBeNull();
+    const writer = await b.acquire('kept', { wait: 2000 });
+    await writer.release();
+    // Node 0 loses the reader (flushed; the restart guard is off here): the next extension re-takes it.
+    const reader = await a.acquire('healed', { mode: 'read', ttl: 3000 });
+    const value = (reader as unknown as { value: string }).value;
+    await cluster.redis.client(0).flushall();
+    expect(await cluster.redis.client(0).hget(readersKey('healed'), value)).toBeNull();
+    await reader.extend(3000);
+    await eventually(async () => (await cluster.redis.client(0).hget(readersKey('healed'), value)) !== null);
+    expect(await cluster.redis.client(0).get(lockKey('healed'))).toBe('~read');
+    await reader.release();
+  });
+
   test('a crashed reader’s lease ends by itself', async () => {
     const r = await a.acquire('crash', { mode: 'read', ttl: 400 });
     const stays = await b.acquire('crash', { mode: 'read', ttl: 5000 });
