@@ -20,7 +20,7 @@ import type { ScriptClient } from './script-client.js';
  */
 
 /** The declared keys of a resource's read scripts: lock key, fence counter, queue, readers. */
-function readKeys(lockKey: string): string[] {
+export function readKeys(lockKey: string): string[] {
   return [lockKey, lockKey + FENCE_SUFFIX, queueKeyOf(lockKey), readersKeyOf(lockKey)];
 }
 
@@ -51,6 +51,13 @@ export function readExtend(adapter: ScriptClient, request: ExtendRequest): Promi
   return adapter.run(SCRIPTS.readExtend, [lockKey, readersKeyOf(lockKey)], args, decodeExtendReply);
 }
 
+/** READ_LET_GO's arguments: a reader's release, requeue or departure from the line. */
+export function readLetGoArgs(calls: ScriptCalls, value: string, how: LetGo): string[] {
+  const args = [value, calls.settings, how.op];
+  if (how.op === 'requeue') args.push(how.ticket, how.renamedTo ?? value);
+  return args;
+}
+
 /** READ_LET_GO: a reader's release, requeue or departure from the line. */
 export function readLetGo(
   adapter: ScriptClient,
@@ -59,8 +66,7 @@ export function readLetGo(
   value: string,
   how: LetGo,
 ): Promise<unknown> {
-  const args = [value, calls.settings, how.op];
-  if (how.op === 'requeue') args.push(how.ticket, how.renamedTo ?? value);
+  const args = readLetGoArgs(calls, value, how);
   return adapter.run(SCRIPTS.readLetGo, readKeys(lockKey), args, (reply) => reply);
 }
 

@@ -21,7 +21,15 @@ import {
 } from '../scripts/index.js';
 import { FENCE_SUFFIX, queueKeyOf } from '../keys.js';
 import { describeError } from './describe-error.js';
-import { readAcquire, readExtend, readInspect, readLetGo, readRaiseFence } from './read-calls.js';
+import {
+  readAcquire,
+  readExtend,
+  readInspect,
+  readKeys,
+  readLetGo,
+  readLetGoArgs,
+  readRaiseFence,
+} from './read-calls.js';
 import type { ScriptClient } from './script-client.js';
 import type { Voter, VoterContext } from './voter.js';
 
@@ -173,8 +181,12 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
    * connection's order, and no reply comes back. False when it was not sent: use {@link letGo}.
    */
   letGoOneWay(keys: readonly string[], value: string, how: LetGo): boolean {
-    if (!this.adapter.runOneWay || !this.adapter.connected || isReader(value)) return false;
+    if (!this.adapter.runOneWay || !this.adapter.connected) return false;
     const calls = this.calls;
+    if (isReader(value)) {
+      const args = readLetGoArgs(calls, value, how);
+      return this.adapter.runOneWay(SCRIPTS.readLetGo, readKeys(keys[0]!), args, calls.oneWay);
+    }
     const args = calls.letGoArgs(value, how);
     return this.adapter.runOneWay(letGoScript(how), calls.keys(keys), args, calls.oneWay);
   }
