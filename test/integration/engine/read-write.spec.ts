@@ -260,6 +260,53 @@ describe('read-write locks on the quorum', () => {
   });
 });
 
+describe('read-write locks under minority faults (S27, short)', () => {
+  test('one of 5 nodes stopped, another killed: no writer beside a reader or a writer; writers still served', async () => {
+    const nodes = await TestCluster.start(5);
+    try {
+      const engines = await Promise.all([0, 1, 2, 3, 4].map(() => nodes.engine({ nodeTimeout: 50 })));
+      const history: Held[] = [];
+      const until = performance.now() + 2500;
+      const loop = async (engine: Redlock, mode: 'read' | 'write') => {
+        while (performance.now() < until) {
+          await engine
+            .using(
+              'faulty',
+              async (lock) => {
+                const from = performance.now();
+                await sleep(mode === 'read' ? 20 : 5);
+                history.push({ mode, token: lock.fencingToken, from, to: performance.now() });
+              },
+              { mode, wait: 10_000, ttl: 2000 },
+            )
+            .catch((err: unknown) => {
+              if (!(err instanceof LockNotAcquiredError)) throw err;
+            });
+        }
+      };
+      const running = Promise.all(engines.map((e, i) => loop(e, i < 3 ? 'read' : 'write')));
+      await sleep(600);
+      nodes.redis.stop(1); // hung: connections open, nothing answers
+      await sleep(600);
+      await nodes.redis.kill(3);
+      await running;
+      nodes.redis.resume(1);
+      const writes = history.filter((h) => h.mode === 'write');
+      const late = history.filter((h) => h.from > until - 1300);
+      console.log(
+        `read-write under faults: ${history.length} grants (${writes.length} writes), ${late.length} after the kill`,
+      );
+      for (const w of writes) {
+        expect(history.filter((h) => h !== w && h.from < w.to && w.from < h.to)).toEqual([]);
+      }
+      expect(late.filter((h) => h.mode === 'write').length).toBeGreaterThan(0);
+      expect(late.filter((h) => h.mode === 'read').length).toBeGreaterThan(0);
+    } finally {
+      await nodes.close();
+    }
+  });
+});
+
 describe('read-write locks and the restart guard', () => {
   test('a voter restarted empty does not grant a read over a writer it forgot', async () => {
     const nodes = await TestCluster.start(3);
