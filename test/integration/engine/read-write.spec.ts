@@ -73,6 +73,11 @@ describe('read-write locks on the quorum', () => {
     expect(await a.tryAcquire('shared', { mode: 'read' })).toBeNull();
     expect((await a.inspect('shared')).mode).toBeUndefined();
     await writer.release();
+    // Under the clock guard (on by default) a read's grant carries the node's clock, as a write's does.
+    const probe = 'probe:0^';
+    const vote = await a.voters[0]!.acquire([lockKey('clocked')], probe, 1000, '');
+    expect(vote).toMatchObject({ kind: 'granted', clockUs: expect.any(Number) as number });
+    await a.voters[0]!.letGo([lockKey('clocked')], probe, { op: 'release' });
   });
 
   test('a writer waiting is not overtaken by later readers, and its release lets the queued readers in together', async () => {
