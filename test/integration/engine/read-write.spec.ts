@@ -140,7 +140,10 @@ describe('read-write locks on the quorum', () => {
     const writes = history.filter((h) => h.mode === 'write');
     const reads = history.filter((h) => h.mode === 'read');
     console.log(`read-write stream, 2.5 s: ${reads.length} reads, ${writes.length} writes`);
-    expect(writerGrants).toBeGreaterThanOrEqual(20); // not starved (unfair readers let in about 5)
+    // Not starved: the writer gets at least half an average reader's grants (about as many here;
+    // readers that overtake waiting writers let it in 4-6 times against ~65 per reader).
+    expect(writerGrants).toBeGreaterThanOrEqual(reads.length / 6 / 2);
+    expect(writerGrants).toBeGreaterThanOrEqual(5);
     expect(reads.length).toBeGreaterThan(writes.length);
     // Exclusion: a write overlaps nothing.
     for (const w of writes) {
