@@ -12,8 +12,8 @@ export class LockContext {
   /**
    * The held lock covering all `resources` in this call chain, as a joined view; undefined when
    * none of them is held. A read (`mode`) joins a held read or write; a write joins a held write,
-   * and inside a held read it is a LockUpgradeError. Throws when only some are held: acquiring the rest inside would order
-   * locks differently from other callers and can deadlock.
+   * and inside a held read it is a LockUpgradeError. Throws when only some are held: acquiring the
+   * rest inside would order locks differently from other callers and can deadlock.
    */
   join(resources: readonly string[], mode: 'write' | 'read' = 'write'): JoinedLock | undefined {
     const held = this.storage.getStore();
