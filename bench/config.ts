@@ -47,6 +47,13 @@ export interface BenchConfig {
     readonly ttl: number;
     readonly concurrency: number;
   };
+  /** Readers' throughput on one key: `loops` loops, each hold `holdMs` of work. */
+  readonly b10: {
+    readonly loops: number;
+    readonly seconds: number;
+    readonly warmupSeconds: number;
+    readonly holdMs: number;
+  };
 }
 
 function envNumber(name: string, fallback: number): number {
@@ -94,5 +101,6 @@ export function readConfig(baseline?: string): BenchConfig {
       ttl: 3_000,
       concurrency: 128,
     },
+    b10: { loops: 16, seconds: seconds(6, 1), warmupSeconds: seconds(1, 0.2), holdMs: 2 },
   };
 }

@@ -16,6 +16,7 @@ import { b5 } from './b5-stopped-node.js';
 import { b6 } from './b6-watchdog.js';
 import { b7 } from './b7-cluster.js';
 import { b8 } from './b8-first-grant.js';
+import { b10 } from './b10-read-write.js';
 import { readConfig } from './config.js';
 import { baselineLibrary, packageEngines, selectLibraries, smokeTest, type Library } from './libraries.js';
 import { startNodes } from './nodes.js';
@@ -23,7 +24,7 @@ import { FLOOR, renderTable, type BenchContext, type BenchResult, type Benchmark
 import { settle } from './stats.js';
 
 /** Every benchmark, in run order. */
-const BENCHMARKS: readonly Benchmark[] = [b1, b2, b3, b8, b4, b5, b6, b7];
+const BENCHMARKS: readonly Benchmark[] = [b1, b2, b3, b8, b4, b5, b6, b7, b10];
 
 /** The column every ratio is taken against when it runs (else ours). */
 const REFERENCE = 'redlock5';

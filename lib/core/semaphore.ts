@@ -4,6 +4,7 @@ import { LockUsageError, RedlockError, type NodeFailure } from './errors.js';
 import { slotKey } from './keys.js';
 import type { HeldLock } from './lease/held-lock.js';
 import type { Leases } from './lease/leases.js';
+import type { ResolvedLockOptions } from './options.js';
 import type { RoundOutcome } from './quorum/quorum-round.js';
 import { RELEASE, type LetGo, type SlotVote } from './scripts/index.js';
 import { startTimeout } from './timeouts.js';
@@ -35,6 +36,26 @@ export interface SemaphoreRequest {
 /** The slot keys of a semaphore, in the order every attempt proposes (0..k-1). */
 export function slotKeys(lockKey: string, permits: number): string[] {
   return Array.from({ length: permits }, (_, i) => slotKey(lockKey, i));
+}
+
+/** The acquire request of a semaphore of `opts.permits` permits on `names[0]`. */
+export function slotRequest(
+  parts: EngineParts,
+  names: readonly string[],
+  opts: ResolvedLockOptions,
+): AcquireRequest & { semaphore: SemaphoreRequest } {
+  const lockKey = parts.keys.lock(names[0]!);
+  opts.signal?.throwIfAborted();
+  const startedAt = performance.now();
+  return {
+    names,
+    sorted: names,
+    lockKeys: slotKeys(lockKey, opts.permits),
+    ticket: opts.wait > 0 ? parts.clocks.ticket(startedAt) : '',
+    startedAt,
+    opts,
+    semaphore: { lockKey, permits: opts.permits },
+  };
 }
 
 /** Makes semaphore attempts: the slot search, the vote per slot, the give-backs. */
@@ -265,7 +286,8 @@ function natural(count: number): number[] {
   return Array.from({ length: count }, (_, permit) => permit);
 }
 
-/** How a key is used, for a {@link LockUsageError}. */
+/** How a key is used, for a {@link LockUsageError} (permits 0: as a read-write lock). */
 export function describeUse(permits: number): string {
+  if (permits === 0) return "as a read-write lock (mode 'read')";
   return permits === 1 ? 'as a plain lock (permits 1)' : `as a semaphore with permits ${permits}`;
 }

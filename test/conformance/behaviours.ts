@@ -7,6 +7,7 @@ import {
   type WakeMessage,
 } from '../../lib/core/scripts/index.js';
 import type { Voter } from '../../lib/core/voter/voter.js';
+import { READ_BEHAVIOURS } from './behaviours-read.js';
 import { until, type Behaviour, type Engine, type Scene } from './harness.js';
 
 /*
@@ -515,4 +516,5 @@ export const BEHAVIOURS: Behaviour[] = [
       expect((await voter.inspect(key('rs'))).holder).toBe(b);
     },
   },
+  ...READ_BEHAVIOURS,
 ];

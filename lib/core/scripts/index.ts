@@ -4,6 +4,13 @@ import { RAISE_FENCE } from './fence.js';
 import { INSPECT } from './inspect.js';
 import type { LuaScript } from './lua-script.js';
 import { LEAVE_QUEUE_SCRIPT, RELEASE_SCRIPT, REQUEUE_SCRIPT } from './release.js';
+import {
+  READ_ACQUIRE_SCRIPT,
+  READ_EXTEND_SCRIPT,
+  READ_INSPECT_SCRIPT,
+  READ_LET_GO_SCRIPT,
+  READ_RAISE_FENCE_SCRIPT,
+} from './read.js';
 import { SEMAPHORE_ACQUIRE_SCRIPT } from './semaphore.js';
 
 /** The lock scripts, by operation. */
@@ -18,6 +25,12 @@ export interface EngineScripts {
   readonly inspect: LuaScript;
   /** A semaphore's slot search (semaphore.ts). */
   readonly acquireSlot: LuaScript;
+  /** A read-write lock's readers (read.ts): acquire, extend, let go, raise the fence, inspect. */
+  readonly readAcquire: LuaScript;
+  readonly readExtend: LuaScript;
+  readonly readLetGo: LuaScript;
+  readonly readRaiseFence: LuaScript;
+  readonly readInspect: LuaScript;
   /** All of them, loaded on each (re)connection so that calls rarely meet NOSCRIPT. */
   readonly all: readonly LuaScript[];
 }
@@ -32,6 +45,11 @@ const byOperation = {
   extendMany: EXTEND_MANY,
   inspect: INSPECT,
   acquireSlot: SEMAPHORE_ACQUIRE_SCRIPT,
+  readAcquire: READ_ACQUIRE_SCRIPT,
+  readExtend: READ_EXTEND_SCRIPT,
+  readLetGo: READ_LET_GO_SCRIPT,
+  readRaiseFence: READ_RAISE_FENCE_SCRIPT,
+  readInspect: READ_INSPECT_SCRIPT,
 };
 
 /**
@@ -45,6 +63,7 @@ export type { ScriptSettings } from './settings.js';
 export { ScriptCalls, fencedKeys, inspectKeys, resourceKeys } from './calls.js';
 export { decodeAcquireReply, type AcquireVote } from './acquire.js';
 export { decodeSlotReply, type SlotVote } from './semaphore.js';
+export { decodeReadersReply } from './read.js';
 export {
   decodeExtendManyReply,
   decodeExtendReply,
@@ -57,4 +76,12 @@ export { letGoScript, RELEASE, type LetGo } from './release.js';
 export { decodeInspectReply, type KeyView } from './inspect.js';
 export { runScript, type LuaScript } from './lua-script.js';
 export { decodeWakeMessage, encodeWakeMessage, type WakeMessage } from './wake-message.js';
-export { isMultiResource, LockValues, MULTI_RESOURCE_MARK, TURN_MARK, wakeChannelOf } from './lock-value.js';
+export {
+  isMultiResource,
+  isReader,
+  LockValues,
+  MULTI_RESOURCE_MARK,
+  READ_MARK,
+  TURN_MARK,
+  wakeChannelOf,
+} from './lock-value.js';

@@ -1,4 +1,4 @@
-import { PERMITS_MARK } from '../keys.js';
+import { PERMITS_MARK, READ_MARKER } from '../keys.js';
 import { TURN_MARK } from './lock-value.js';
 import { luaScript } from './lua-script.js';
 import { nextTokenLua } from './fence.js';
@@ -25,7 +25,7 @@ export type SlotVote =
     }
   /** The node abstains under the restart guard for `forMs` more ms. */
   | { readonly kind: 'abstaining'; readonly forMs: number }
-  /** The key is in use otherwise: as a semaphore of `permits` permits (1: as a mutex). */
+  /** The key is in use otherwise: as a semaphore of `permits` permits (1: as a mutex, 0: by readers). */
   | { readonly kind: 'conflict'; readonly permits: number };
 
 /**
@@ -43,7 +43,8 @@ export type SlotVote =
  * ARGV: value, settings, ttl ms, ticket ('' = do not queue), seed proposal (µs, or ''), permits.
  *
  * Replies: {1, index, token, free indices...} granted; {0, ms, holder, clock} busy (queued by ticket); {-1, ms}
- * abstaining (restart guard); {-3, permits} the key is used with other permits (1: as a mutex).
+ * abstaining (restart guard); {-3, permits} the key is used with other permits (1: as a mutex, 0:
+ * readers of a read-write lock hold it).
  */
 export const SEMAPHORE_ACQUIRE_SCRIPT = luaScript(
   'semaphore-acquire',
@@ -53,6 +54,7 @@ local value = ARGV[1]
 local lock_key = KEYS[2 * k + 2]
 local marker = '${PERMITS_MARK}' .. ARGV[6]
 local used = redis.call('GET', lock_key)
+if used == '${READ_MARKER}' then return {-3, 0} end
 if used and used ~= marker then
   local other = string.match(used, '^${PERMITS_MARK}(%d+)$')
   return {-3, tonumber(other or '1')}

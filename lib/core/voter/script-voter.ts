@@ -8,6 +8,7 @@ import {
   extendArgs,
   extendManyCall,
   fencedKeys,
+  isReader,
   inspectKeys,
   letGoScript,
   SCRIPTS,
@@ -20,6 +21,15 @@ import {
 } from '../scripts/index.js';
 import { FENCE_SUFFIX, queueKeyOf } from '../keys.js';
 import { describeError } from './describe-error.js';
+import {
+  readAcquire,
+  readExtend,
+  readInspect,
+  readKeys,
+  readLetGo,
+  readLetGoArgs,
+  readRaiseFence,
+} from './read-calls.js';
 import type { ScriptClient } from './script-client.js';
 import type { Voter, VoterContext } from './voter.js';
 
@@ -128,6 +138,7 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
   }
 
   raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean> {
+    if (isReader(value)) return readRaiseFence(this.adapter, this.calls, keys[0]!, value, tokens[0]!);
     const args = this.calls.raiseFenceArgs(value, tokens);
     return this.adapter.run(SCRIPTS.raiseFence, fencedKeys(keys), args, decodeRaiseFenceReply);
   }
@@ -135,8 +146,10 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
   extend(batch: readonly ExtendRequest[]): Promise<boolean[]> {
     if (batch.length === 1) {
       const only = batch[0]!;
+      if (isReader(only.value)) return readExtend(this.adapter, only).then((extended) => [extended]);
       return this.adapter.run(SCRIPTS.extend, only.keys, extendArgs(only), extendedOne);
     }
+    if (batch.some((request) => isReader(request.value))) return this.extendWithReaders(batch);
     if (this.adapter.keySlot) return this.extendBySlot(batch, this.adapter.keySlot.bind(this.adapter));
     const { keys, args } = extendManyCall(batch);
     return this.adapter.run(SCRIPTS.extendMany, keys, args, (reply) =>
@@ -145,8 +158,15 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
   }
 
   letGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
-    const send = () =>
-      this.adapter.run(letGoScript(how), this.calls.keys(keys), this.calls.letGoArgs(value, how), asItCame);
+    const send = isReader(value)
+      ? () => readLetGo(this.adapter, this.calls, keys[0]!, value, how)
+      : () =>
+          this.adapter.run(
+            letGoScript(how),
+            this.calls.keys(keys),
+            this.calls.letGoArgs(value, how),
+            asItCame,
+          );
     // The engine frees a late grant by sending this after the acquire, trusting one connection to
     // keep the order. A client that reorders does not always: a command that meets MOVED, or a
     // slot map being refreshed, is sent again later, after what followed it (seen on a Cluster:
@@ -163,12 +183,20 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
   letGoOneWay(keys: readonly string[], value: string, how: LetGo): boolean {
     if (!this.adapter.runOneWay || !this.adapter.connected) return false;
     const calls = this.calls;
+    if (isReader(value)) {
+      const args = readLetGoArgs(calls, value, how);
+      return this.adapter.runOneWay(SCRIPTS.readLetGo, readKeys(keys[0]!), args, calls.oneWay);
+    }
     const args = calls.letGoArgs(value, how);
     return this.adapter.runOneWay(letGoScript(how), calls.keys(keys), args, calls.oneWay);
   }
 
   inspect(lockKey: string): Promise<KeyView> {
     return this.adapter.run(SCRIPTS.inspect, inspectKeys(lockKey), [], decodeInspectReply);
+  }
+
+  inspectReaders(lockKey: string): Promise<string[]> {
+    return readInspect(this.adapter, lockKey);
   }
 
   ping(): Promise<void> {
@@ -215,6 +243,11 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
   ): Promise<AcquireVote> {
     const abstainMs = this.adapter.abstainingForMs?.() ?? 0;
     if (abstainMs > 0) return Promise.resolve({ kind: 'abstaining', forMs: abstainMs });
+    if (isReader(value)) {
+      const read = readAcquire(this.adapter, this.calls, keys[0]!, value, ttlMs, ticket, seedUs);
+      if (this.acquiring) this.track(value, read);
+      return read;
+    }
     let withMarker: readonly string[];
     try {
       withMarker = this.calls.acquireKeys(keys, this.adapter.markerKey(keys));
@@ -235,6 +268,19 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
       if (acquiring.get(value) === sent) acquiring.delete(value);
     };
     sent.then(settled, settled);
+  }
+
+  /** A batch with readers: each reader's extension on its own, the writers' as one batch. */
+  private extendWithReaders(batch: readonly ExtendRequest[]): Promise<boolean[]> {
+    const writers = batch.filter((request) => !isReader(request.value));
+    const written = writers.length > 0 ? this.extend(writers) : Promise.resolve([]);
+    const read = batch.map((request) =>
+      isReader(request.value) ? readExtend(this.adapter, request) : undefined,
+    );
+    return Promise.all([written, Promise.all(read)]).then(([writerAnswers, readAnswers]) => {
+      let w = 0;
+      return batch.map((_, i) => readAnswers[i] ?? writerAnswers[w++]!);
+    });
   }
 
   /** One EXTEND_MANY per slot of the batch (a script cannot reach across slots), in parallel. */

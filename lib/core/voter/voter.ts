@@ -24,6 +24,9 @@ import type { WriteWindow } from './write-batching.js';
  * TypeScript (lib/testing/memory/, `MemoryVoter`, exported from `nest-quorum-lock/testing`).
  *
  * Every operation is atomic on the voter and has the semantics of the Lua scripts in scripts/.
+ * A reader of a read-write lock (its value ends with READ_MARK, scripts/lock-value.ts) goes through
+ * the same operations, with one lock key: the voter tells it by its value and runs the readers'
+ * semantics (scripts/read.ts) for its acquire, raiseFence, extend and letGo.
  */
 export interface Voter {
   /** Log-safe name (never a password). */
@@ -73,6 +76,11 @@ export interface Voter {
   letGoOneWay?(keys: readonly string[], value: string, how: LetGo): boolean;
   /** Reads a lock key, its lease and its fence counter (writes nothing). */
   inspect(lockKey: string): Promise<KeyView>;
+  /**
+   * Optional (a voter without it reports no readers): the live readers of a read-write lock's key,
+   * read-only (scripts/read.ts, READ_INSPECT).
+   */
+  inspectReaders?(lockKey: string): Promise<string[]>;
   /** A round trip that proves the voter answers (health checks). */
   ping(): Promise<void>;
   /**
