@@ -59,7 +59,11 @@ export function storeScriptClient(client: FencedStoreClient): ScriptClient {
       throw new TypeError(
         'FencedWriter needs a Redis client: an ioredis Redis or Cluster, a node-redis client or cluster ' +
           '(createClient / createCluster), or a Valkey GLIDE client; got ' +
-          (client === null ? 'null' : typeof client === 'object' ? 'an object of another kind' : typeof client),
+          (client === null
+            ? 'null'
+            : typeof client === 'object'
+              ? 'an object of another kind'
+              : typeof client),
       );
     }
   }
@@ -69,7 +73,11 @@ export function storeScriptClient(client: FencedStoreClient): ScriptClient {
     evalsha: (sha, numKeys, ...rest) =>
       command('EVALSHA', sha, numKeys, rest).catch((err: unknown) => {
         // runScript re-sends on a message that starts with NOSCRIPT; GLIDE names it NoScriptError.
-        if (err instanceof Error && !err.message.startsWith('NOSCRIPT') && /NoScriptError/.test(err.message)) {
+        if (
+          err instanceof Error &&
+          !err.message.startsWith('NOSCRIPT') &&
+          /NoScriptError/.test(err.message)
+        ) {
           throw new Error(`NOSCRIPT ${err.message}`, { cause: err });
         }
         throw err;

@@ -720,7 +720,9 @@ async function main() {
     );
     const pick = { '^11': nest11, '^12': nest12, '^5.4': ioredis5, '^6': ioredis6 };
     const clientVersion = (combo) =>
-      ({ ioredis: pick[combo.ioredis], 'node-redis': combo.redis === '^5' ? redis5 : redis6, glide: glide2 })[clientOf(combo)];
+      ({ ioredis: pick[combo.ioredis], 'node-redis': combo.redis === '^5' ? redis5 : redis6, glide: glide2 })[
+        clientOf(combo)
+      ];
     // Every app also installs the optional peers (a user of ./postgres or ./terminus has them), so
     // that every entry point must load. A @nestjs/* peer follows the app's NestJS major.
     const optionalFor = {};
