@@ -1,5 +1,8 @@
 import type { RedlockLogger } from '../logger.js';
+import type { Preflight } from '../preflight.js';
 import type { LuaScript } from '../scripts/index.js';
+import { settleWithin } from '../timeouts.js';
+import { reviewShards, type ShardServer } from './cluster-preflight.js';
 import { assertOneSlot, keySlot, slotMarkerKey } from './ioredis-cluster/slots.js';
 import type { ScriptClient } from './script-client.js';
 import type { VoterContext } from './voter.js';
@@ -14,13 +17,16 @@ import type { VoterContext } from './voter.js';
  * - a key's slot (a watchdog's extensions go as one call per slot);
  * - `reorders`: a Cluster client may send a command again after later ones (MOVED, a slot map
  *   being refreshed), so a let-go waits for its acquire (script-voter.ts);
- * - health: up, down and errors, logged once per distinct message.
+ * - health: up, down and errors, logged once per distinct message;
+ * - preflight of every master each time the cluster connects (cluster-preflight.ts): under
+ *   `preflight: 'error'` a misconfigured cluster does not vote; acquires and `waitReady` wait for
+ *   the review in flight.
  * A client adapter supplies the transport: running a script routed by its first key, whether it is
- * connected, loading the scripts on every master, its slots by shard, and its subscriptions.
+ * connected, loading the scripts on every master, its slots by shard, its masters for preflight,
+ * and its subscriptions.
  */
 export abstract class ClusterScriptClient implements ScriptClient {
   abstract readonly label: string;
-  abstract readonly connected: boolean;
   lastError: string | undefined;
   /** A command that meets MOVED or a slot refresh is sent again, after later ones. */
   readonly reorders = true;
@@ -30,20 +36,35 @@ export abstract class ClusterScriptClient implements ScriptClient {
   private up = false;
   private seeded = false;
   private readonly healthListeners: Array<(up: boolean, reason?: string) => void> = [];
+  private readonly preflight: Preflight | undefined;
+  private readonly reviewTimeoutMs: number;
+  /** The voter this adapter serves (preflight reviews per voter). */
+  private voter: object = this;
+  /** Preflight's refusal (`preflight: 'error'`): the cluster does not vote while it stands. */
+  private refusal: string | undefined;
+  private reviewing: Promise<void> | undefined;
 
   constructor(context: VoterContext) {
     this.guardKey = context.settings.guardKey;
     this.guardMs = context.settings.guardMs;
     this.logger = context.logger;
+    this.preflight = context.preflight;
+    this.reviewTimeoutMs = Math.max(context.connectTimeout, 1000);
   }
 
-  abstract run<T>(
+  /** Whether the client's connection to the cluster is up (before preflight's verdict). */
+  protected abstract get transportUp(): boolean;
+  /** Runs a script routed by its first key (EVALSHA, EVAL on NOSCRIPT). */
+  protected abstract send<T>(
     script: LuaScript,
     keys: readonly string[],
     args: readonly (string | number)[],
     decode: (reply: unknown) => T,
   ): Promise<T>;
-  abstract waitReady(timeoutMs: number): Promise<boolean>;
+  /** Resolves once the client's connection is up, or `timeoutMs` passed: whether it is. */
+  protected abstract waitTransport(timeoutMs: number): Promise<boolean>;
+  /** The masters now, as preflight reads them. */
+  protected abstract shardServers(): readonly ShardServer[] | Promise<readonly ShardServer[]>;
   abstract ping(): Promise<void>;
   abstract subscribe(channel: string, onMessage: (message: string) => void): Promise<void>;
   abstract close(timeoutMs: number): Promise<void>;
@@ -52,8 +73,41 @@ export abstract class ClusterScriptClient implements ScriptClient {
   /** Seeds the slots' restart-guard markers (ioredis-cluster/slot-markers.ts); never rejects. */
   protected abstract seedMarkers(): Promise<void>;
 
+  attach(voter: object): void {
+    this.voter = voter;
+  }
+
+  get connected(): boolean {
+    return this.transportUp && this.refusal === undefined;
+  }
+
   get connectionError(): string | undefined {
-    return this.connected ? undefined : (this.lastError ?? 'not connected');
+    if (this.connected) return undefined;
+    return this.transportUp ? this.refusal : (this.lastError ?? 'not connected');
+  }
+
+  /** Preflight's review in flight: an acquire waits for it (it may yet refuse the cluster). */
+  get checking(): Promise<void> | undefined {
+    return this.reviewing;
+  }
+
+  run<T>(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    decode: (reply: unknown) => T,
+  ): Promise<T> {
+    if (this.refusal !== undefined) return Promise.reject(new Error(this.refusal));
+    return this.send(script, keys, args, decode);
+  }
+
+  waitReady(timeoutMs: number): Promise<boolean> {
+    const started = performance.now();
+    return this.waitTransport(timeoutMs).then(async () => {
+      const reviewing = this.reviewing;
+      if (reviewing) await settleWithin(reviewing, timeoutMs - (performance.now() - started));
+      return this.connected;
+    });
   }
 
   /**
@@ -87,6 +141,7 @@ export abstract class ClusterScriptClient implements ScriptClient {
     if (this.lastError !== undefined) this.logger.log(`Redis Cluster ${this.label} is reachable again`);
     this.lastError = undefined;
     this.loadScripts();
+    this.review();
     if (!this.seeded) {
       this.seeded = true;
       void this.seedMarkers();
@@ -94,6 +149,24 @@ export abstract class ClusterScriptClient implements ScriptClient {
     if (this.up) return;
     this.up = true;
     for (const listener of this.healthListeners) listener(true);
+  }
+
+  /** Preflight of every master (on each connection of the cluster); no-op with preflight off. */
+  private review(): void {
+    const preflight = this.preflight;
+    if (!preflight) return;
+    const review: Promise<void> = Promise.resolve(this.shardServers())
+      .then((shards) => reviewShards(preflight, this.voter, this.label, shards, this.reviewTimeoutMs))
+      .then(
+        (refusal) => {
+          this.refusal = refusal?.message;
+        },
+        () => undefined, // the masters could not be listed: reviewed on the next connection
+      )
+      .finally(() => {
+        if (this.reviewing === review) this.reviewing = undefined;
+      });
+    this.reviewing = review;
   }
 
   protected recordDown(): void {

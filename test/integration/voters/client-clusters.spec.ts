@@ -3,6 +3,7 @@ import { createCluster } from 'redis';
 import { createCluster as createCluster5 } from 'redis5';
 import {
   CrossSlotLockError,
+  NodeConfigurationError,
   QuorumUnavailableError,
   Redlock,
   type RedlockNode,
@@ -159,6 +160,25 @@ describe.each(DRIVERS)('a quorum of three $name', (driver) => {
     await expect(a.acquire(['x1', 'x2'])).rejects.toBeInstanceOf(CrossSlotLockError);
     const both = await a.acquire(['{t}:1', '{t}:2']);
     await both.release();
+  });
+
+  test('preflight reviews every master: a shard that may evict lock keys, named, keeps its cluster out', async () => {
+    const shard = clusters[1]!.nodes;
+    await shard.client(2).config('SET', 'maxmemory-policy', 'allkeys-lru');
+    try {
+      const refused = engine({ preflight: 'error' });
+      await expect(refused).rejects.toBeInstanceOf(NodeConfigurationError);
+      await expect(refused).rejects.toThrow(
+        `shard 127.0.0.1:${shard.ports[2]}: maxmemory-policy is allkeys-lru`,
+      );
+      // Under 'warn' it is logged and the cluster votes.
+      const warned = await engine({ preflight: 'warn' });
+      const lock = await warned.acquire('preflight', { ttl: 2000 });
+      expect(await holds(clusters[1]!, lockKey('preflight'))).toBe(true);
+      await lock.release();
+    } finally {
+      await shard.client(2).config('SET', 'maxmemory-policy', 'noeviction');
+    }
   });
 
   test('restart guard: a shard that lost its data makes its cluster abstain for its slots', async () => {

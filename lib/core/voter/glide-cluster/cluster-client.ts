@@ -1,7 +1,9 @@
 import { tryLoad, PACKAGE_NAME } from '../../clients/load.js';
 import { SCRIPTS, type LuaScript } from '../../scripts/index.js';
 import { settleWithin, TIMED_OUT } from '../../timeouts.js';
+import type { ShardServer } from '../cluster-preflight.js';
 import { ClusterScriptClient } from '../cluster-script-client.js';
+import { createGlideSubscriber, type GlideFactory } from '../glide/glide-subscriber.js';
 import { seedMarkersByShard } from '../ioredis-cluster/slot-markers.js';
 import { ShardSubscribers, type ShardSubscription } from '../shard-subscribers.js';
 import type { VoterContext } from '../voter.js';
@@ -27,7 +29,11 @@ import { parseClusterSlots } from './cluster-slots.js';
 const DECODER_STRING = 1;
 
 /** Where GLIDE sends a command: a named route, or the primary of a key's slot. */
-type Route = 'randomNode' | 'allPrimaries' | { readonly type: 'primarySlotKey'; readonly key: string };
+type Route =
+  | 'randomNode'
+  | 'allPrimaries'
+  | { readonly type: 'primarySlotKey'; readonly key: string }
+  | { readonly type: 'routeByAddress'; readonly host: string; readonly port: number };
 
 /** The members of a GLIDE cluster client the voter calls (and reads: `config` is public at run time). */
 export interface GlideClusterApi {
@@ -38,11 +44,6 @@ export interface GlideClusterApi {
     readonly useTLS?: boolean;
   };
   readonly isClosed?: boolean;
-}
-
-/** The standalone GLIDE client class (for the subscribers). */
-interface GlideClientClass {
-  createClient(config: object): Promise<{ close(): void }>;
 }
 
 /** How often CLUSTER SLOTS is read (health, masters, slots), ms. */
@@ -75,11 +76,11 @@ export class GlideClusterScriptClient extends ClusterScriptClient {
     this.probe.unref();
   }
 
-  get connected(): boolean {
+  protected get transportUp(): boolean {
     return this.alive && !this.closed && !this.client.isClosed;
   }
 
-  run<T>(
+  protected send<T>(
     script: LuaScript,
     keys: readonly string[],
     args: readonly (string | number)[],
@@ -88,9 +89,30 @@ export class GlideClusterScriptClient extends ClusterScriptClient {
     return this.runScript(script, keys, args, keys[0], this.nodeTimeout).then(decode);
   }
 
-  waitReady(timeoutMs: number): Promise<boolean> {
-    if (this.connected) return Promise.resolve(true);
-    return settleWithin(this.check(), timeoutMs).then(() => this.connected);
+  protected waitTransport(timeoutMs: number): Promise<boolean> {
+    if (this.transportUp) return Promise.resolve(true);
+    return settleWithin(this.check(), timeoutMs).then(() => this.transportUp);
+  }
+
+  protected shardServers(): ShardServer[] {
+    const timeout = Math.max(this.nodeTimeout, 1000);
+    const credentials = this.client.config?.credentials as { username?: string } | undefined;
+    return [...this.shards.keys()].map((address) => {
+      const colon = address.lastIndexOf(':');
+      const route: Route = {
+        type: 'routeByAddress',
+        host: address.slice(0, colon),
+        port: Number(address.slice(colon + 1)),
+      };
+      return {
+        address,
+        server: {
+          info: (section: string) => this.command(['INFO', section], route, timeout).then(String),
+          configGet: (parameter: string) => this.command(['CONFIG', 'GET', parameter], route, timeout),
+          username: credentials?.username,
+        },
+      };
+    });
   }
 
   async ping(): Promise<void> {
@@ -186,7 +208,7 @@ export class GlideClusterScriptClient extends ClusterScriptClient {
     channels: readonly string[],
     deliver: (channel: string, message: string) => void,
   ): Promise<ShardSubscription> {
-    const glide = tryLoad(PACKAGE_NAME.glide) as { GlideClient?: GlideClientClass } | undefined;
+    const glide = tryLoad(PACKAGE_NAME.glide) as { GlideClient?: GlideFactory } | undefined;
     if (typeof glide?.GlideClient?.createClient !== 'function') {
       throw new Error(`${PACKAGE_NAME.glide} cannot be loaded here: no subscriber for wake-ups`);
     }
@@ -195,20 +217,15 @@ export class GlideClusterScriptClient extends ClusterScriptClient {
     const { credentials, useTLS, requestTimeout, protocol, advancedConfiguration } = this.client.config ?? {};
     const all = new Set(channels);
     let closed = false;
-    const create = () =>
-      factory.createClient({
-        addresses: [{ host: address.slice(0, colon), port: Number(address.slice(colon + 1)) }],
-        credentials,
-        useTLS,
-        requestTimeout,
-        protocol,
-        advancedConfiguration,
-        pubsubSubscriptions: {
-          channelsAndPatterns: { 0: new Set(all) }, // 0: exact channel names
-          callback: (msg: { message: unknown; channel: unknown }) =>
-            deliver(String(msg.channel), String(msg.message)),
-        },
-      });
+    const config = {
+      addresses: [{ host: address.slice(0, colon), port: Number(address.slice(colon + 1)) }],
+      credentials,
+      useTLS,
+      requestTimeout,
+      protocol,
+      advancedConfiguration,
+    };
+    const create = () => createGlideSubscriber(factory, config, all, deliver);
     let current = await create();
     return {
       get healthy() {

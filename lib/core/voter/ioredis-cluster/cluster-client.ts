@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from 'ioredis';
 import { runScript, SCRIPTS, type LuaScript } from '../../scripts/index.js';
 import { settleWithin } from '../../timeouts.js';
+import type { ShardServer } from '../cluster-preflight.js';
 import { ClusterScriptClient } from '../cluster-script-client.js';
 import { describeError } from '../describe-error.js';
 import { quitConnection } from '../ioredis/connection.js';
@@ -45,18 +46,22 @@ export class IoredisClusterClient extends ClusterScriptClient {
     this.client.on('ready', this.onReady);
     this.client.on('close', this.onDown);
     this.client.on('end', this.onDown);
+  }
+
+  override attach(voter: object): void {
+    super.attach(voter);
     if (this.client.status === 'ready') this.recordReady(); // a client passed in already connected
   }
 
-  get connected(): boolean {
+  protected get transportUp(): boolean {
     return this.client.status === 'ready';
   }
 
   override get connectionError(): string | undefined {
-    return this.connected ? undefined : (this.lastError ?? this.client.status);
+    return this.transportUp ? super.connectionError : (this.lastError ?? this.client.status);
   }
 
-  run<T>(
+  protected send<T>(
     script: LuaScript,
     keys: readonly string[],
     args: readonly (string | number)[],
@@ -79,15 +84,22 @@ export class IoredisClusterClient extends ClusterScriptClient {
     await this.subscriber.subscribe(channel);
   }
 
-  waitReady(timeoutMs: number): Promise<boolean> {
-    if (this.connected) return Promise.resolve(true);
+  protected waitTransport(timeoutMs: number): Promise<boolean> {
+    if (this.transportUp) return Promise.resolve(true);
     if (this.client.status === 'wait') this.client.connect().catch(() => undefined);
     let onReady: (() => void) | undefined;
     const ready = new Promise<void>((resolve) => this.client.once('ready', (onReady = resolve)));
     return settleWithin(ready, timeoutMs).then(() => {
       this.client.off('ready', onReady!);
-      return this.connected;
+      return this.transportUp;
     });
+  }
+
+  protected shardServers(): ShardServer[] {
+    return this.client.nodes('master').map((node) => ({
+      address: `${node.options.host}:${node.options.port}`,
+      server: node,
+    }));
   }
 
   /** Closes the clusters we opened (bounded by `timeoutMs`); detaches from a client passed in. */

@@ -34,7 +34,10 @@ import type { ClusterSubscriber } from './subscriber.js';
  *   the voter partly unavailable: operations on that shard's slots fail, which counts as a failed
  *   vote for those resources only, and the quorum decides with the other voters.
  *
- * Not done on a cluster (yet): the preflight checks and the identity guard of single servers.
+ * - Preflight: the checks of one server on every master, each finding naming its shard
+ *   (../cluster-preflight.ts), each time the cluster connects.
+ *
+ * Not done on a cluster (yet): the identity guard of single servers.
  *
  * The lock operations are ScriptVoter's (../script-voter.ts); what every cluster client shares is
  * ClusterScriptClient (../cluster-script-client.ts); the ioredis part is cluster-client.ts. The

@@ -1,5 +1,6 @@
 import { SCRIPTS, type LuaScript } from '../../scripts/index.js';
 import { settleWithin } from '../../timeouts.js';
+import type { ShardServer } from '../cluster-preflight.js';
 import { ClusterScriptClient } from '../cluster-script-client.js';
 import { describeError } from '../describe-error.js';
 import { seedMarkersByShard } from '../ioredis-cluster/slot-markers.js';
@@ -73,15 +74,16 @@ export class NodeRedisClusterClient extends ClusterScriptClient {
     this.ready = this.cluster.isOpen && (this.topology.masters?.length ?? 0) > 0;
   }
 
-  attach(): void {
-    if (this.ready) this.recordReady();
+  override attach(voter: object): void {
+    super.attach(voter);
+    if (this.ready) this.recordReady(); // a cluster passed in already connected
   }
 
-  get connected(): boolean {
+  protected get transportUp(): boolean {
     return this.ready && this.cluster.isOpen;
   }
 
-  run<T>(
+  protected send<T>(
     script: LuaScript,
     keys: readonly string[],
     args: readonly (string | number)[],
@@ -90,15 +92,35 @@ export class NodeRedisClusterClient extends ClusterScriptClient {
     return runNodeRedisScript(this.connection, script, keys, args, this.nodeTimeout).then(decode);
   }
 
-  waitReady(timeoutMs: number): Promise<boolean> {
-    if (this.connected) return Promise.resolve(true);
+  protected waitTransport(timeoutMs: number): Promise<boolean> {
+    if (this.transportUp) return Promise.resolve(true);
     if (!this.cluster.isOpen) this.cluster.connect().catch(() => undefined);
     let onConnect: (() => void) | undefined;
     const ready = new Promise<void>((resolve) => this.cluster.on('connect', (onConnect = resolve)));
     return settleWithin(ready, timeoutMs).then(() => {
       this.cluster.off('connect', onConnect!);
-      return this.connected;
+      return this.transportUp;
     });
+  }
+
+  protected async shardServers(): Promise<ShardServer[]> {
+    const timeout = Math.max(this.nodeTimeout, 1000);
+    const username = (this.cluster as { _options?: { defaults?: { username?: string } } })._options?.defaults
+      ?.username;
+    return Promise.all(
+      (this.topology.masters ?? []).map(async (master) => {
+        const client = await this.topology.nodeClient(master);
+        const command = (args: string[]) => client.sendCommand(args, { timeout });
+        return {
+          address: master.address,
+          server: {
+            info: (section: string) => command(['INFO', section]).then(String),
+            configGet: (parameter: string) => command(['CONFIG', 'GET', parameter]),
+            username,
+          },
+        };
+      }),
+    );
   }
 
   async ping(): Promise<void> {
