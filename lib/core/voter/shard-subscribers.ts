@@ -1,12 +1,19 @@
-import { startTimeout, type CancelTimeout } from '../timeouts.js';
+import { settleWithin, startTimeout, type CancelTimeout } from '../timeouts.js';
 
 /** How often the masters are checked for a subscription to open, close or take over delivery, ms. */
 const RECONCILE_MS = 1000;
+/** How long a round waits for the subscribers' probes, at most, ms. */
+const PROBE_BOUND_MS = 2000;
 
 /** One subscribed connection to one master of a cluster, as a client opens it. */
 export interface ShardSubscription {
   /** False once the connection is known to be down (another one then delivers). */
   readonly healthy: boolean;
+  /**
+   * Optional: finds out whether the master answers (for a client that does not say when its
+   * connection drops: GLIDE); {@link healthy} then tells the answer. Called once a round.
+   */
+  probe?(): Promise<void>;
   /** Subscribes more channels on this connection. */
   subscribe(channels: readonly string[]): Promise<void>;
   close(): Promise<void>;
@@ -89,6 +96,9 @@ export class ShardSubscribers {
         void pending.then((s) => s?.close()).catch(() => undefined);
       }
       await Promise.all([...masters].map((address) => this.opened.get(address) ?? this.openOn(address)));
+      // Bounded: a round never hangs on a master that does not answer.
+      const probes = [...this.subscribed.values()].map((s) => s.probe?.().catch(() => undefined));
+      await settleWithin(Promise.all(probes), PROBE_BOUND_MS);
       const current = this.primary === undefined ? undefined : this.subscribed.get(this.primary);
       if (!current?.healthy) {
         this.primary = [...this.subscribed].find(([, s]) => s.healthy)?.[0];

@@ -181,6 +181,27 @@ describe.each(DRIVERS)('a quorum of three $name', (driver) => {
     }
   });
 
+  test('messages keep coming when the master whose subscriber delivered them is paused', async () => {
+    const e = await engine();
+    const voter = e.voters[0]!; // cluster 0
+    const got: string[] = [];
+    await voter.subscribe('__redlock_wake__:probe', (message) => got.push(message));
+    // Every subscriber gets every message; one of them delivers. Pausing each master in turn
+    // pauses the delivering one once: another must take over within a round of checks.
+    for (let paused = 0; paused < 3; paused++) {
+      clusters[0]!.nodes.stop(paused);
+      try {
+        await new Promise((r) => setTimeout(r, 2500)); // a round or two of the subscribers' checks
+        const message = `m${paused}`;
+        await clusters[0]!.nodes.client((paused + 1) % 3).publish('__redlock_wake__:probe', message);
+        await until(() => got.includes(message), 1500);
+      } finally {
+        clusters[0]!.nodes.resume(paused);
+      }
+      await clusters[0]!.waitHealthy();
+    }
+  });
+
   test('restart guard: a shard that lost its data makes its cluster abstain for its slots', async () => {
     const a = await engine({ restartGuard: 1500, ttl: 1000 });
     const [lost, kept] = await resourcesPerShard(clusters[0]!, 'g');

@@ -227,10 +227,21 @@ export class GlideClusterScriptClient extends ClusterScriptClient {
     };
     const create = () => createGlideSubscriber(factory, config, all, deliver);
     let current = await create();
+    // GLIDE says nothing when a connection drops: the master is asked (PING through the cluster
+    // client, by address) once a round, and a subscriber whose master does not answer stops
+    // delivering (another one takes over).
+    let answers = true;
+    const route: Route = { type: 'routeByAddress', ...config.addresses[0]! };
+    const timeoutMs = Math.max(this.nodeTimeout, 1000);
     return {
       get healthy() {
-        return !closed;
+        return !closed && answers;
       },
+      probe: () =>
+        this.command(['PING'], route, timeoutMs).then(
+          () => void (answers = true),
+          () => void (answers = false),
+        ),
       subscribe: async (more) => {
         for (const channel of more) all.add(channel);
         const previous = current;

@@ -1,5 +1,5 @@
 import { SCRIPTS, type LuaScript } from '../../scripts/index.js';
-import { settleWithin } from '../../timeouts.js';
+import { settleWithin, TIMED_OUT } from '../../timeouts.js';
 import type { ShardServer } from '../cluster-preflight.js';
 import { ClusterScriptClient } from '../cluster-script-client.js';
 import { describeError } from '../describe-error.js';
@@ -208,10 +208,23 @@ export class NodeRedisClusterClient extends ClusterScriptClient {
       await closeNodeRedis(client, 500);
       throw err;
     }
+    // A paused master keeps its socket open (isReady stays true): it is asked once a round, through
+    // the cluster's own connection to it, and stops delivering when it does not answer.
+    let answers = true;
+    const timeout = Math.max(this.nodeTimeout, 1000);
     return {
       get healthy() {
-        return client.isReady;
+        return client.isReady && answers;
       },
+      // (node-redis' timeout ends a command's wait in the queue only, not for a reply: settleWithin)
+      probe: () =>
+        settleWithin(
+          this.topology.nodeClient(master).then((node) => node.sendCommand(['PING'], { timeout })),
+          timeout,
+        ).then(
+          (reply) => void (answers = reply !== TIMED_OUT),
+          () => void (answers = false),
+        ),
       subscribe: subscribeAll,
       close: () => closeNodeRedis(client, 1000),
     };
