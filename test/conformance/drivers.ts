@@ -1,9 +1,11 @@
-import { GlideClient } from '@valkey/valkey-glide';
+import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
 import { Redis as Redis5 } from 'ioredis';
 import { Redis as Redis6 } from 'ioredis6';
-import { createClient } from 'redis';
-import { createClient as createClient5 } from 'redis5';
+import { createClient, createCluster } from 'redis';
+import { createClient as createClient5, createCluster as createCluster5 } from 'redis5';
 import { GlideVoter } from '../../lib/core/voter/glide/glide-voter.js';
+import { GlideClusterVoter } from '../../lib/core/voter/glide-cluster/cluster-voter.js';
+import { NodeRedisClusterVoter } from '../../lib/core/voter/node-redis-cluster/cluster-voter.js';
 import { NodeRedisVoter } from '../../lib/core/voter/node-redis/node-redis-voter.js';
 import { RedisVoter } from '../../lib/core/voter/ioredis/redis-voter.js';
 import { ClusterVoter } from '../../lib/core/voter/ioredis-cluster/cluster-voter.js';
@@ -44,6 +46,25 @@ export const DRIVERS: VoterDriver[] = [
     GlideVoter.from(own(glideClient(await glide(url))), ctx),
   ),
   cluster('ioredis 5 Cluster', (startupNodes, ctx) => ClusterVoter.from({ cluster: startupNodes }, ctx)),
+  cluster('node-redis 6 Cluster (createCluster)', async (startupNodes, ctx, own) => {
+    const rootNodes = startupNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` }));
+    const client = own(createCluster({ rootNodes }), (c) => void c.destroy());
+    await client.connect();
+    return NodeRedisClusterVoter.from(client, ctx);
+  }),
+  cluster('node-redis 5 Cluster, RESP2 (createCluster)', async (startupNodes, ctx, own) => {
+    const rootNodes = startupNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` }));
+    const client = own(createCluster5({ rootNodes }), (c) => void c.destroy());
+    await client.connect();
+    return NodeRedisClusterVoter.from(client, ctx);
+  }),
+  cluster('Valkey GLIDE 2 (GlideClusterClient)', async (startupNodes, ctx, own) => {
+    const client = await GlideClusterClient.createClient({ addresses: startupNodes, requestTimeout: 500 });
+    return GlideClusterVoter.from(
+      own(client, (c) => c.close()),
+      ctx,
+    );
+  }),
   memory('in-memory', (state, ctx) => MemoryVoter.factory('memory://conformance', state).createVoter(ctx)),
 ];
 
@@ -132,12 +153,23 @@ export function standalone(name: string, factory: StandaloneFactory): VoterDrive
   };
 }
 
+/** Closes `client` with `close` after the row (voters never close a client passed in). */
+type OwnCluster = <T>(client: T, close: (client: T) => void) => T;
+type ClusterFactory = (
+  startupNodes: Array<{ host: string; port: number }>,
+  context: VoterContext,
+  own: OwnCluster,
+) => Voter | Promise<Voter>;
+
 /** A column on a 3-shard Redis Cluster (started per test file), real time. */
-export function cluster(
-  name: string,
-  factory: (startupNodes: Array<{ host: string; port: number }>, context: VoterContext) => Voter,
-): VoterDriver {
+export function cluster(name: string, factory: ClusterFactory): VoterDriver {
   let shards: RedisClusterNodes | undefined;
+  const closers: Array<() => void> = [];
+  const own: OwnCluster = (client, close) => {
+    (client as { on?: (event: string, listener: () => void) => void }).on?.('error', () => undefined);
+    closers.push(() => close(client));
+    return client;
+  };
   const masters = () => shards!.nodes.ports.map((_, i) => shards!.nodes.client(i));
   return {
     name,
@@ -164,9 +196,10 @@ export function cluster(
       client.disconnect();
     },
     async createVoter(context) {
-      return factory(shards!.startupNodes, context);
+      return factory(shards!.startupNodes, context, own);
     },
     async reset() {
+      for (const close of closers.splice(0)) close();
       // Only the rows' keys: the slots' restart-guard markers stay, or every new voter would
       // seed 16,384 of them again while its row runs (and time it).
       await Promise.all(

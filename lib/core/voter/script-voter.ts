@@ -69,6 +69,11 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     return this.adapter.label;
   }
 
+  /** Whether its client routes by slot (a Redis Cluster): a lock's keys must then share one slot. */
+  get routesBySlot(): boolean {
+    return this.adapter.keySlot !== undefined;
+  }
+
   get connected(): boolean {
     return this.adapter.connected;
   }
