@@ -35,14 +35,21 @@ const PERMITS = 3;
 /** Restart guard of S25 (short, so that a killed node counts again within a phase's gap). */
 const GUARD = 1000;
 
-/** The figures and note every semaphore row reports: holders at once, and the workers' shares. */
-function semaphoreSummary(r: Report, resource: string, workers: readonly WorkerProcess[]) {
+/**
+ * The figures and note every semaphore row reports: holders at once, and the workers' shares. A
+ * worker the driver SIGSTOPped (`paused`) lost that time to the fault, not to the queue: the
+ * shares compared are those of the workers never stopped.
+ */
+function semaphoreSummary(
+  r: Report,
+  resource: string,
+  workers: readonly WorkerProcess[],
+  paused: ReadonlySet<string> = new Set(),
+) {
   const holders = holdersAtOnce(r.acquires, resource, PERMITS);
-  const share = shares(
-    r.acquires,
-    resource,
-    workers.map((w) => w.id),
-  );
+  const compared = workers.map((w) => w.id).filter((id) => !paused.has(id));
+  const share = shares(r.acquires, resource, compared);
+  const pausedShares = [...paused].map((id) => `${id} ${shares(r.acquires, resource, [id]).grants[0]}`);
   return {
     figures: {
       maxHolders: holders.max,
@@ -55,7 +62,8 @@ function semaphoreSummary(r: Report, resource: string, workers: readonly WorkerP
     note:
       `at most ${holders.max} holders at once (${PERMITS} permits; ${holders.excessGrants} grants over the ` +
       `limit, ${holders.excessMs.toFixed(0)} ms over it${holders.examples[0] ? `, e.g. ${holders.examples[0]}` : ''}); ` +
-      `grants per worker ${share.grants.join(', ')}, worst ratio to the median ${share.worstRatio.toFixed(2)}x`,
+      `grants per worker ${share.grants.join(', ')}, worst ratio to the median ${share.worstRatio.toFixed(2)}x` +
+      (pausedShares.length ? ` (paused, not compared: ${pausedShares.join(', ')})` : ''),
   };
 }
 
@@ -91,11 +99,20 @@ export function s25Semaphore(): Promise<ScenarioResult> {
         failBackoffMs: [5, 15],
       }));
       const done: Record<Phase, number> = { kill: 0, stop: 0, partition: 0, pause: 0 };
+      const paused = new Set<string>();
       await runWhile(env, ws, async () => {
         await sleep(300);
         for (let p = 0; p < phases; p++) {
           const kind = PHASES[p % PHASES.length]!;
-          await s25Phase(env, ws, kind, 1 + (Math.floor(p / PHASES.length) % 2), phaseMs, ttl);
+          const stopped = await s25Phase(
+            env,
+            ws,
+            kind,
+            1 + (Math.floor(p / PHASES.length) % 2),
+            phaseMs,
+            ttl,
+          );
+          if (stopped) paused.add(stopped);
           done[kind]++;
         }
         await sleep(300);
@@ -103,7 +120,7 @@ export function s25Semaphore(): Promise<ScenarioResult> {
       return {
         resources: range(PERMITS).map((k) => `s25#${k}`),
         summarise: (r) => {
-          const s = semaphoreSummary(r, 's25', ws);
+          const s = semaphoreSummary(r, 's25', ws, paused);
           return {
             figures: { ...s.figures, ...done },
             note:
@@ -116,7 +133,10 @@ export function s25Semaphore(): Promise<ScenarioResult> {
   );
 }
 
-/** One fault phase of S25 on `nodes` random nodes (or one random worker), then its recovery. */
+/**
+ * One fault phase of S25 on `nodes` random nodes (or one random worker), then its recovery.
+ * Resolves with the id of the worker it paused, if any.
+ */
 async function s25Phase(
   env: FaultEnv<NetworkNodes>,
   ws: readonly WorkerProcess[],
@@ -124,7 +144,7 @@ async function s25Phase(
   nodes: number,
   phaseMs: number,
   ttl: number,
-): Promise<void> {
+): Promise<string | undefined> {
   const targets = randomNodes(nodes);
   const start = now();
   if (kind === 'pause') {
@@ -134,6 +154,7 @@ async function s25Phase(
     w.resume();
     env.mark(`pause ${w.id}`, start, now());
     await sleep(300);
+    return w.id;
   } else if (kind === 'partition') {
     env.redis.partition(targets);
     env.redis.assertRoutedLocally(); // a cut link keeps its route (netns.ts)
