@@ -60,6 +60,15 @@ export function slotRequest(
 
 /** Makes semaphore attempts: the slot search, the vote per slot, the give-backs. */
 export class SlotAcquirer {
+  /**
+   * The latest round of each acquire. Its attempts share one value, so a late give-back of an
+   * earlier round, sent after a later round's slot search on that voter, would take back the slot
+   * the later round was granted there (S25: two holders of one permit once a partition healed).
+   * The later round's search ran after the earlier one's on that voter and answered for what it
+   * left there (a slot holding the caller's value is granted first); its own give-back frees it.
+   */
+  private readonly rounds = new WeakMap<AcquireRequest, number>();
+
   constructor(
     private readonly parts: EngineParts,
     private readonly acquirer: Acquirer,
@@ -90,6 +99,9 @@ export class SlotAcquirer {
     const { lockKey, permits } = request.semaphore;
     const keys = order.map((permit) => request.lockKeys[permit]!);
     const started = performance.now();
+    const round = (this.rounds.get(request) ?? 0) + 1;
+    this.rounds.set(request, round);
+    const superseded = () => this.rounds.get(request) !== round;
     const seedUs = this.parts.seedProposalUs();
     const replies: Array<SlotVote | undefined> = new Array(list.length);
     const failures: Array<string | undefined> = new Array(list.length);
@@ -135,7 +147,7 @@ export class SlotAcquirer {
 
     if (winner !== undefined) {
       const won = this.take(request, value, winner, order, replies, started);
-      this.giveBack(request, value, order, pending, replies, winner, won !== undefined);
+      this.giveBack(request, value, order, pending, replies, winner, won !== undefined, superseded);
       const lock = won instanceof Promise ? await won : won;
       if (lock) return { attempt: { outcome: 'granted', lock } };
       // The fencing round failed after the give-backs: the slot won goes too (a waiter keeps its place).
@@ -146,7 +158,7 @@ export class SlotAcquirer {
         `${ttl} ms lease (or the fencing counters could not be raised on a majority); retry`;
       return { attempt: { outcome: 'busy', retryAfterMs: 0, contended: true, why } };
     }
-    this.giveBack(request, value, order, pending, replies, undefined, false);
+    this.giveBack(request, value, order, pending, replies, undefined, false, superseded);
 
     const conflict = replies.find((r) => r?.kind === 'conflict');
     if (conflict?.kind === 'conflict') {
@@ -247,6 +259,7 @@ export class SlotAcquirer {
    * a slot other than the one won (to the first waiter), the caller's place in the shared queue once
    * it won, and, when it lost, whatever it got (keeping its place in line when it waits). The slot
    * won is kept where it was granted; if the grant could not be used (`kept` false), it goes too.
+   * A late answer is left to a later round of the same acquire once one started (`superseded`).
    */
   private giveBack(
     request: AcquireRequest,
@@ -256,6 +269,7 @@ export class SlotAcquirer {
     replies: ReadonlyArray<SlotVote | undefined>,
     winner: number | undefined,
     kept: boolean,
+    superseded: () => boolean,
   ): void {
     const { voters } = this.parts;
     const keys = request.lockKeys;
@@ -274,8 +288,8 @@ export class SlotAcquirer {
       // No answer yet (or it failed): a grant may still land there; free it once it is known.
       else
         sent.then(
-          (vote) => letGo(voter, vote),
-          () => letGo(voter, undefined),
+          (vote) => superseded() || letGo(voter, vote),
+          () => superseded() || letGo(voter, undefined),
         );
     });
   }
