@@ -1,7 +1,10 @@
 import {
+  CLOCK_MARK,
+  clockMarkArgs,
   decodeAcquireReply,
+  decodeClockMarkReply,
   decodeExtendManyReply,
-  decodeExtendReply,
+  decodeExtendOneReply,
   decodeInspectReply,
   decodeRaiseFenceReply,
   decodeSlotReply,
@@ -12,6 +15,8 @@ import {
   letGoScript,
   SCRIPTS,
   type AcquireVote,
+  type ClockMark,
+  type ExtendAnswers,
   type ExtendRequest,
   type KeyView,
   type LetGo,
@@ -25,8 +30,6 @@ import type { Voter, VoterContext } from './voter.js';
 
 /** A reply decoder that keeps the reply as it came (letting go: nobody reads the count). */
 const asItCame = (reply: unknown): unknown => reply;
-/** EXTEND's reply, as the batch of one it answers. */
-const extendedOne = (reply: unknown): boolean[] => [decodeExtendReply(reply)];
 
 /**
  * A voter that runs the Lua scripts (scripts/) on a Redis server or cluster, through a
@@ -44,6 +47,8 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
    * ScriptClient.reorders and letGo); undefined on the others.
    */
   private readonly acquiring: Map<string, Promise<unknown>> | undefined;
+  /** Whether extensions ask for the node's clock (the engine runs the clock guard). */
+  private readonly clockReadings: boolean;
 
   constructor(
     /** The client adapter. */
@@ -51,6 +56,7 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     context: VoterContext,
   ) {
     this.calls = context.calls;
+    this.clockReadings = context.settings.clockReadings === true;
     this.acquiring = adapter.reorders ? new Map() : undefined;
     adapter.attach?.(this);
   }
@@ -132,13 +138,14 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     return this.adapter.run(SCRIPTS.raiseFence, fencedKeys(keys), args, decodeRaiseFenceReply);
   }
 
-  extend(batch: readonly ExtendRequest[]): Promise<boolean[]> {
+  extend(batch: readonly ExtendRequest[]): Promise<ExtendAnswers> {
+    const clock = this.clockReadings;
     if (batch.length === 1) {
       const only = batch[0]!;
-      return this.adapter.run(SCRIPTS.extend, only.keys, extendArgs(only), extendedOne);
+      return this.adapter.run(SCRIPTS.extend, only.keys, extendArgs(only, clock), decodeExtendOneReply);
     }
     if (this.adapter.keySlot) return this.extendBySlot(batch, this.adapter.keySlot.bind(this.adapter));
-    const { keys, args } = extendManyCall(batch);
+    const { keys, args } = extendManyCall(batch, clock);
     return this.adapter.run(SCRIPTS.extendMany, keys, args, (reply) =>
       decodeExtendManyReply(reply, batch.length),
     );
@@ -165,6 +172,17 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     const calls = this.calls;
     const args = calls.letGoArgs(value, how);
     return this.adapter.runOneWay(letGoScript(how), calls.keys(keys), args, calls.oneWay);
+  }
+
+  /**
+   * Puts this node under the restart guard for every client for `forMs` (scripts/clock-mark.ts).
+   * Undefined on a client that routes by slot (a Redis Cluster): its markers are one per slot, and
+   * its masters' clocks are not one clock.
+   */
+  markClockStep(forMs: number): Promise<ClockMark> | undefined {
+    if (this.adapter.keySlot) return undefined;
+    const marker = this.adapter.markerKey([]);
+    return this.adapter.run(CLOCK_MARK, [marker], clockMarkArgs(forMs, marker), decodeClockMarkReply);
   }
 
   inspect(lockKey: string): Promise<KeyView> {
@@ -237,7 +255,10 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     sent.then(settled, settled);
   }
 
-  /** One EXTEND_MANY per slot of the batch (a script cannot reach across slots), in parallel. */
+  /**
+   * One EXTEND_MANY per slot of the batch (a script cannot reach across slots), in parallel. No
+   * clock reading: the slots live on several masters, whose clocks are not one voter's clock.
+   */
   private extendBySlot(
     batch: readonly ExtendRequest[],
     keySlot: (key: string) => number,
