@@ -50,6 +50,14 @@ export class ClockGuard {
     if (confirmed.length > 0) for (const i of confirmed) this.markForEveryClient(i);
   }
 
+  /**
+   * Voter `index`'s clock stepped forward by `stepMs`, as a reply that carries no reading of its own
+   * showed (a hand-over, timed against the waiter's earlier reading): excluded as in {@link noteClock}.
+   */
+  excludeAfterStep(index: number, stepMs: number): void {
+    this.noteStep(index, stepMs, this.settings.excludeForMs);
+  }
+
   /** Whether voter `index` counts toward this engine's quorums (not excluded by the clock guard). */
   counts(index: number): boolean {
     // The usual case costs one comparison: no voter was ever excluded.

@@ -141,6 +141,14 @@ export class Voters {
     this.clockGuard.noteClock(index, sentAt, receivedAt, clockUs);
   }
 
+  /**
+   * The clock guard: voter `index`'s clock stepped forward by `stepMs` (more than the guard), as a
+   * hand-over showed: it does not count toward this engine's quorums for now (see ClockGuard).
+   */
+  excludeAfterStep(index: number, stepMs: number): void {
+    this.clockGuard.excludeAfterStep(index, stepMs);
+  }
+
   /** Whether voter `index` abstains now (restart, identity or clock guard). */
   abstains(index: number): boolean {
     return this.abstentions.abstainsUntil(index) > performance.now();

@@ -75,6 +75,31 @@ describe('clock guard: a step seen first in an extension reply or a semaphore gr
     await Promise.all(locks.map((l) => l.release()));
   });
 
+  test('a hand-over from a voter the clock guard excludes does not count', async () => {
+    const holder = await cluster.engine({ ttl: 5000, restartGuard: 10_000, clockGuard: false });
+    const { engine: waiter, steps } = await engine();
+    const held = await holder.acquire('handed');
+    // Voters 3 and 4 hold the key for someone else for 2 s: only voters 0, 1 and 2 hand it over.
+    const foreignUntil = performance.now() + 2000;
+    for (const i of [3, 4]) await cluster.redis.client(i).set('redlock:{handed}', 'someone', 'PX', 2000);
+    clocks.step(nodeClock(2), 1000); // less than the lease left there
+    await (await waiter.acquire('probe')).release(); // the waiter sees the step: voter 2 is excluded
+    await eventually(() => steps().length > 0);
+    expect(steps()).toHaveLength(1);
+    // Queued after the step: its readings of voter 2 agree with that voter's hand-over.
+    const waiting = waiter.acquire('handed', { ttl: 5000, wait: 5000 });
+    const queued = async () =>
+      (
+        await Promise.all([0, 1, 2].map((i) => cluster.redis.client(i).zcard('redlock:{handed}:queue')))
+      ).every((n) => n >= 1);
+    for (let i = 0; i < 400 && !(await queued()); i++) await sleep(5);
+    await held.release();
+    const lock = await waiting;
+    // Not from the hand-overs of 0, 1 and 2: only once voters 3 and 4 are free.
+    expect(performance.now()).toBeGreaterThan(foreignUntil - 50);
+    await lock.release();
+  });
+
   test('a semaphore grant carries the voter clock: a stepped voter is excluded, the slot still granted by the others', async () => {
     const { engine: e, steps } = await engine();
     const first = await e.acquire('sem', { permits: 2 });
