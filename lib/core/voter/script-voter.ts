@@ -144,7 +144,8 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
       const only = batch[0]!;
       return this.adapter.run(SCRIPTS.extend, only.keys, extendArgs(only, clock), decodeExtendOneReply);
     }
-    if (this.adapter.keySlot) return this.extendBySlot(batch, this.adapter.keySlot.bind(this.adapter));
+    const keySlot = this.adapter.keySlot?.bind(this.adapter);
+    if (keySlot && !inOneSlot(batch, keySlot)) return this.extendBySlot(batch, keySlot);
     const { keys, args } = extendManyCall(batch, clock);
     return this.adapter.run(SCRIPTS.extendMany, keys, args, (reply) =>
       decodeExtendManyReply(reply, batch.length),
@@ -257,7 +258,7 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
 
   /**
    * One EXTEND_MANY per slot of the batch (a script cannot reach across slots), in parallel. No
-   * clock reading: the slots live on several masters, whose clocks are not one voter's clock.
+   * clock reading: the slots may live on several masters, whose clocks are not one clock.
    */
   private extendBySlot(
     batch: readonly ExtendRequest[],
@@ -279,4 +280,11 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     });
     return Promise.all(calls).then(() => answers);
   }
+}
+
+/** Whether every lock of `batch` is in one slot (one EXTEND_MANY, with the clock, serves it). */
+function inOneSlot(batch: readonly ExtendRequest[], keySlot: (key: string) => number): boolean {
+  const slot = keySlot(batch[0]!.keys[0]!);
+  for (let i = 1; i < batch.length; i++) if (keySlot(batch[i]!.keys[0]!) !== slot) return false;
+  return true;
 }
