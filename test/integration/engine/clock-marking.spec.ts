@@ -6,6 +6,9 @@
  * (what a client whose own clock stood still sees) are marked for nobody. Real redis-server voters
  * whose wall clocks the clock shim steps.
  */
+import { spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { LockEvent, Redlock } from '../../../lib/index.js';
 import { ClockFiles, nodeClock } from '../../support/clock-shim.js';
 import { MemoryLogger, TestCluster, sleep } from '../../support/cluster.js';
@@ -13,6 +16,32 @@ import { MemoryLogger, TestCluster, sleep } from '../../support/cluster.js';
 const MARKER = 'redlock:__restart_guard__';
 const lockKey = (r: string) => `redlock:{${r}}`;
 const GUARD_MS = 2000;
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '../../..');
+
+/**
+ * A client process (the BUILT library, as an application runs it): one engine with the clock
+ * guard, acquiring and releasing in a loop; prints `tick` per cycle and every warning it logs;
+ * closes its engine and exits when its standard input ends.
+ */
+const CLIENT = `
+import { Redlock } from './dist/index.js';
+const say = (line) => process.stdout.write(line + '\\n');
+const logger = { log() {}, debug() {}, warn: (l) => say('warn ' + l), error: (l) => say('error ' + l) };
+const engine = new Redlock({ nodes: JSON.parse(process.env.LOCK_NODES), ttl: 1000, restartGuard: ${GUARD_MS}, logger });
+await engine.connect();
+engine.events$.subscribe((e) => { if (e.type === 'node-abstaining') say('abstaining ' + e.node); });
+let done = false;
+process.stdin.on('end', () => { done = true; });
+process.stdin.resume();
+while (!done) {
+  // The acquire in flight when the process stopped fails (its validity was spent): that is right.
+  const lock = await engine.acquire('stopped').catch(() => undefined);
+  await lock?.release();
+  say(lock ? 'tick' : 'spent');
+  await new Promise((r) => setTimeout(r, 5));
+}
+await engine.close();
+`;
 
 /** Polls `check` every 20 ms until it holds, at most `timeoutMs`; returns whether it did. */
 async function eventually(check: () => Promise<boolean>, timeoutMs = 3000): Promise<boolean> {
@@ -91,6 +120,34 @@ describe('clock guard for every client: a voter whose clock steps ahead of the o
     await sleep(Math.max(0, marked + GUARD_MS + 100 - performance.now()));
     expect(await grantedWithVoter2(b, 'fresh')).toBe(true);
     expect(await grantedWithVoter2(c, 'before')).toBe(true);
+  });
+
+  test('a client process stopped (SIGSTOP) for 3 s with the lock cycling marks no voter', async () => {
+    const urls = cluster.redis.urls.map((_, i) => cluster.url(i));
+    const child = spawn(process.execPath, ['--input-type=module', '-e', CLIENT], {
+      cwd: ROOT,
+      env: { ...process.env, LOCK_NODES: JSON.stringify(urls) },
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const ticks = () => output.split('\n').filter((l) => l === 'tick').length;
+    try {
+      expect(await eventually(() => Promise.resolve(ticks() >= 20), 10_000)).toBe(true);
+      child.kill('SIGSTOP'); // mid-cycle: replies wait in its sockets, timers fall due
+      await sleep(3000);
+      const before = ticks();
+      child.kill('SIGCONT');
+      expect(await eventually(() => Promise.resolve(ticks() >= before + 50), 10_000)).toBe(true);
+    } finally {
+      child.kill('SIGCONT');
+      child.stdin.end();
+      if (child.exitCode === null && child.signalCode === null) {
+        await new Promise((resolve) => child.once('exit', resolve));
+      }
+    }
+    expect(output).not.toMatch(/warn|error|abstaining/);
+    for (let i = 0; i < 5; i++) expect(await markerLeftMs(i)).toBe(0);
   });
 
   test('every voter moving alike (a client whose own clock stood still) marks none; the engine alone refuses them', async () => {
