@@ -86,7 +86,9 @@ export class MemoryVoter implements Voter {
       }
     }
     const tokens = keys.map((key) => this.grantToken(key + FENCE_SUFFIX, seedUs));
-    return this.clockReadings ? { kind: 'granted', tokens, clockUs: s.clockUs() } : { kind: 'granted', tokens };
+    return this.clockReadings
+      ? { kind: 'granted', tokens, clockUs: s.clockUs() }
+      : { kind: 'granted', tokens };
   }
 
   /** A semaphore's slot search (scripts/semaphore.ts, step for step). */
