@@ -104,6 +104,7 @@ export class SlotAcquirer {
     const superseded = () => this.rounds.get(request) !== round;
     const seedUs = this.parts.seedProposalUs();
     const replies: Array<SlotVote | undefined> = new Array(list.length);
+    /** Why a voter did not count: a failure, an abstention, or the clock guard (CLOCK_EXCLUDED). */
     const failures: Array<string | undefined> = new Array(list.length);
     const pending = list.map((voter) => {
       if (!voter.acquireSlot)
@@ -130,9 +131,14 @@ export class SlotAcquirer {
           (vote) => {
             // Every abstention is noted, also after the decision (health, Retry-After).
             if (vote.kind === 'abstaining') failures[i] = voters.noteAbstention(i, vote.forMs);
+            // The voter's clock, as a plain grant's (acquire.ts): a voter whose clock stepped
+            // forward is excluded before its grant would count.
+            else if (vote.kind === 'busy' || (vote.kind === 'granted' && vote.clockUs !== undefined))
+              voters.noteClock(i, started, performance.now(), vote.clockUs!);
             if (done) return;
             replies[i] = vote;
-            if (vote.kind === 'granted' && ++counts[order[vote.index]!]! >= quorum)
+            if (vote.kind === 'granted' && !voters.counts(i)) failures[i] = CLOCK_EXCLUDED;
+            else if (vote.kind === 'granted' && ++counts[order[vote.index]!]! >= quorum)
               return finish(order[vote.index]);
             if (++answered === list.length) finish(undefined);
           },
@@ -171,7 +177,10 @@ export class SlotAcquirer {
     let granted = 0;
     list.forEach((voter, i) => {
       const reply = replies[i];
-      if (reply?.kind === 'granted') {
+      if (reply?.kind === 'granted' && failures[i] === CLOCK_EXCLUDED) {
+        votes[i] = 'declined';
+        unavailable.push({ node: voter.label, reason: CLOCK_EXCLUDED });
+      } else if (reply?.kind === 'granted') {
         votes[i] = 'yes';
         granted++;
         for (const index of reply.free) freeOn[order[index]!]!++;
@@ -223,7 +232,8 @@ export class SlotAcquirer {
   ): HeldLock | undefined | Promise<HeldLock | undefined> {
     const grants: VoterGrant[] = [];
     replies.forEach((reply, index) => {
-      if (reply?.kind === 'granted' && order[reply.index] === slot) {
+      // Grants of voters the clock guard excludes count for nothing (their tokens neither).
+      if (reply?.kind === 'granted' && order[reply.index] === slot && this.parts.voters.counts(index)) {
         grants.push({ index, reply: { tokens: [reply.token] } });
       }
     });
@@ -233,7 +243,8 @@ export class SlotAcquirer {
     const finish = (tokens: number[] | undefined): HeldLock | undefined => {
       const { ttl, watchdog, maxHold, holdAtLeast } = request.opts;
       const now = performance.now();
-      const validity = ttl - (now - started) - this.parts.drift(ttl);
+      // Less the clock guard, as a plain lock's validity (acquire.ts).
+      const validity = ttl - (now - started) - this.parts.drift(ttl) - request.opts.clockGuard;
       if (!tokens || validity <= 0) return undefined;
       return this.leases.grant(
         {
@@ -294,6 +305,10 @@ export class SlotAcquirer {
     });
   }
 }
+
+/** Why the grant of a voter that the clock guard excludes does not count. */
+const CLOCK_EXCLUDED =
+  'its wall clock stepped forward by more than clockGuard (see the log): it does not count for now';
 
 /** Permits 0..count-1. */
 function natural(count: number): number[] {

@@ -172,6 +172,74 @@ export const BEHAVIOURS: Behaviour[] = [
     },
   },
   {
+    id: 'clock-readings',
+    title:
+      "clock readings: under the clock guard every grant (one key, several, a semaphore slot) and every extension reply (single and batch, refused too) carries the voter's clock; without it none does",
+    settings: { clockReadings: true },
+    async run({ voter, key, keys, engine, serverTimeUs, voterWith }) {
+      const e = engine();
+      const [a, b, m, s] = [e.value(), e.value(), e.value(true), e.value(true)];
+      const clockOf = async <T>(
+        what: string,
+        run: () => Promise<T>,
+        read: (reply: T) => number | undefined,
+      ) => {
+        const before = await serverTimeUs();
+        const reply = await run();
+        within(read(reply) ?? null, before, await serverTimeUs(), what);
+        return reply;
+      };
+      const grantClock = (vote: AcquireVote) => (vote.kind === 'granted' ? vote.clockUs : undefined);
+      await clockOf("a grant's clock", () => voter.acquire([key('cr')], a, LONG, ''), grantClock);
+      await clockOf(
+        "a grant of several keys' clock",
+        () => voter.acquire(keys('cr2', 2), m, LONG, ''),
+        grantClock,
+      );
+      const one = [{ keys: [key('cr')], value: a, ttlMs: LONG }];
+      const extended = await clockOf(
+        "an extension's clock",
+        () => voter.extend(one),
+        (r) => r.clockUs,
+      );
+      expect([...extended]).toEqual([true]);
+      const wrong = [{ keys: [key('cr')], value: b, ttlMs: LONG }];
+      const refused = await clockOf(
+        "a refused extension's clock",
+        () => voter.extend(wrong),
+        (r) => r.clockUs,
+      );
+      expect([...refused]).toEqual([false]);
+      // A batch (its locks in one slot, so that a Cluster voter answers from one master's clock).
+      const [x, y] = keys('cr3', 2);
+      await grant(voter, x!, b);
+      const batch = [
+        { keys: [x!], value: b, ttlMs: LONG },
+        { keys: [y!], value: b, ttlMs: LONG },
+      ];
+      const answers = await clockOf(
+        "a batch extension's clock",
+        () => voter.extend(batch),
+        (r) => r.clockUs,
+      );
+      expect([...answers]).toEqual([true, false]);
+      if (voter.acquireSlot) {
+        const slots = [0, 1].map((permit) => slotKey(key('crs'), permit));
+        const vote = await clockOf(
+          "a slot grant's clock",
+          () => voter.acquireSlot!(slots, key('crs'), s, LONG, '', undefined, 2),
+          (v) => (v.kind === 'granted' ? v.clockUs : undefined),
+        );
+        expect(vote.kind).toBe('granted');
+      }
+      // Without the guard nothing is read: no clock in grants or extension replies.
+      const plain = await voterWith({ clockReadings: false });
+      const vote = await plain.acquire([key('cr4')], a, LONG, '');
+      expect(vote.kind === 'granted' && vote.clockUs).toBeFalsy();
+      expect((await plain.extend([{ keys: [key('cr4')], value: a, ttlMs: LONG }])).clockUs).toBeUndefined();
+    },
+  },
+  {
     id: 'release',
     title:
       "release: the holder's release frees its keys; another value frees nothing; a second release is harmless",

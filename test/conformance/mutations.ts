@@ -168,6 +168,14 @@ export const MUTATIONS: Record<string, Mutant> = {
     })),
   ),
 
+  'clock-readings': mutant(
+    'Extension replies carry no clock: a step seen first there goes unnoticed.',
+    (voter) =>
+      override(voter, (inner) => ({
+        extend: async (batch) => [...(await inner.extend(batch))],
+      })),
+  ),
+
   'abstention-reporting': mutant('Abstentions go unreported: onAbstention drops its listener.', (voter) =>
     override(voter, () => ({ onAbstention: () => undefined })),
   ),

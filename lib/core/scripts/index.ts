@@ -66,12 +66,17 @@ export { decodeSlotReply, type SlotVote } from './semaphore.js';
 export { decodeReadersReply } from './read.js';
 export {
   decodeExtendManyReply,
+  decodeExtendOneReply,
   decodeExtendReply,
   extendArgs,
   extendManyCall,
+  type ExtendAnswers,
   type ExtendRequest,
 } from './extend.js';
 export { decodeRaiseFenceReply } from './fence.js';
+// Not in SCRIPTS.all (loaded on every connection): it runs once per clock step, and its first
+// call sends its source.
+export { CLOCK_MARK, clockMarkArgs, decodeClockMarkReply, type ClockMark } from './clock-mark.js';
 export { letGoScript, RELEASE, type LetGo } from './release.js';
 export { decodeInspectReply, type KeyView } from './inspect.js';
 export { runScript, type LuaScript } from './lua-script.js';

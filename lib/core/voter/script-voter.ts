@@ -1,7 +1,10 @@
 import {
+  CLOCK_MARK,
+  clockMarkArgs,
   decodeAcquireReply,
+  decodeClockMarkReply,
   decodeExtendManyReply,
-  decodeExtendReply,
+  decodeExtendOneReply,
   decodeInspectReply,
   decodeRaiseFenceReply,
   decodeSlotReply,
@@ -13,6 +16,8 @@ import {
   letGoScript,
   SCRIPTS,
   type AcquireVote,
+  type ClockMark,
+  type ExtendAnswers,
   type ExtendRequest,
   type KeyView,
   type LetGo,
@@ -35,8 +40,6 @@ import type { Voter, VoterContext } from './voter.js';
 
 /** A reply decoder that keeps the reply as it came (letting go: nobody reads the count). */
 const asItCame = (reply: unknown): unknown => reply;
-/** EXTEND's reply, as the batch of one it answers. */
-const extendedOne = (reply: unknown): boolean[] => [decodeExtendReply(reply)];
 
 /**
  * A voter that runs the Lua scripts (scripts/) on a Redis server or cluster, through a
@@ -54,6 +57,8 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
    * ScriptClient.reorders and letGo); undefined on the others.
    */
   private readonly acquiring: Map<string, Promise<unknown>> | undefined;
+  /** Whether extensions ask for the node's clock (the engine runs the clock guard). */
+  private readonly clockReadings: boolean;
 
   constructor(
     /** The client adapter. */
@@ -61,6 +66,7 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     context: VoterContext,
   ) {
     this.calls = context.calls;
+    this.clockReadings = context.settings.clockReadings === true;
     this.acquiring = adapter.reorders ? new Map() : undefined;
     adapter.attach?.(this);
   }
@@ -148,15 +154,17 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     return this.adapter.run(SCRIPTS.raiseFence, fencedKeys(keys), args, decodeRaiseFenceReply);
   }
 
-  extend(batch: readonly ExtendRequest[]): Promise<boolean[]> {
+  extend(batch: readonly ExtendRequest[]): Promise<ExtendAnswers> {
+    const clock = this.clockReadings;
     if (batch.length === 1) {
       const only = batch[0]!;
       if (isReader(only.value)) return readExtend(this.adapter, only).then((extended) => [extended]);
-      return this.adapter.run(SCRIPTS.extend, only.keys, extendArgs(only), extendedOne);
+      return this.adapter.run(SCRIPTS.extend, only.keys, extendArgs(only, clock), decodeExtendOneReply);
     }
     if (batch.some((request) => isReader(request.value))) return this.extendWithReaders(batch);
-    if (this.adapter.keySlot) return this.extendBySlot(batch, this.adapter.keySlot.bind(this.adapter));
-    const { keys, args } = extendManyCall(batch);
+    const keySlot = this.adapter.keySlot?.bind(this.adapter);
+    if (keySlot && !inOneSlot(batch, keySlot)) return this.extendBySlot(batch, keySlot);
+    const { keys, args } = extendManyCall(batch, clock);
     return this.adapter.run(SCRIPTS.extendMany, keys, args, (reply) =>
       decodeExtendManyReply(reply, batch.length),
     );
@@ -194,6 +202,17 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     }
     const args = calls.letGoArgs(value, how);
     return this.adapter.runOneWay(letGoScript(how), calls.keys(keys), args, calls.oneWay);
+  }
+
+  /**
+   * Puts this node under the restart guard for every client for `forMs` (scripts/clock-mark.ts).
+   * Undefined on a client that routes by slot (a Redis Cluster): its markers are one per slot, and
+   * its masters' clocks are not one clock.
+   */
+  markClockStep(forMs: number): Promise<ClockMark> | undefined {
+    if (this.adapter.keySlot) return undefined;
+    const marker = this.adapter.markerKey([]);
+    return this.adapter.run(CLOCK_MARK, [marker], clockMarkArgs(forMs, marker), decodeClockMarkReply);
   }
 
   inspect(lockKey: string): Promise<KeyView> {
@@ -276,19 +295,25 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
   }
 
   /** A batch with readers: each reader's extension on its own, the writers' as one batch. */
-  private extendWithReaders(batch: readonly ExtendRequest[]): Promise<boolean[]> {
+  private extendWithReaders(batch: readonly ExtendRequest[]): Promise<ExtendAnswers> {
     const writers = batch.filter((request) => !isReader(request.value));
-    const written = writers.length > 0 ? this.extend(writers) : Promise.resolve([]);
+    const written: Promise<ExtendAnswers> = writers.length > 0 ? this.extend(writers) : Promise.resolve([]);
     const read = batch.map((request) =>
       isReader(request.value) ? readExtend(this.adapter, request) : undefined,
     );
     return Promise.all([written, Promise.all(read)]).then(([writerAnswers, readAnswers]) => {
       let w = 0;
-      return batch.map((_, i) => readAnswers[i] ?? writerAnswers[w++]!);
+      const answers: ExtendAnswers = batch.map((_, i) => readAnswers[i] ?? writerAnswers[w++]!);
+      // The writers' call read the node's clock (under the guard): it stands for the batch.
+      if (writerAnswers.clockUs !== undefined) answers.clockUs = writerAnswers.clockUs;
+      return answers;
     });
   }
 
-  /** One EXTEND_MANY per slot of the batch (a script cannot reach across slots), in parallel. */
+  /**
+   * One EXTEND_MANY per slot of the batch (a script cannot reach across slots), in parallel. No
+   * clock reading: the slots may live on several masters, whose clocks are not one clock.
+   */
   private extendBySlot(
     batch: readonly ExtendRequest[],
     keySlot: (key: string) => number,
@@ -309,4 +334,11 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     });
     return Promise.all(calls).then(() => answers);
   }
+}
+
+/** Whether every lock of `batch` is in one slot (one EXTEND_MANY, with the clock, serves it). */
+function inOneSlot(batch: readonly ExtendRequest[], keySlot: (key: string) => number): boolean {
+  const slot = keySlot(batch[0]!.keys[0]!);
+  for (let i = 1; i < batch.length; i++) if (keySlot(batch[i]!.keys[0]!) !== slot) return false;
+  return true;
 }

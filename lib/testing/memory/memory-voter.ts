@@ -7,6 +7,7 @@ import {
   TURN_MARK,
   wakeChannelOf,
   type AcquireVote,
+  type ExtendAnswers,
   type ExtendRequest,
   type KeyView,
   type LetGo,
@@ -37,6 +38,8 @@ export class MemoryVoter implements Voter, ReaderHost {
   private readonly fenceIdleMs: number;
   /** How far above its clock a first token may be seeded with the caller's proposal, µs (fence.ts). */
   private readonly seedWindowUs: number;
+  /** Whether grants and extensions carry the clock (the engine runs the clock guard). */
+  private readonly clockReadings: boolean;
 
   constructor(
     readonly label: string,
@@ -47,6 +50,7 @@ export class MemoryVoter implements Voter, ReaderHost {
     this.turnMs = context.settings.turnMs;
     this.fenceIdleMs = context.settings.fenceIdleMs;
     this.seedWindowUs = Math.max(0, Math.floor(context.settings.seedWindowMs)) * 1000;
+    this.clockReadings = context.settings.clockReadings === true;
   }
 
   /** A factory for `nodes`: one voter per engine, all sharing `state` (one "server"). */
@@ -92,7 +96,10 @@ export class MemoryVoter implements Voter, ReaderHost {
         if (ticket !== '') s.zrem(queueKeyOf(key), value);
       }
     }
-    return { kind: 'granted', tokens: keys.map((key) => this.grantToken(key + FENCE_SUFFIX, seedUs)) };
+    const tokens = keys.map((key) => this.grantToken(key + FENCE_SUFFIX, seedUs));
+    return this.clockReadings
+      ? { kind: 'granted', tokens, clockUs: s.clockUs() }
+      : { kind: 'granted', tokens };
   }
 
   /** A semaphore's slot search (scripts/semaphore.ts, step for step). */
@@ -141,6 +148,7 @@ export class MemoryVoter implements Voter, ReaderHost {
     s.set(slotKeys[slot]!, value, ttlMs);
     if (ticket !== '') s.zrem(queue, value);
     const token = this.grantToken(slotKeys[slot]! + FENCE_SUFFIX, seedUs);
+    if (this.clockReadings) return { kind: 'granted', index: slot, token, free, clockUs: s.clockUs() };
     return { kind: 'granted', index: slot, token, free };
   }
 
@@ -175,13 +183,15 @@ export class MemoryVoter implements Voter, ReaderHost {
     return true;
   }
 
-  async extend(batch: readonly ExtendRequest[]): Promise<boolean[]> {
-    return batch.map(({ keys, value, ttlMs }) => {
+  async extend(batch: readonly ExtendRequest[]): Promise<ExtendAnswers> {
+    const answers: ExtendAnswers = batch.map(({ keys, value, ttlMs }) => {
       if (isReader(value)) return readExtend(this, keys[0]!, value, ttlMs);
       if (keys.some((key) => this.state.get(key) !== value)) return false;
       for (const key of keys) this.state.pexpire(key, ttlMs);
       return true;
     });
+    if (this.clockReadings) answers.clockUs = this.state.clockUs();
+    return answers;
   }
 
   async letGo(keys: readonly string[], value: string, how: LetGo): Promise<void> {
