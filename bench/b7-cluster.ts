@@ -1,4 +1,6 @@
+import { GlideClusterClient } from '@valkey/valkey-glide';
 import { Redlock, type RedlockOptions } from 'nest-quorum-lock';
+import { createCluster } from 'redis';
 import { RedisClusterNodes, RedisNodes } from 'nest-quorum-lock/testing';
 import { medianCost, perCycle, startSlice, type CycleCost, type SliceCost } from './meter.js';
 import type { BenchContext, BenchResult, Benchmark, Row } from './report.js';
@@ -12,6 +14,8 @@ import { median, now, summarise } from './stats.js';
  *   cluster1  3 clusters of 1 shard: what the cluster client path costs (ioredis Cluster routing,
  *             the slot's marker key), with as many server processes as plain
  *   cluster3  3 clusters of 3 shards (9 processes): the shape that scales with cores
+ *   cluster3-node-redis, cluster3-glide: the same clusters as node-redis createCluster() clusters
+ *             and Valkey GLIDE GlideClusterClients passed in (what each client's path costs)
  * On a machine with fewer cores than server processes, cluster3 cannot show scaling: the figure
  * to project from is the Redis CPU per lock per voter, which a cluster spreads over its shards.
  */
@@ -38,8 +42,11 @@ const VOTERS = 3;
 async function openSetups(ctx: BenchContext): Promise<{ setups: Setup[]; close: () => Promise<void> }> {
   const clusters: RedisClusterNodes[] = [];
   const engines: Redlock[] = [];
+  /** Clients passed in (closed after the engines, which never close them). */
+  const clients: Array<() => void> = [];
   const close = async () => {
     await Promise.all(engines.map((e) => e.close()));
+    for (const closeClient of clients) closeClient();
     await Promise.all(clusters.map((c) => c.close()));
   };
   const engine = async (nodes: RedlockOptions['nodes']) => {
@@ -88,6 +95,40 @@ async function openSetups(ctx: BenchContext): Promise<{ setups: Setup[]; close: 
           engine: await engine(
             set.map((c) => ({ cluster: c.startupNodes, options: { enableAutoPipelining: true } })),
           ),
+          shardsPerVoter: shards,
+          servers: set.map((c) => c.nodes),
+        });
+        const nodeRedis = await Promise.all(
+          set.map(async (c) => {
+            const rootNodes = c.startupNodes.map((n) => ({ url: `redis://${n.host}:${n.port}` }));
+            const client = createCluster({ rootNodes });
+            client.on('error', () => undefined);
+            clients.push(() => void client.destroy());
+            await client.connect();
+            return client;
+          }),
+        );
+        setups.push({
+          id: 'cluster3-node-redis',
+          label: `${VOTERS} node-redis 6 createCluster() voters of 3 shards`,
+          engine: await engine(nodeRedis),
+          shardsPerVoter: shards,
+          servers: set.map((c) => c.nodes),
+        });
+        const glide = await Promise.all(
+          set.map(async (c) => {
+            const client = await GlideClusterClient.createClient({
+              addresses: c.startupNodes,
+              requestTimeout: 500,
+            });
+            clients.push(() => client.close());
+            return client;
+          }),
+        );
+        setups.push({
+          id: 'cluster3-glide',
+          label: `${VOTERS} Valkey GLIDE GlideClusterClient voters of 3 shards`,
+          engine: await engine(glide),
           shardsPerVoter: shards,
           servers: set.map((c) => c.nodes),
         });

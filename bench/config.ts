@@ -34,6 +34,14 @@ export interface BenchConfig {
   };
   /** First grants: `ops` acquire + release on never-used keys, and as many on one warm key. */
   readonly b8: { readonly ops: number; readonly warmup: number };
+  /** Semaphores: `clients` on one key of `permits`, each holding `holdMs`, pausing `pauseMs`. */
+  readonly b9: {
+    readonly clients: number;
+    readonly permits: number;
+    readonly seconds: number;
+    readonly holdMs: number;
+    readonly pauseMs: number;
+  };
   readonly b5: {
     readonly ops: number;
     /** Upper bound of one library's run while the node is stopped, s (a stalling peer must not stall the bench). */
@@ -46,6 +54,13 @@ export interface BenchConfig {
     readonly seconds: number;
     readonly ttl: number;
     readonly concurrency: number;
+  };
+  /** Readers' throughput on one key: `loops` loops, each hold `holdMs` of work. */
+  readonly b10: {
+    readonly loops: number;
+    readonly seconds: number;
+    readonly warmupSeconds: number;
+    readonly holdMs: number;
   };
 }
 
@@ -82,6 +97,7 @@ export function readConfig(baseline?: string): BenchConfig {
     b2: { loops: 64, seconds: seconds(10), warmupSeconds: seconds(1, 0.2) },
     b3: { clients: 16, seconds: seconds(10, 1), workMs: 1, pauseMs: 5 },
     b8: { ops: count(2_000, 50), warmup: count(200, 20) },
+    b9: { clients: 32, permits: 8, seconds: seconds(10, 1), holdMs: 2, pauseMs: 1 },
     b5: {
       ops: count(1_000, 20),
       budgetSeconds: envNumber('BENCH_B5_BUDGET_SECONDS', seconds(120, 10)),
@@ -94,5 +110,6 @@ export function readConfig(baseline?: string): BenchConfig {
       ttl: 3_000,
       concurrency: 128,
     },
+    b10: { loops: 16, seconds: seconds(6, 1), warmupSeconds: seconds(1, 0.2), holdMs: 2 },
   };
 }

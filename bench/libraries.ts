@@ -18,6 +18,7 @@ export type LibraryId =
   | 'ours-baseline'
   | 'ours-autopipe'
   | 'ours-otel'
+  | 'ours-noclock'
   | 'ours-node-redis'
   | 'ours-glide'
   | 'redlock5'
@@ -102,12 +103,13 @@ const WAITING_OURS = (s: ClientSettings) =>
 
 /** Our engine. Nodes are given as URLs (connections owned by the engine), like most users will. */
 function ours(
-  id: 'ours' | 'ours-baseline' | 'ours-autopipe' | 'ours-otel',
+  id: 'ours' | 'ours-baseline' | 'ours-autopipe' | 'ours-otel' | 'ours-noclock',
   label: string,
   pkg: string,
   Engine: EngineClass,
   nodeOptions: RedisOptions | undefined,
   withTelemetry = false,
+  engineOptions: { clockGuard?: false } = {},
 ): Library {
   return {
     id,
@@ -120,7 +122,14 @@ function ours(
         nodeOptions ? { ...redisOptionsFromUrl(url), ...nodeOptions } : url,
       );
       const telemetry = withTelemetry ? benchTelemetry() : undefined;
-      const engine = new Engine({ nodes, ttl: s.ttl, wait: s.wait, nodeTimeout: s.nodeTimeout, telemetry });
+      const engine = new Engine({
+        nodes,
+        ttl: s.ttl,
+        wait: s.wait,
+        nodeTimeout: s.nodeTimeout,
+        telemetry,
+        ...engineOptions,
+      });
       await engine.connect();
       return {
         acquire: (resource) => engine.acquire(resource),
@@ -329,7 +338,7 @@ const universalNodeRedis: Library = {
   },
 };
 
-/** Every library, in column order. `ours-otel` and `ours-autopipe` only run when BENCH_LIBS names them. */
+/** Every library, in column order. `ours-otel`, `ours-autopipe` and `ours-noclock` only run when BENCH_LIBS names them. */
 export const ALL_LIBRARIES: readonly Library[] = [
   ours(
     'ours',
@@ -358,6 +367,16 @@ export const ALL_LIBRARIES: readonly Library[] = [
     `nest-quorum-lock@${packageVersion('nest-quorum-lock')} (this repo, dist/) with enableAutoPipelining`,
     OurRedlock,
     { enableAutoPipelining: true },
+  ),
+  // What the clock guard costs: the same engine with `clockGuard: false` (BENCH_LIBS=ours,ours-noclock).
+  ours(
+    'ours-noclock',
+    'ours, clockGuard off',
+    `nest-quorum-lock@${packageVersion('nest-quorum-lock')} (this repo, dist/) with clockGuard: false`,
+    OurRedlock,
+    undefined,
+    false,
+    { clockGuard: false },
   ),
 ];
 

@@ -42,6 +42,13 @@ export interface BenchResult {
   readonly notes: readonly string[];
   /** Everything measured, for results.json. */
   readonly details: Readonly<Record<string, unknown>>;
+  /**
+   * Columns of this benchmark that are not libraries of the run (B9: both of redis-semaphore's
+   * quorum semaphores), added to the table after the libraries.
+   */
+  readonly columns?: ReadonlyArray<{ readonly id: Column; readonly label: string }>;
+  /** The column this benchmark's ratios are taken against, when not the run's (B9: ours). */
+  readonly reference?: Column;
 }
 
 /** Everything a benchmark gets to run. */
@@ -107,12 +114,12 @@ export function renderTable(
   const lines: string[][] = [header];
   for (const result of results) {
     for (const row of result.rows) {
-      const base = cellValue(row.cells[reference]);
+      const base = cellValue(row.cells[result.reference ?? reference]);
       lines.push([
         result.id,
         `${row.metric} (${row.unit})`,
         row.better,
-        ...columns.map((c) => formatCell(row, c.id, reference, base)),
+        ...columns.map((c) => formatCell(row, c.id, result.reference ?? reference, base)),
       ]);
     }
   }

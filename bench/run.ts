@@ -16,6 +16,8 @@ import { b5 } from './b5-stopped-node.js';
 import { b6 } from './b6-watchdog.js';
 import { b7 } from './b7-cluster.js';
 import { b8 } from './b8-first-grant.js';
+import { b9 } from './b9-semaphore.js';
+import { b10 } from './b10-read-write.js';
 import { readConfig } from './config.js';
 import { baselineLibrary, packageEngines, selectLibraries, smokeTest, type Library } from './libraries.js';
 import { startNodes } from './nodes.js';
@@ -23,7 +25,7 @@ import { FLOOR, renderTable, type BenchContext, type BenchResult, type Benchmark
 import { settle } from './stats.js';
 
 /** Every benchmark, in run order. */
-const BENCHMARKS: readonly Benchmark[] = [b1, b2, b3, b8, b4, b5, b6, b7];
+const BENCHMARKS: readonly Benchmark[] = [b1, b2, b3, b8, b9, b10, b4, b5, b6, b7];
 
 /** The column every ratio is taken against when it runs (else ours). */
 const REFERENCE = 'redlock5';
@@ -80,7 +82,7 @@ async function main(): Promise<number> {
   const argv = process.argv.slice(2);
   if (argv.includes('--help') || argv.includes('-h')) {
     console.log(
-      'usage: npm run bench [-- B1 B2 B3 B8 B4 B5 B6 B7] [--baseline <dist dir>]   (env: see bench/README.md)',
+      'usage: npm run bench [-- B1 B2 B3 B8 B9 B4 B5 B6 B7] [--baseline <dist dir>]   (env: see bench/README.md)',
     );
     return 0;
   }
@@ -155,10 +157,12 @@ async function main(): Promise<number> {
         `${load} on ${cpus().length} CPUs: other work shared the machine, timings are pessimistic`,
       );
     }
-    const columns = [
-      ...libraries.map((l) => ({ id: l.id, label: l.label })),
-      { id: FLOOR, label: 'floor (no lock)' },
-    ];
+    const columns = [...libraries.map((l) => ({ id: l.id as string, label: l.label }))];
+    // Columns of one benchmark only (B9's second redis-semaphore class), after the libraries.
+    for (const extra of results.flatMap((r) => r.columns ?? [])) {
+      if (!columns.some((c) => c.id === extra.id)) columns.push(extra);
+    }
+    columns.push({ id: FLOOR, label: 'floor (no lock)' });
     const reference = libraries.some((l) => l.id === REFERENCE) ? REFERENCE : 'ours';
     const table = renderTable(results, columns, reference);
     const setup = setupNotes.length > 0 ? `\nSetup:\n${setupNotes.map((n) => `  ${n}`).join('\n')}\n` : '';

@@ -208,6 +208,7 @@ export class Acquirer {
         holdAtLeast: opts.holdAtLeast,
         validityMs,
         now,
+        mode: opts.mode,
       },
       opts.watchdog ? { maxHold: opts.maxHold } : undefined,
     );
@@ -268,7 +269,8 @@ function checkNotSemaphore(request: AcquireRequest, busy: ReadonlyArray<{ holder
   for (const { holder } of busy) {
     if (holder.startsWith(PERMITS_MARK)) {
       const permits = Number(holder.slice(PERMITS_MARK.length));
-      throw new LockUsageError(request.names.join(', '), describeUse(1), describeUse(permits));
+      const mode = request.opts.mode === 'read' ? 0 : 1;
+      throw new LockUsageError(request.names.join(', '), describeUse(mode), describeUse(permits));
     }
   }
 }

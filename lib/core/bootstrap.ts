@@ -49,6 +49,10 @@ async function checkClocks(parts: EngineParts, preflight: Preflight | undefined)
   const guard = clockGuardFor(options.clockGuard, options.ttl);
   for (const { index, offsetMs } of voters.clocks.disagreements(guard, voters.quorum)) {
     const voter = voters.list[index]!;
+    // Abstaining already (its identity check found its marker running: a restart, or an engine
+    // that saw its clock step marked it for every client): it counts for nobody until the guard
+    // has passed, so the offset needs no refusal of this bootstrap; the abstention is logged.
+    if (voters.abstains(index)) continue;
     preflight.add(
       voter,
       voter.label,

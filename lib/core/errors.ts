@@ -172,7 +172,26 @@ export class LockUsageError extends RedlockError {
   ) {
     super(
       `Lock key "${resource}" is used ${attempted}, but it is already used ${existing}: a key is either a ` +
-        `plain lock or a semaphore with one number of permits. Use another key for the other use.`,
+        `plain lock (or read-write lock) or a semaphore with one number of permits. Use another key for the other use.`,
     );
+  }
+}
+
+/**
+ * A write lock asked for inside a call chain that holds a read lock of the same key: the upgrade
+ * would deadlock (the writer waits for every reader to leave, itself included; two readers that
+ * both upgrade wait for each other). Release the read lock first, or take the write lock outright.
+ */
+export class LockUpgradeError extends LockUsageError {
+  constructor(resource: string) {
+    super(
+      resource,
+      'as a write lock inside a read lock of it (an upgrade)',
+      'by this call chain as a read lock',
+    );
+    this.message =
+      `Cannot take a write lock on "${resource}" inside a read lock of it held by this call chain: the ` +
+      'upgrade would deadlock (the writer waits for every reader to leave, this one included). Take the ' +
+      'write lock in the outer call instead, or release the read lock first.';
   }
 }

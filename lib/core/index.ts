@@ -58,5 +58,6 @@ export {
   LockLostError,
   NodeConfigurationError,
   LockUsageError,
+  LockUpgradeError,
 } from './errors.js';
 export type { NodeFailure } from './errors.js';

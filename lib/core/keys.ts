@@ -27,6 +27,20 @@ export function queueKeyOf(key: string): string {
   }
   return key + QUEUE_SUFFIX;
 }
+/**
+ * A read-write lock's readers (scripts/read.ts): a hash beside the lock key, reader value -> the
+ * voter's clock (ms) at which that reader's lease ends; while readers hold, the lock key itself
+ * holds READ_MARKER (with the longest reader's lease), so a writer finds it busy.
+ */
+export const READERS_SUFFIX = ':readers';
+/** What a lock key holds while readers hold it ('~' and no ':': never a lock value or a turn). */
+export const READ_MARKER = '~read';
+
+/** The readers hash of a lock key (see READERS_SUFFIX). */
+export function readersKeyOf(lockKey: string): string {
+  return lockKey + READERS_SUFFIX;
+}
+
 /** The restart-guard marker's name after the prefix. */
 export const GUARD_MARKER_NAME = '__restart_guard__';
 

@@ -131,7 +131,11 @@ export interface LockOptions {
    * used with one number of permits only; single resource only.
    */
   permits?: number;
-  /** 'write' (the default): exclusive. 'read' is reserved for read-write locks (not yet available). */
+  /**
+   * 'write' (the default): exclusive. 'read': a read-write lock's reader, shared with other readers
+   * and excluding writers (a plain lock of the same key is its writer); a writer waiting is not
+   * overtaken by later readers. Single resource, permits 1 only.
+   */
   mode?: 'write' | 'read';
   /** Lease in ms (default: the module's `ttl`). */
   ttl?: number;
@@ -200,6 +204,8 @@ export interface ResolvedLockOptions {
   readonly signal?: AbortSignal;
   /** 1 for a plain lock. */
   readonly permits: number;
+  /** 'read' for a read-write lock's reader; 'write' otherwise. */
+  readonly mode: 'write' | 'read';
 }
 
 /** The defaults of {@link RedlockOptions} (resolve-options.ts fills them in). */

@@ -5,7 +5,7 @@ import { buildEngineParts } from './build-parts.js';
 import type { EngineParts } from './engine-parts.js';
 import { LockNotAcquiredError, QuorumUnavailableError, RedlockError } from './errors.js';
 import { LockEvents, type LockEvent } from './events.js';
-import { PERMITS_MARK } from './keys.js';
+import { PERMITS_MARK, READ_MARKER } from './keys.js';
 import { Leases } from './lease/leases.js';
 import { JoinedLock, type Lock } from './lock.js';
 import { LockContext } from './lock-context.js';
@@ -13,11 +13,12 @@ import { consoleLogger } from './logger.js';
 import type { LockOptions, RedlockOptions, ResolvedOptions } from './options.js';
 import { Preflight } from './preflight.js';
 import { inspectKey, inspectSemaphore, type LockInspection } from './quorum/inspect.js';
+import { inspectReaders } from './quorum/inspect-readers.js';
 import type { NodeStatus } from './quorum/voters.js';
 import { WakeChannel } from './queue/wake-channel.js';
 import { waitForLock } from './queue/waiting.js';
 import { normaliseResources, resolveLockOptions, resolveOptions } from './resolve-options.js';
-import { SlotAcquirer, slotKeys } from './semaphore.js';
+import { SlotAcquirer, slotKeys, slotRequest } from './semaphore.js';
 import { SemaphoreUses } from './semaphore-uses.js';
 import { attachTelemetry } from './telemetry.js';
 import { assertLockFitsVoters } from './voter/ioredis-cluster/cluster-voter.js';
@@ -159,7 +160,8 @@ export class Redlock {
   /**
    * What a majority of the nodes says of `resource`'s lock, read-only: whether it is held, when
    * it frees, and the last fencing token issued for it. For a semaphore, also its permits, holders,
-   * free permits and each slot's view (`semaphore`).
+   * free permits and each slot's view (`semaphore`); for a read-write lock, `mode` ('read' while
+   * readers hold it) and `readers` (how many hold it on a majority).
    * @throws QuorumUnavailableError when fewer than a majority answer.
    */
   async inspect(resource: string): Promise<LockInspection> {
@@ -171,6 +173,7 @@ export class Redlock {
     const known = this.semaphores.permitsOf(name!);
     if (known) return inspectSemaphore(voters, name!, slotKeys(lockKey, known), nodeTimeout);
     const { inspection, holder } = await inspectKey(voters, name!, lockKey, nodeTimeout);
+    if (holder === READ_MARKER) return inspectReaders(voters, lockKey, inspection, nodeTimeout);
     if (!holder?.startsWith(PERMITS_MARK)) return inspection;
     const permits = Number(holder.slice(PERMITS_MARK.length));
     return inspectSemaphore(voters, name!, slotKeys(lockKey, permits), nodeTimeout);
@@ -242,7 +245,7 @@ export class Redlock {
       return Promise.reject(err);
     }
     if (request instanceof JoinedLock) return Promise.resolve(request);
-    if (request.semaphore) return this.takeSlot(request);
+    if (request.semaphore || request.opts.mode === 'read') return this.takeOther(request);
     if (request.opts.wait > 0)
       return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure);
     const value = this.parts.values.next(request.names.length > 1);
@@ -252,16 +255,20 @@ export class Redlock {
     });
   }
 
-  /** A semaphore's acquire (semaphore.ts): waits in its shared queue when `wait` > 0. */
-  private takeSlot(request: AcquireRequest): Promise<Lock> {
-    const attempt = (value: string) =>
-      this.slots.attempt(
-        request as AcquireRequest & { semaphore: NonNullable<AcquireRequest['semaphore']> },
-        value,
-      );
+  /**
+   * An acquire whose attempts are not the plain one: a semaphore's slot search (semaphore.ts), or a
+   * reader's (the plain attempt with a reader's value: the voters run the readers' semantics for
+   * it, scripts/read.ts). Their waiters are given turns, as waiters for several resources are: a
+   * release lets the first waiter, or every reader at the head of the line, in.
+   */
+  private takeOther(request: AcquireRequest): Promise<Lock> {
+    const { semaphore } = request;
+    const attempt = semaphore
+      ? (value: string) => this.slots.attempt({ ...request, semaphore }, value)
+      : (value: string) => this.acquirer.attempt(request, value);
     if (request.opts.wait > 0)
       return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure, attempt);
-    return attempt(this.parts.values.next(false)).then((result) => {
+    return attempt(this.parts.values.next(false, request.opts.mode === 'read')).then((result) => {
       if (result.outcome === 'granted') return result.lock;
       throw this.failure(result, 1, request);
     });
@@ -276,24 +283,12 @@ export class Redlock {
     if (this.closed) throw new RedlockError('The Redlock engine is closed (application shutting down).');
     const names = normaliseResources(resources);
     const opts = resolveLockOptions(this.options, options, watchdogByDefault);
-    if (opts.permits > 1 || this.semaphores.any) this.semaphores.check(names, opts.permits);
-    const joined = this.context.join(names);
+    if (opts.permits > 1 || opts.mode === 'read' || this.semaphores.any)
+      this.semaphores.check(names, opts.permits, opts.mode);
+    const joined = this.context.join(names, opts.mode);
     if (joined) return joined;
     this.parts.clocks.guardLocksOf(opts.clockGuard);
-    if (opts.permits > 1) {
-      const lockKey = this.parts.keys.lock(names[0]!);
-      opts.signal?.throwIfAborted();
-      const slotsStartedAt = performance.now();
-      return {
-        names,
-        sorted: names,
-        lockKeys: slotKeys(lockKey, opts.permits),
-        ticket: opts.wait > 0 ? this.parts.clocks.ticket(slotsStartedAt) : '',
-        startedAt: slotsStartedAt,
-        opts,
-        semaphore: { lockKey, permits: opts.permits },
-      };
-    }
+    if (opts.permits > 1) return slotRequest(this.parts, names, opts);
     const sorted = names.length === 1 ? names : [...names].sort();
     const startedAt = performance.now();
     const request: AcquireRequest = {

@@ -135,12 +135,8 @@ export function resolveLockOptions(
       'Use a longer ttl.',
     );
   }
-  if (o.mode !== undefined && o.mode !== 'write') {
-    throw new RedlockOptionsError(
-      'mode',
-      `got ${show(o.mode)}`,
-      "Read-write locks are not available yet: leave mode out, or pass 'write'.",
-    );
+  if (o.mode !== undefined && o.mode !== 'write' && o.mode !== 'read') {
+    throw new RedlockOptionsError('mode', `got ${show(o.mode)}`, "Use 'read' or 'write' (the default).");
   }
   return {
     ttl,
@@ -153,6 +149,7 @@ export function resolveLockOptions(
     clockGuard: clockGuardFor(engine.clockGuard, ttl),
     signal: o.signal,
     permits: o.permits === undefined ? 1 : resolvePermits(o.permits, o.mode),
+    mode: o.mode ?? 'write',
   };
 }
 

@@ -4,6 +4,7 @@ import { LockUsageError, RedlockError, type NodeFailure } from './errors.js';
 import { slotKey } from './keys.js';
 import type { HeldLock } from './lease/held-lock.js';
 import type { Leases } from './lease/leases.js';
+import type { ResolvedLockOptions } from './options.js';
 import type { RoundOutcome } from './quorum/quorum-round.js';
 import { RELEASE, type LetGo, type SlotVote } from './scripts/index.js';
 import { startTimeout } from './timeouts.js';
@@ -37,8 +38,37 @@ export function slotKeys(lockKey: string, permits: number): string[] {
   return Array.from({ length: permits }, (_, i) => slotKey(lockKey, i));
 }
 
+/** The acquire request of a semaphore of `opts.permits` permits on `names[0]`. */
+export function slotRequest(
+  parts: EngineParts,
+  names: readonly string[],
+  opts: ResolvedLockOptions,
+): AcquireRequest & { semaphore: SemaphoreRequest } {
+  const lockKey = parts.keys.lock(names[0]!);
+  opts.signal?.throwIfAborted();
+  const startedAt = performance.now();
+  return {
+    names,
+    sorted: names,
+    lockKeys: slotKeys(lockKey, opts.permits),
+    ticket: opts.wait > 0 ? parts.clocks.ticket(startedAt) : '',
+    startedAt,
+    opts,
+    semaphore: { lockKey, permits: opts.permits },
+  };
+}
+
 /** Makes semaphore attempts: the slot search, the vote per slot, the give-backs. */
 export class SlotAcquirer {
+  /**
+   * The latest round of each acquire. Its attempts share one value, so a late give-back of an
+   * earlier round, sent after a later round's slot search on that voter, would take back the slot
+   * the later round was granted there (S25: two holders of one permit once a partition healed).
+   * The later round's search ran after the earlier one's on that voter and answered for what it
+   * left there (a slot holding the caller's value is granted first); its own give-back frees it.
+   */
+  private readonly rounds = new WeakMap<AcquireRequest, number>();
+
   constructor(
     private readonly parts: EngineParts,
     private readonly acquirer: Acquirer,
@@ -69,8 +99,12 @@ export class SlotAcquirer {
     const { lockKey, permits } = request.semaphore;
     const keys = order.map((permit) => request.lockKeys[permit]!);
     const started = performance.now();
+    const round = (this.rounds.get(request) ?? 0) + 1;
+    this.rounds.set(request, round);
+    const superseded = () => this.rounds.get(request) !== round;
     const seedUs = this.parts.seedProposalUs();
     const replies: Array<SlotVote | undefined> = new Array(list.length);
+    /** Why a voter did not count: a failure, an abstention, or the clock guard (CLOCK_EXCLUDED). */
     const failures: Array<string | undefined> = new Array(list.length);
     const pending = list.map((voter) => {
       if (!voter.acquireSlot)
@@ -97,9 +131,14 @@ export class SlotAcquirer {
           (vote) => {
             // Every abstention is noted, also after the decision (health, Retry-After).
             if (vote.kind === 'abstaining') failures[i] = voters.noteAbstention(i, vote.forMs);
+            // The voter's clock, as a plain grant's (acquire.ts): a voter whose clock stepped
+            // forward is excluded before its grant would count.
+            else if (vote.kind === 'busy' || (vote.kind === 'granted' && vote.clockUs !== undefined))
+              voters.noteClock(i, started, performance.now(), vote.clockUs!);
             if (done) return;
             replies[i] = vote;
-            if (vote.kind === 'granted' && ++counts[order[vote.index]!]! >= quorum)
+            if (vote.kind === 'granted' && !voters.counts(i)) failures[i] = CLOCK_EXCLUDED;
+            else if (vote.kind === 'granted' && ++counts[order[vote.index]!]! >= quorum)
               return finish(order[vote.index]);
             if (++answered === list.length) finish(undefined);
           },
@@ -114,7 +153,7 @@ export class SlotAcquirer {
 
     if (winner !== undefined) {
       const won = this.take(request, value, winner, order, replies, started);
-      this.giveBack(request, value, order, pending, replies, winner, won !== undefined);
+      this.giveBack(request, value, order, pending, replies, winner, won !== undefined, superseded);
       const lock = won instanceof Promise ? await won : won;
       if (lock) return { attempt: { outcome: 'granted', lock } };
       // The fencing round failed after the give-backs: the slot won goes too (a waiter keeps its place).
@@ -125,7 +164,7 @@ export class SlotAcquirer {
         `${ttl} ms lease (or the fencing counters could not be raised on a majority); retry`;
       return { attempt: { outcome: 'busy', retryAfterMs: 0, contended: true, why } };
     }
-    this.giveBack(request, value, order, pending, replies, undefined, false);
+    this.giveBack(request, value, order, pending, replies, undefined, false, superseded);
 
     const conflict = replies.find((r) => r?.kind === 'conflict');
     if (conflict?.kind === 'conflict') {
@@ -138,7 +177,10 @@ export class SlotAcquirer {
     let granted = 0;
     list.forEach((voter, i) => {
       const reply = replies[i];
-      if (reply?.kind === 'granted') {
+      if (reply?.kind === 'granted' && failures[i] === CLOCK_EXCLUDED) {
+        votes[i] = 'declined';
+        unavailable.push({ node: voter.label, reason: CLOCK_EXCLUDED });
+      } else if (reply?.kind === 'granted') {
         votes[i] = 'yes';
         granted++;
         for (const index of reply.free) freeOn[order[index]!]!++;
@@ -190,7 +232,8 @@ export class SlotAcquirer {
   ): HeldLock | undefined | Promise<HeldLock | undefined> {
     const grants: VoterGrant[] = [];
     replies.forEach((reply, index) => {
-      if (reply?.kind === 'granted' && order[reply.index] === slot) {
+      // Grants of voters the clock guard excludes count for nothing (their tokens neither).
+      if (reply?.kind === 'granted' && order[reply.index] === slot && this.parts.voters.counts(index)) {
         grants.push({ index, reply: { tokens: [reply.token] } });
       }
     });
@@ -200,7 +243,8 @@ export class SlotAcquirer {
     const finish = (tokens: number[] | undefined): HeldLock | undefined => {
       const { ttl, watchdog, maxHold, holdAtLeast } = request.opts;
       const now = performance.now();
-      const validity = ttl - (now - started) - this.parts.drift(ttl);
+      // Less the clock guard, as a plain lock's validity (acquire.ts).
+      const validity = ttl - (now - started) - this.parts.drift(ttl) - request.opts.clockGuard;
       if (!tokens || validity <= 0) return undefined;
       return this.leases.grant(
         {
@@ -226,6 +270,7 @@ export class SlotAcquirer {
    * a slot other than the one won (to the first waiter), the caller's place in the shared queue once
    * it won, and, when it lost, whatever it got (keeping its place in line when it waits). The slot
    * won is kept where it was granted; if the grant could not be used (`kept` false), it goes too.
+   * A late answer is left to a later round of the same acquire once one started (`superseded`).
    */
   private giveBack(
     request: AcquireRequest,
@@ -235,6 +280,7 @@ export class SlotAcquirer {
     replies: ReadonlyArray<SlotVote | undefined>,
     winner: number | undefined,
     kept: boolean,
+    superseded: () => boolean,
   ): void {
     const { voters } = this.parts;
     const keys = request.lockKeys;
@@ -253,19 +299,24 @@ export class SlotAcquirer {
       // No answer yet (or it failed): a grant may still land there; free it once it is known.
       else
         sent.then(
-          (vote) => letGo(voter, vote),
-          () => letGo(voter, undefined),
+          (vote) => superseded() || letGo(voter, vote),
+          () => superseded() || letGo(voter, undefined),
         );
     });
   }
 }
+
+/** Why the grant of a voter that the clock guard excludes does not count. */
+const CLOCK_EXCLUDED =
+  'its wall clock stepped forward by more than clockGuard (see the log): it does not count for now';
 
 /** Permits 0..count-1. */
 function natural(count: number): number[] {
   return Array.from({ length: count }, (_, permit) => permit);
 }
 
-/** How a key is used, for a {@link LockUsageError}. */
+/** How a key is used, for a {@link LockUsageError} (permits 0: as a read-write lock). */
 export function describeUse(permits: number): string {
+  if (permits === 0) return "as a read-write lock (mode 'read')";
   return permits === 1 ? 'as a plain lock (permits 1)' : `as a semaphore with permits ${permits}`;
 }

@@ -1,5 +1,6 @@
 import { luaScript, runScript, type LuaScript, type ScriptClient } from '../core/scripts/lua-script.js';
 import { invalidFencingTokenMessage, isFencingToken } from './fencing-token.js';
+import { storeScriptClient, type FencedStoreClient } from './store-client.js';
 
 /** Outcome of a fenced write. */
 export interface FencedWriteResult {
@@ -76,12 +77,19 @@ const SCRIPTS = {
  * The same rule for rows in PostgreSQL: `FencedTable` from `nest-quorum-lock/postgres`.
  */
 export class FencedWriter {
-  /** @param redis an ioredis `Redis` or `Cluster` (anything with ioredis' `evalsha` and `eval`). */
+  private readonly redis: ScriptClient;
+
+  /**
+   * @param redis the store's connection: an ioredis `Redis` or `Cluster`, a node-redis client or
+   * cluster, or a Valkey GLIDE client or cluster client (a `TypeError` for anything else).
+   */
   constructor(
-    private readonly redis: ScriptClient,
+    redis: FencedStoreClient,
     /** Hash field that keeps the highest token seen. */
     readonly fenceField = 'fence',
-  ) {}
+  ) {
+    this.redis = storeScriptClient(redis);
+  }
 
   /** Reads the hash, recording `token` as its newest reader; refused if a higher token came first. */
   async hgetall(key: string, token: number): Promise<FencedReadResult> {

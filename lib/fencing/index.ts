@@ -1,2 +1,3 @@
 export { FencedWriter } from './fenced-writer.js';
 export type { FencedWriteResult, FencedReadResult } from './fenced-writer.js';
+export type { FencedStoreClient } from './store-client.js';

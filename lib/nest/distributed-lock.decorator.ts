@@ -103,6 +103,14 @@ export function DistributedLock(
         "Use 'throw' or 'skip'.",
       );
     }
+    if (lockOptions.mode === 'read' && Array.isArray(key) && key.length > 1) {
+      // Fixed keys are known now: a read lock guards one key (resources from a function: at the call).
+      throw new RedlockOptionsError(
+        `@DistributedLock mode on ${where}`,
+        `'read' with ${key.length} keys`,
+        'A read lock guards one key: use one key, or a write lock for several.',
+      );
+    }
     const skipWhenBusy = onBusy === 'skip';
     // How long this method holds its lock: the retry hint of a client it turns away (retry-after.ts).
     const typicalHold = new TypicalHold();

@@ -1,9 +1,11 @@
-import { GlideClient } from '@valkey/valkey-glide';
+import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
 import { Redis as Redis5 } from 'ioredis';
 import { Redis as Redis6 } from 'ioredis6';
-import { createClient } from 'redis';
-import { createClient as createClient5 } from 'redis5';
+import { createClient, createCluster } from 'redis';
+import { createClient as createClient5, createCluster as createCluster5 } from 'redis5';
 import { GlideVoter } from '../../lib/core/voter/glide/glide-voter.js';
+import { GlideClusterVoter } from '../../lib/core/voter/glide-cluster/cluster-voter.js';
+import { NodeRedisClusterVoter } from '../../lib/core/voter/node-redis-cluster/cluster-voter.js';
 import { NodeRedisVoter } from '../../lib/core/voter/node-redis/node-redis-voter.js';
 import { RedisVoter } from '../../lib/core/voter/ioredis/redis-voter.js';
 import { ClusterVoter } from '../../lib/core/voter/ioredis-cluster/cluster-voter.js';
@@ -21,6 +23,13 @@ import { DEFAULT_SETTINGS, ManualClock, PREFIX, sleep, type VoterDriver } from '
 /** What a standalone column's line gets: the server's URL and `own` (closes a client after the row). */
 type Own = <T extends { disconnect(): void }>(client: T) => T;
 type StandaloneFactory = (url: string, context: VoterContext, own: Own) => Voter | Promise<Voter>;
+
+/** The rows a Cluster voter without the identity guard per master cannot have. */
+const NO_SHARD_IDENTITIES = {
+  'identity-guard':
+    'no identity guard on this Cluster voter yet (ioredis-cluster/cluster-voter.ts: ioredis only)',
+  'abstention-reporting': 'no identity guard on this Cluster voter yet, so no onAbstention',
+};
 
 export const DRIVERS: VoterDriver[] = [
   standalone('ioredis 5, RESP2 (URL)', (url, ctx) => RedisVoter.from(url, ctx)),
@@ -44,6 +53,37 @@ export const DRIVERS: VoterDriver[] = [
     GlideVoter.from(own(glideClient(await glide(url))), ctx),
   ),
   cluster('ioredis 5 Cluster', (startupNodes, ctx) => ClusterVoter.from({ cluster: startupNodes }, ctx)),
+  cluster(
+    'node-redis 6 Cluster (createCluster)',
+    async (startupNodes, ctx, own) => {
+      const rootNodes = startupNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` }));
+      const client = own(createCluster({ rootNodes }), (c) => void c.destroy());
+      await client.connect();
+      return NodeRedisClusterVoter.from(client, ctx);
+    },
+    NO_SHARD_IDENTITIES,
+  ),
+  cluster(
+    'node-redis 5 Cluster, RESP2 (createCluster)',
+    async (startupNodes, ctx, own) => {
+      const rootNodes = startupNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` }));
+      const client = own(createCluster5({ rootNodes }), (c) => void c.destroy());
+      await client.connect();
+      return NodeRedisClusterVoter.from(client, ctx);
+    },
+    NO_SHARD_IDENTITIES,
+  ),
+  cluster(
+    'Valkey GLIDE 2 (GlideClusterClient)',
+    async (startupNodes, ctx, own) => {
+      const client = await GlideClusterClient.createClient({ addresses: startupNodes, requestTimeout: 500 });
+      return GlideClusterVoter.from(
+        own(client, (c) => c.close()),
+        ctx,
+      );
+    },
+    NO_SHARD_IDENTITIES,
+  ),
   memory('in-memory', (state, ctx) => MemoryVoter.factory('memory://conformance', state).createVoter(ctx)),
 ];
 
@@ -132,19 +172,37 @@ export function standalone(name: string, factory: StandaloneFactory): VoterDrive
   };
 }
 
-/** A column on a 3-shard Redis Cluster (started per test file), real time. */
+/** Closes `client` with `close` after the row (voters never close a client passed in). */
+type OwnCluster = <T>(client: T, close: (client: T) => void) => T;
+type ClusterFactory = (
+  startupNodes: Array<{ host: string; port: number }>,
+  context: VoterContext,
+  own: OwnCluster,
+) => Voter | Promise<Voter>;
+
+/**
+ * A column on a 3-shard Redis Cluster (started per test file), real time. `cannot`: the rows it
+ * cannot have.
+ */
 export function cluster(
   name: string,
-  factory: (startupNodes: Array<{ host: string; port: number }>, context: VoterContext) => Voter,
+  factory: ClusterFactory,
+  cannot: Partial<Record<string, string>> = {},
 ): VoterDriver {
   let shards: RedisClusterNodes | undefined;
+  const closers: Array<() => void> = [];
+  const own: OwnCluster = (client, close) => {
+    (client as { on?: (event: string, listener: () => void) => void }).on?.('error', () => undefined);
+    closers.push(() => close(client));
+    return client;
+  };
   const masters = () => shards!.nodes.ports.map((_, i) => shards!.nodes.client(i));
   return {
     name,
     clock: 'real',
     // A Cluster client has more moving parts (slot map, a connection per shard): more jitter.
     slack: 200,
-    cannot: {},
+    cannot,
     async start() {
       // AOF: a restarted master keeps its data and its slots (changeServer).
       shards = await RedisClusterNodes.start(3, { persistence: 'aof-everysec' });
@@ -160,9 +218,10 @@ export function cluster(
       client.disconnect();
     },
     async createVoter(context) {
-      return factory(shards!.startupNodes, context);
+      return factory(shards!.startupNodes, context, own);
     },
     async reset() {
+      for (const close of closers.splice(0)) close();
       // Only the rows' keys: the slots' restart-guard markers stay, or every new voter would
       // seed 16,384 of them again while its row runs (and time it).
       await Promise.all(

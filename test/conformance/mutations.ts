@@ -1,4 +1,4 @@
-import type { AcquireVote, LetGo } from '../../lib/core/scripts/index.js';
+import { isReader, type AcquireVote, type LetGo } from '../../lib/core/scripts/index.js';
 import type { Voter } from '../../lib/core/voter/voter.js';
 import type { Mutation } from './harness.js';
 
@@ -43,6 +43,17 @@ export interface Mutant {
 const mutant = (breaks: string, wrap: Mutation): Mutant => ({ breaks, wrap });
 
 export const MUTATIONS: Record<string, Mutant> = {
+  'read-write': mutant(
+    'A reader is let in beside a writer: a busy vote for a reader becomes a grant.',
+    (voter) =>
+      override(voter, (inner) => ({
+        acquire: async (keys, value, ttlMs, ticket, seedUs) => {
+          const vote = await inner.acquire(keys, value, ttlMs, ticket, seedUs);
+          return vote.kind === 'busy' && isReader(value) ? fakeGrant(keys) : vote;
+        },
+      })),
+  ),
+
   grant: mutant('Answers "granted" without taking the key.', (voter) =>
     override(voter, () => ({ acquire: async (keys) => fakeGrant(keys) })),
   ),
@@ -155,6 +166,14 @@ export const MUTATIONS: Record<string, Mutant> = {
     override(voter, (inner) => ({
       inspect: async (key) => ({ ...(await inner.inspect(key)), fence: null }),
     })),
+  ),
+
+  'clock-readings': mutant(
+    'Extension replies carry no clock: a step seen first there goes unnoticed.',
+    (voter) =>
+      override(voter, (inner) => ({
+        extend: async (batch) => [...(await inner.extend(batch))],
+      })),
   ),
 
   'abstention-reporting': mutant('Abstentions go unreported: onAbstention drops its listener.', (voter) =>

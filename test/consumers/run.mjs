@@ -6,7 +6,7 @@
  *
  *  1. `npm pack` once (prepack builds dist/), and checks what the tarball holds.
  *  2. For every supported combination (module system x NestJS major x Redis client and major:
- *     ioredis 5 / 6, node-redis only -- no ioredis installed, `skipLibCheck: false` --, Valkey
+ *     ioredis 5 / 6, node-redis 5 / 6 only -- no ioredis installed, `skipLibCheck: false` --, Valkey
  *     GLIDE only) it writes a
  *     fresh app in a temp dir and runs ONE `npm install <tarball>` there, as a user adding the
  *     package to an app that already lists its own NestJS/ioredis versions -- without
@@ -99,6 +99,17 @@ const COMBOS = [
     redis: '^6',
     ts: '^6',
     emit: 'nodenext',
+    strictLibCheck: true,
+  },
+  // node-redis 5 (RESP2 only, still common) in the CommonJS NestJS 11 app `nest new` wrote then.
+  {
+    id: 'cjs-nest11-node-redis5',
+    esm: false,
+    nest: '^11',
+    client: 'node-redis',
+    redis: '^5',
+    ts: '^5.8',
+    emit: 'node10',
     strictLibCheck: true,
   },
   // An app on Valkey GLIDE only (neither ioredis nor node-redis installed).
@@ -668,6 +679,7 @@ async function main() {
       nest12,
       ioredis5,
       ioredis6,
+      redis5,
       redis6,
       glide2,
       ts5,
@@ -687,6 +699,7 @@ async function main() {
       latest('@nestjs/core', '^12'),
       latest('ioredis', '^5.4'),
       latest('ioredis', '^6'),
+      latest('redis', '^5'),
       latest('redis', '^6'),
       latest('@valkey/valkey-glide', '^2'),
       latest('typescript', '^5.8'),
@@ -707,7 +720,9 @@ async function main() {
     );
     const pick = { '^11': nest11, '^12': nest12, '^5.4': ioredis5, '^6': ioredis6 };
     const clientVersion = (combo) =>
-      ({ ioredis: pick[combo.ioredis], 'node-redis': redis6, glide: glide2 })[clientOf(combo)];
+      ({ ioredis: pick[combo.ioredis], 'node-redis': combo.redis === '^5' ? redis5 : redis6, glide: glide2 })[
+        clientOf(combo)
+      ];
     // Every app also installs the optional peers (a user of ./postgres or ./terminus has them), so
     // that every entry point must load. A @nestjs/* peer follows the app's NestJS major.
     const optionalFor = {};

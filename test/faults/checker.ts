@@ -45,6 +45,10 @@ export interface HistoryEvent {
   tq?: string;
   afterExpiry?: boolean;
   at?: string;
+  /** The semaphore slot a grant holds (worker.mjs logs lock.permit). */
+  permit?: number;
+  /** The semaphore's permits, at the request. */
+  permits?: number;
 }
 
 export interface Acquire {
@@ -58,6 +62,10 @@ export interface Acquire {
   /** ms on the shared monotonic clock. */
   request: number;
   outcome: 'granted' | 'failed' | 'indeterminate';
+  /** A semaphore's permits (undefined: a plain lock). */
+  permits?: number;
+  /** The semaphore slot granted (ours only: a peer's semaphore has no slots). */
+  permit?: number;
   /** When the acquire returned (granted or failed). */
   end?: number;
   error?: string;
@@ -132,6 +140,7 @@ export function parseHistory(text: string, worker: string): History {
           ttl: e.ttl!,
           wait: e.wait ?? 0,
           paused: e.paused === true,
+          permits: e.permits,
           request: t,
           outcome: 'indeterminate',
           extensions: [],
@@ -147,6 +156,7 @@ export function parseHistory(text: string, worker: string): History {
         a.outcome = 'granted';
         a.end = t;
         a.token = e.token;
+        a.permit = e.permit;
         a.grantValidityEnd = a.validityEnd = ms(e.validityEnd);
         break;
       case 'fail':
@@ -264,6 +274,17 @@ export interface Report {
 const fmt = (n: number) => n.toFixed(1);
 
 /**
+ * What the exclusion, token and store checks run per: the resource of a plain lock, one slot of
+ * our semaphore (`<resource>#<permit>`: each permit is a lock of its own, with its own tokens and
+ * fenced counter), and nothing for a peer's semaphore, which has neither slots nor tokens (its
+ * holders are counted by semaphore-checks.ts).
+ */
+export function slotOf(a: Pick<Acquire, 'resource' | 'permit' | 'permits'>): string | undefined {
+  if (a.permit !== undefined) return `${a.resource}#${a.permit}`;
+  return (a.permits ?? 1) > 1 ? undefined : a.resource;
+}
+
+/**
  * Checks the histories of one run. `finalCounters` maps each resource to the fenced store's final
  * value (resources missing from it are left out of the lost-update count).
  */
@@ -277,7 +298,9 @@ export function check(
   const example = (text: string) => {
     if (examples.length < 8) examples.push(text);
   };
-  const resources = [...new Set([...acquires.map((a) => a.resource), ...ops.map((o) => o.resource)])];
+  const resources = [
+    ...new Set([...acquires.map(slotOf).filter((slot) => slot !== undefined), ...ops.map((o) => o.resource)]),
+  ];
   const granted = acquires.filter((a) => a.outcome === 'granted');
   const failures: Record<string, number> = {};
   for (const a of acquires)
@@ -292,7 +315,7 @@ export function check(
   let staleWritesAccepted = 0;
   const staleWrites: StoreOp[] = [];
   for (const resource of resources) {
-    const grants = granted.filter((a) => a.resource === resource);
+    const grants = granted.filter((a) => slotOf(a) === resource);
 
     // Overlaps: sweep over definite hold intervals sorted by start.
     const holds = grants
@@ -343,7 +366,10 @@ export function check(
         );
       }
     }
-    const tokens = grants.map((a) => a.token!).sort((x, y) => x - y);
+    const tokens = grants
+      .map((a) => a.token)
+      .filter((t) => t !== undefined)
+      .sort((x, y) => x - y);
     for (let k = 1; k < tokens.length; k++) {
       if (tokens[k] === tokens[k - 1]) {
         duplicateTokens++;

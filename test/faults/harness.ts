@@ -105,6 +105,13 @@ export interface WorkerConfig {
   /** The engine's clockGuard / healHolds options (omitted: the library defaults). */
   clockGuard?: number | false;
   healHolds?: boolean;
+  /** A semaphore of this many permits instead of a plain lock (S25, S26). */
+  permits?: number;
+  /**
+   * S25's control: lock with redis-semaphore's `RedlockSemaphore` (`permits` of them) instead of
+   * our engine; no tokens, so nothing is written to the fenced store.
+   */
+  peer?: 'redlock-semaphore';
 }
 
 export interface WorkerMessage {
@@ -424,7 +431,11 @@ export class FaultEnv<N extends LockNodes = RedisNodes> {
    * after {@link ready}.
    */
   spawn(
-    config: Omit<WorkerConfig, 'id' | 'history' | 'nodes' | 'store'> & { id?: string },
+    config: Omit<WorkerConfig, 'id' | 'history' | 'nodes' | 'store'> & {
+      id?: string;
+      /** This worker's node URLs, when not every worker's (S26: each as its own ACL user). */
+      nodes?: string[];
+    },
     { env }: { env?: Record<string, string> } = {},
   ): WorkerProcess {
     const id = config.id ?? `w${this.workerCount}`;
@@ -433,7 +444,7 @@ export class FaultEnv<N extends LockNodes = RedisNodes> {
     // A worker with an environment of its own (a stepped wall clock) is a new process, not pooled.
     const worker = env ? WorkerProcess.spawn(env) : leaseWorker();
     if (env) this.dedicated.push(worker);
-    const nodes = this.redis.workerNodes?.() ?? this.redis.urls;
+    const nodes = config.nodes ?? this.redis.workerNodes?.() ?? this.redis.urls;
     worker.start({ ...config, id, history, nodes, store: this.store.url(0) });
     this.workers.push(worker);
     this.histories.push(history);

@@ -15,7 +15,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Acquire, Report, StoreOp } from './checker.js';
+import { slotOf, type Acquire, type Report, type StoreOp } from './checker.js';
 import type { FaultWindow } from './harness.js';
 
 export const TIMELINE_DIR = join(dirname(fileURLToPath(import.meta.url)), 'timelines');
@@ -125,6 +125,9 @@ function shading(s: Scale, windows: readonly Window[], y: number, height: number
     .join('');
 }
 
+/** A semaphore's holders are drawn one lane per permit (its own lock), a plain lock's per resource. */
+const laneOf = (a: Acquire): string => slotOf(a) ?? a.resource;
+
 interface Lanes {
   workers: string[];
   resources: string[];
@@ -135,7 +138,8 @@ function lanesOf(input: TimelineInput, windows: readonly Window[]): Lanes {
   const workers = [...new Set(input.report.acquires.map((a) => a.worker))].sort((a, b) =>
     a.localeCompare(b, 'en', { numeric: true }),
   );
-  const resources = [...new Set(input.report.acquires.map((a) => a.resource))].sort();
+  const granted = input.report.acquires.filter((a) => a.outcome === 'granted');
+  const resources = [...new Set(granted.map(laneOf))].sort();
   const nodes = [...new Set(windows.flatMap((w) => w.nodes.map((n) => n.node)))].sort((a, b) => a - b);
   return { workers, resources, nodes };
 }
@@ -207,7 +211,7 @@ function timelineChart(
   // Resource lanes: every holder together; intersecting holds are drawn red on top.
   for (const resource of lanes.resources) {
     const holds = input.report.acquires
-      .filter((a) => a.resource === resource && a.outcome === 'granted' && holdEnd(a) > a.end!)
+      .filter((a) => laneOf(a) === resource && a.outcome === 'granted' && holdEnd(a) > a.end!)
       .sort((p, q) => p.end! - q.end!);
     rows.push(
       `<text x="${LEFT - 8}" y="${y + LANE / 2 + 4}" class="lane-label">lock ${esc(resource)}</text>`,

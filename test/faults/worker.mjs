@@ -145,8 +145,10 @@ async function runJob(cfg) {
   const writer = cfg.fencing === 'writer' ? new FencedWriter(store) : undefined;
   // cfg.pg (S1-pg): the counter lives in PostgreSQL instead (pg-store.mjs), opened in the try below.
   let pgStore;
-  const lock = cfg.lock ? await lockNodes(cfg.nodes) : undefined;
-  const engine = cfg.lock
+  const lock = cfg.lock && !cfg.peer ? await lockNodes(cfg.nodes) : undefined;
+  // cfg.peer (S25's control): redis-semaphore's RedlockSemaphore instead of our engine.
+  const peer = cfg.lock && cfg.peer ? await peerSemaphore(cfg) : undefined;
+  const engine = lock
     ? new Redlock({
         nodes: lock.nodes,
         ...(lock.client ? { client: lock.client } : {}),
@@ -242,6 +244,7 @@ async function runJob(cfg) {
 
   /** One acquire -> read-modify-write -> release. Returns whether the lock was granted. */
   async function iteration(i, resource) {
+    if (peer) return peerIteration(i, resource);
     if (!engine) {
       await readModifyWrite(i, resource, undefined, undefined, between(cfg.holdMs));
       return true;
@@ -251,13 +254,18 @@ async function runJob(cfg) {
     // that after the stall the event loop runs due timers before it reads the sockets.
     if (cfg.stallMs > 0) await store.ping();
     const tq = now();
-    log('request', { i, resource, ttl: cfg.ttl, wait: cfg.wait, paused: pauseHere || undefined }, tq);
+    log(
+      'request',
+      { i, resource, ttl: cfg.ttl, wait: cfg.wait, permits: cfg.permits, paused: pauseHere || undefined },
+      tq,
+    );
     let lock;
     try {
       const pending = engine.acquire(resource, {
         ttl: cfg.ttl,
         wait: cfg.wait,
         watchdog: cfg.watchdog === true,
+        ...(cfg.permits === undefined ? {} : { permits: cfg.permits }),
       });
       // Once the acquire commands are on the wire, the replies wait in the sockets until the
       // harness resumes us (pauseAt, S2) or our stall ends (stallMs, S2-short).
@@ -275,7 +283,11 @@ async function runJob(cfg) {
       return false;
     }
     const tg = now();
-    log('grant', { i, resource, token: lock.fencingToken, validityEnd: validityEnd(lock) }, tg);
+    log(
+      'grant',
+      { i, resource, token: lock.fencingToken, permit: lock.permit, validityEnd: validityEnd(lock) },
+      tg,
+    );
     notify({ type: 'grant', i, token: lock.fencingToken });
     notify({ type: 'attempt', i, ok: true });
     lock.signal.addEventListener('abort', () => {
@@ -283,8 +295,10 @@ async function runJob(cfg) {
       log('abort', { i, resource, reason: reason?.name ?? String(reason), validityEnd: validityEnd(lock) });
       if (reason?.name === 'LockLostError') notify({ type: 'abort', i, reason: reason.name });
     });
+    // A semaphore's tokens increase per permit: each permit has a fenced counter of its own.
+    const storeResource = lock.permit === undefined ? resource : `${resource}#${lock.permit}`;
     try {
-      await readModifyWrite(i, resource, lock.fencingToken, lock, between(cfg.holdMs));
+      await readModifyWrite(i, storeResource, lock.fencingToken, lock, between(cfg.holdMs));
     } catch (err) {
       log('error', {
         i,
@@ -317,6 +331,35 @@ async function runJob(cfg) {
     return true;
   }
 
+  /**
+   * S25's control: acquire -> hold -> release with redis-semaphore's RedlockSemaphore (a count of
+   * holders per node, admitted on a majority). It has no tokens, so nothing is written: the
+   * checker counts holders. Its entry on a node lives lockTimeout from the attempt that made it,
+   * so the hold is definite until request + ttl at the latest.
+   */
+  async function peerIteration(i, resource) {
+    const tq = now();
+    log('request', { i, resource, ttl: cfg.ttl, wait: cfg.wait, permits: cfg.permits }, tq);
+    const semaphore = peer.semaphore(resource);
+    try {
+      await semaphore.acquire();
+    } catch (err) {
+      log('fail', {
+        i,
+        resource,
+        error: err?.name ?? String(err),
+        message: String(err?.message).slice(0, 200),
+      });
+      return false;
+    }
+    log('grant', { i, resource, validityEnd: String(tq + BigInt(cfg.ttl) * 1_000_000n) });
+    await sleep(between(cfg.holdMs));
+    log('release', { i, resource, validityEnd: String(tq + BigInt(cfg.ttl) * 1_000_000n) });
+    await semaphore.release().catch(() => undefined);
+    log('released', { i, resource });
+    return true;
+  }
+
   async function loop(go) {
     const endAt = BigInt(go.endAt);
     await waitUntil(BigInt(go.startAt));
@@ -344,6 +387,7 @@ async function runJob(cfg) {
   try {
     if (cfg.pg) pgStore = await (await import('./pg-store.mjs')).openPgStore(cfg.pg);
     if (engine) await engine.connect();
+    if (peer) await peer.connect();
     await store.ping();
     log('start', { id: cfg.id, pid: process.pid, lock: Boolean(cfg.lock), resource: cfg.resource });
     send({ type: 'ready' });
@@ -359,11 +403,38 @@ async function runJob(cfg) {
   } finally {
     process.off('message', onMessage);
     if (engine) await engine.close().catch(() => undefined);
+    peer?.close();
     lock?.close();
     await store.quit().catch(() => store.disconnect());
     await pgStore?.close();
     closeSync(fd);
   }
+}
+
+/**
+ * redis-semaphore's RedlockSemaphore over cfg.nodes (URLs, possibly with an ACL user each), one
+ * ioredis client per node that fails fast where the node refuses this user (S26's cut).
+ */
+async function peerSemaphore(cfg) {
+  const { RedlockSemaphore } = await import('redis-semaphore');
+  const clients = cfg.nodes.map((url) => {
+    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    client.on('error', () => undefined); // the node that refuses this user says so on every reconnection
+    return client;
+  });
+  return {
+    connect: () => Promise.all(clients.map((c) => c.connect().catch(() => undefined))),
+    semaphore: (resource) =>
+      new RedlockSemaphore(clients, resource, cfg.permits, {
+        lockTimeout: cfg.ttl,
+        acquireTimeout: cfg.wait,
+        retryInterval: 10,
+        refreshInterval: 0,
+      }),
+    close() {
+      for (const c of clients) c.disconnect();
+    },
+  };
 }
 
 /**

@@ -8,6 +8,7 @@ import {
   slotTag,
 } from '../../lib/core/voter/ioredis-cluster/slots.js';
 import { clusterLabel } from '../../lib/core/voter/ioredis-cluster/connection.js';
+import { parseClusterSlots } from '../../lib/core/voter/glide-cluster/cluster-slots.js';
 
 describe('cluster slots', () => {
   it('computes the slot Redis computes (values read from CLUSTER KEYSLOT of redis-server 7.0)', () => {
@@ -84,5 +85,21 @@ describe('the cluster acquire script', () => {
     const off = new ScriptCalls({ ...settings, guardMs: 0 });
     expect(off.acquireArgs('v', 1000, '')[1]).toBe('0 1000 100 10000');
     expect(new ScriptCalls(settings).acquireArgs('v', 1000, '')[1]).toBe('60000 1000 100 10000');
+  });
+
+  it('reads the masters and their slots from a CLUSTER SLOTS reply (as GLIDE decodes it)', () => {
+    const reply = [
+      [0, 2, ['127.0.0.1', 7000, 'id-a'], ['127.0.0.1', 7003, 'id-r']],
+      [3, 3, ['127.0.0.1', 7001, 'id-b']],
+      [4, 5, ['127.0.0.1', 7000, 'id-a']],
+      'junk',
+    ];
+    expect(parseClusterSlots(reply)).toEqual(
+      new Map([
+        ['127.0.0.1:7000', [0, 1, 2, 4, 5]],
+        ['127.0.0.1:7001', [3]],
+      ]),
+    );
+    expect(() => parseClusterSlots('ERR')).toThrow(/CLUSTER SLOTS answered ERR/);
   });
 });

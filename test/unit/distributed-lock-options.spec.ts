@@ -29,4 +29,27 @@ describe('@DistributedLock options', () => {
     };
     expect(declare).not.toThrow();
   });
+
+  test("mode 'read' on several fixed keys is a RedlockOptionsError naming the method; on one key it is accepted", () => {
+    const several = () => {
+      class Catalog {
+        @DistributedLock(['prices', 'stock'], { mode: 'read' })
+        async read(): Promise<void> {}
+      }
+      return Catalog;
+    };
+    expect(several).toThrow(RedlockOptionsError);
+    expect(several).toThrow(/@DistributedLock mode on Catalog\.read.*'read' with 2 keys/);
+    const one = () => {
+      class Catalog {
+        @DistributedLock('prices', { mode: 'read' })
+        async read(): Promise<void> {}
+
+        @DistributedLock(['prices', 'stock'])
+        async rebuild(): Promise<void> {}
+      }
+      return Catalog;
+    };
+    expect(one).not.toThrow();
+  });
 });

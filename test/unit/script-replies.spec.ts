@@ -1,5 +1,13 @@
 import { decodeAcquireReply } from '../../lib/core/scripts/acquire.js';
-import { decodeExtendManyReply, decodeExtendReply, extendManyCall } from '../../lib/core/scripts/extend.js';
+import {
+  decodeExtendManyReply,
+  decodeExtendOneReply,
+  decodeExtendReply,
+  extendArgs,
+  extendManyCall,
+} from '../../lib/core/scripts/extend.js';
+import { decodeSlotReply } from '../../lib/core/scripts/semaphore.js';
+import { clockOf, wasExtended } from '../../lib/core/lease/extend-batcher.js';
 import { ScriptCalls } from '../../lib/core/scripts/calls.js';
 import { decodeWakeMessage } from '../../lib/core/scripts/wake-message.js';
 import { LockValues, MULTI_RESOURCE_MARK } from '../../lib/core/scripts/lock-value.js';
@@ -47,6 +55,42 @@ describe('the TypeScript side of the Lua contract (no Redis)', () => {
         { keys: ['b', 'c'], value: 'v2', ttlMs: 500 },
       ]),
     ).toEqual({ keys: ['a', 'b', 'c'], args: [2, 1, 'v1', 1001, 2, 'v2', 500] });
+  });
+
+  test('under the clock guard grants, slot grants and extension replies carry the clock', () => {
+    const clock = 1_700_000_000_123_456;
+    expect(decodeAcquireReply([2, 77, clock])).toEqual({ kind: 'granted', tokens: [77], clockUs: clock });
+    expect(decodeAcquireReply([2, 5, 9, clock])).toEqual({ kind: 'granted', tokens: [5, 9], clockUs: clock });
+    expect(decodeSlotReply([2, 1, 42, clock, 0, 1])).toEqual({
+      kind: 'granted',
+      index: 1,
+      token: 42,
+      free: [0, 1],
+      clockUs: clock,
+    });
+    expect(decodeSlotReply([1, 0, 42, 0])).toEqual({ kind: 'granted', index: 0, token: 42, free: [0] });
+    // EXTEND: the clock when extended, negated when refused; 1 / 0 without the guard.
+    expect(extendArgs({ keys: ['a'], value: 'v', ttlMs: 9.5 }, true)).toEqual(['v', 10, 'c']);
+    expect(extendArgs({ keys: ['a'], value: 'v', ttlMs: 9.5 })).toEqual(['v', 10]);
+    const extended = decodeExtendOneReply(clock);
+    expect([...extended]).toEqual([true]);
+    expect(extended.clockUs).toBe(clock);
+    const refused = decodeExtendOneReply(-clock);
+    expect([...refused]).toEqual([false]);
+    expect(refused.clockUs).toBe(clock);
+    expect(decodeExtendOneReply(1).clockUs).toBeUndefined();
+    expect(decodeExtendOneReply(0).clockUs).toBeUndefined();
+    // EXTEND_MANY: the clock after the answers.
+    expect(extendManyCall([{ keys: ['a'], value: 'v', ttlMs: 5 }], true).args).toEqual([1, 1, 'v', 5, 'c']);
+    const many = decodeExtendManyReply([1, 0, clock], 2);
+    expect([...many]).toEqual([true, false]);
+    expect(many.clockUs).toBe(clock);
+    expect(decodeExtendManyReply([1, 0], 2).clockUs).toBeUndefined();
+    // One lock's outcome in the batcher: one number.
+    expect([wasExtended(clock), clockOf(clock)]).toEqual([true, clock]);
+    expect([wasExtended(-clock), clockOf(-clock)]).toEqual([false, clock]);
+    expect([wasExtended(1), clockOf(1)]).toEqual([true, undefined]);
+    expect([wasExtended(0), clockOf(0)]).toEqual([false, undefined]);
   });
 
   test('letting go: named operations become the scripts arguments', () => {

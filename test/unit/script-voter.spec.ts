@@ -109,6 +109,22 @@ describe('ScriptVoter: the lock operations once, for any client adapter', () => 
     ]);
   });
 
+  test("a reader's acquire sends the granting settings and the turn, its let-go the hand-over settings", async () => {
+    const client = new FakeClient();
+    const voter = voterOn(client);
+    const vote = voter.acquire(['p:{r}'], 'v^', 1000.4, '');
+    client.answer(17);
+    await expect(vote).resolves.toEqual({ kind: 'granted', tokens: [17] });
+    const released = voter.letGo(['p:{r}'], 'v^', { op: 'release' });
+    client.answer(1);
+    await released;
+    // READ_ACQUIRE may hand a free key over (promote reads the turn); READ_LET_GO only hands over.
+    expect(client.sent.map(({ script, args }) => ({ script, settings: args[1] }))).toEqual([
+      { script: 'read-acquire', settings: '60000 1000 100 10000 200' },
+      { script: 'read-let-go', settings: '200 1000' },
+    ]);
+  });
+
   test('a client that may reorder: a let-go waits for the acquire of the same value', async () => {
     const client = new FakeClient();
     client.reorders = true;

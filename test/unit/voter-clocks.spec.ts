@@ -68,3 +68,66 @@ describe('VoterClocks: steps', () => {
     expect(off.note(0, 10, 11, 60_000_000)).toBe(0);
   });
 });
+
+describe('VoterClocks: confirming a step against the other voters (marking for every client)', () => {
+  /** Five voters read in one round sent at `at` (answered 1 ms later), with these clocks in ms. */
+  function round(clocks: VoterClocks, at: number, clocksMs: number[], order = [0, 1, 2, 3, 4]): number[] {
+    const confirmed: number[] = [];
+    for (const i of order) {
+      clocks.note(i, at, at + 1, clocksMs[i]! * 1000);
+      confirmed.push(...clocks.confirmed);
+    }
+    return confirmed;
+  }
+  const base = 1_000_000_000;
+
+  it('confirms one voter that stepped forward ahead of a quorum of the others read in the same round', () => {
+    const clocks = new VoterClocks(5, 500);
+    expect(round(clocks, 0, [base, base, base, base, base])).toEqual([]);
+    // 1 s later voter 2 stepped 30 s ahead; its reply comes first, the others' after it.
+    const later = base + 1000;
+    expect(round(clocks, 1000, [later, later, later + 30_000, later, later], [2, 0, 1, 3, 4])).toEqual([2]);
+    // And in any order of the replies: here voter 2 answers last.
+    const again = new VoterClocks(5, 500);
+    round(again, 0, [base, base, base, base, base]);
+    expect(round(again, 1000, [later, later, later + 30_000, later, later])).toEqual([2]);
+  });
+
+  it('confirms none when every voter moves alike (a client whose own clock stood still: a suspended machine)', () => {
+    const clocks = new VoterClocks(5, 500);
+    round(clocks, 0, [base, base, base, base, base]);
+    // The monotonic clock says 1 s passed; every voter says 31 s: each is a step for this engine alone.
+    const later = base + 31_000;
+    const steps: number[] = [];
+    const confirmed: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      steps.push(clocks.note(i, 1000, 1001, later * 1000));
+      confirmed.push(...clocks.confirmed);
+    }
+    expect(steps.every((s) => s > 29_000)).toBe(true);
+    expect(confirmed).toEqual([]);
+  });
+
+  it('confirms none when a majority steps together (each stepped voter agrees with the others that stepped)', () => {
+    const clocks = new VoterClocks(5, 500);
+    round(clocks, 0, [base, base, base, base, base]);
+    const later = base + 1000;
+    expect(round(clocks, 1000, [later + 30_000, later + 30_000, later + 30_000, later, later])).toEqual([]);
+  });
+
+  it('compares only readings of the same round, with their round trips', () => {
+    const clocks = new VoterClocks(5, 500);
+    round(clocks, 0, [base, base, base, base, base]);
+    // The others were read in earlier rounds only: no evidence against them.
+    expect(clocks.note(2, 5000, 5001, (base + 35_000) * 1000)).toBeGreaterThan(29_000);
+    expect(clocks.confirmed).toEqual([]);
+    // A round whose replies took 40 s (a stalled network, or this process stopped) allows 40 s.
+    const slow = new VoterClocks(5, 500);
+    round(slow, 0, [base, base, base, base, base]);
+    const sent = 1000;
+    const at = base + 1000;
+    slow.note(2, sent, sent + 40_000, (at + 31_000) * 1000);
+    for (const i of [0, 1, 3, 4]) slow.note(i, sent, sent + 40_000, at * 1000);
+    expect(slow.confirmed).toEqual([]);
+  });
+});

@@ -60,7 +60,6 @@ export interface NodeRedisClient {
 /** A node-redis cluster client from `createCluster` (`redis` 5 or 6): a Redis Cluster as ONE voter. */
 export interface NodeRedisCluster {
   readonly isOpen: boolean;
-  readonly isReady: boolean;
   getSlotMaster(slot: number): unknown;
   sendCommand(...args: never[]): Promise<unknown>;
 }

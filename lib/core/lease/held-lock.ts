@@ -29,6 +29,8 @@ export interface Grant {
   readonly validityMs: number;
   /** The semaphore slot (semaphore.ts); absent for a plain lock. */
   readonly permit?: number;
+  /** 'read' for a read-write lock's reader (its value ends with READ_MARK); default 'write'. */
+  readonly mode?: 'write' | 'read';
   /** performance.now() when the validity was computed. */
   readonly now: number;
 }
@@ -65,7 +67,7 @@ export class HeldLock implements Lock {
   readonly grantedAt: number;
   /** The semaphore slot held; undefined for a plain lock. */
   readonly permit: number | undefined;
-  readonly mode = 'write' as const;
+  readonly mode: 'write' | 'read';
 
   constructor(
     private readonly owner: LockOwner,
@@ -80,6 +82,7 @@ export class HeldLock implements Lock {
     this.holdAtLeast = grant.holdAtLeast;
     this.grantedAt = grant.now;
     this.permit = grant.permit;
+    this.mode = grant.mode ?? 'write';
     this.fencingToken =
       grant.tokens.length === 1
         ? grant.tokens[0]!

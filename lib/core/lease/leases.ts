@@ -5,7 +5,7 @@ import { clockGuardFor } from '../resolve-options.js';
 import { RELEASE } from '../scripts/index.js';
 import { settleWithin, TIMED_OUT } from '../timeouts.js';
 import type { Voters } from '../quorum/voters.js';
-import { ExtendBatcher } from './extend-batcher.js';
+import { clockOf, ExtendBatcher, wasExtended, type ExtendOutcome } from './extend-batcher.js';
 import { HeldLock, type Grant, type LockOwner } from './held-lock.js';
 import { startWatchdog, WatchdogClock } from './watchdog.js';
 
@@ -66,10 +66,25 @@ export class Leases implements LockOwner {
     const round = await this.voters.round(
       (_, index) => this.batchers[index]!.extend(lock.keys, lock.value, lease),
       // A voter that the clock guard excludes may have expired the lock early: it does not count.
-      (extended, index) =>
-        extended ? (this.voters.counts(index) ? 'yes' : { declined: 'excluded by the clock guard' }) : 'no',
+      (outcome, index) =>
+        wasExtended(outcome)
+          ? this.voters.counts(index)
+            ? 'yes'
+            : { declined: 'excluded by the clock guard' }
+          : 'no',
       // The batchers send in a microtask queued before this one: time the round from there.
-      { armAfter: Promise.resolve(), timeoutMs, observe: healing?.observe },
+      {
+        armAfter: Promise.resolve(),
+        timeoutMs,
+        // Before the reply is classified: a step seen first in an extension reply excludes the
+        // voter from this extension already (the clock guard).
+        observe: (index, outcome) => {
+          if (outcome === undefined) return healing?.observe(index, outcome);
+          const clockUs = clockOf(outcome);
+          if (clockUs !== undefined) this.voters.noteClock(index, started, performance.now(), clockUs);
+          healing?.observe(index, outcome);
+        },
+      },
     );
     const now = performance.now();
     const validity = lease - (now - started) - this.drift(lease) - clockGuard;
@@ -221,8 +236,8 @@ class Healing {
     private readonly lease: number,
   ) {}
 
-  readonly observe = (index: number, extended: boolean | undefined): void => {
-    if (extended !== false) return;
+  readonly observe = (index: number, outcome: ExtendOutcome | undefined): void => {
+    if (outcome === undefined || wasExtended(outcome)) return;
     if (this.done) this.pending.push(this.leases.heal(this.lock, this.lease, index));
     else this.lost.push(index);
   };

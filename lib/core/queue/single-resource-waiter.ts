@@ -3,7 +3,7 @@ import type { EngineParts } from '../engine-parts.js';
 import type { HeldLock } from '../lease/held-lock.js';
 import { RELEASE, type AcquireVote } from '../scripts/index.js';
 import { startTimeout, startTimeoutOrEarlier } from '../timeouts.js';
-import { countHandOffs, type ClockReading, type HandOff } from './hand-off.js';
+import { countHandOffs, handOffClockStepped, type ClockReading, type HandOff } from './hand-off.js';
 
 /**
  * How long a failed attempt waits for the answers its round did not wait for, to know whether
@@ -57,7 +57,7 @@ export class SingleResourceWaiter {
     const clockGuard = Math.min(request.opts.clockGuard, parts.turnMs / 4);
     parts.clocks.guardLocksOf(clockGuard);
     const usable = countHandOffs(
-      handOffs,
+      this.countingHandOffs(handOffs, clockGuard),
       this.clocks,
       this.value,
       quorum,
@@ -82,6 +82,30 @@ export class SingleResourceWaiter {
       if (lock.active && lease > validity / 2) lock.extend(lease).catch(() => undefined); // a failure marks it lost
     });
     return lock;
+  }
+
+  /**
+   * The hand-overs of voters that count here: not those that abstain (the restart, identity or
+   * clock guard, also a marking for every client: the hand-over path issues its token without
+   * reading the voter's marker) or that this engine's clock guard excludes. A voter whose clock
+   * stepped forward by more than `clockGuard` between this waiter's reading and its hand-over is
+   * excluded from now on, as one whose grant or extension shows the step (a hand-over is the first
+   * reply after the step that this engine gets from it, then).
+   */
+  private countingHandOffs(handOffs: readonly HandOff[], clockGuard: number): HandOff[] {
+    const { voters } = this.parts;
+    const counting: HandOff[] = [];
+    for (const handOff of handOffs) {
+      const index = handOff.node;
+      const reading = this.clocks[index];
+      if (clockGuard > 0 && reading && handOffClockStepped(handOff, reading, clockGuard)) {
+        const stepMs = reading.sentAt + (handOff.clockUs - reading.clockUs) / 1000 - handOff.receivedAt!;
+        voters.excludeAfterStep(index, stepMs);
+        continue;
+      }
+      if (voters.counts(index) && !voters.abstains(index)) counting.push(handOff);
+    }
+    return counting;
   }
 
   /**

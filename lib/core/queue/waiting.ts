@@ -43,11 +43,17 @@ export async function waitForLock(
   wakes: WakeChannel,
   request: AcquireRequest,
   exhausted: WaitExhausted,
-  /** Another kind of attempt (a semaphore's: its waiters are given turns, as for several resources). */
+  /**
+   * Another kind of attempt (a semaphore's, or a reader's: their waiters are given turns, as for
+   * several resources).
+   */
   attempter?: (value: string) => Promise<Attempt>,
 ): Promise<HeldLock> {
   const { opts } = request;
-  const firstValue = parts.values.next(request.names.length > 1 || attempter !== undefined);
+  const firstValue = parts.values.next(
+    request.names.length > 1 || attempter !== undefined,
+    request.opts.mode === 'read',
+  );
   const single =
     request.names.length === 1 && !attempter
       ? new SingleResourceWaiter(parts, acquirer, request, firstValue)

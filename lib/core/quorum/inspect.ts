@@ -22,6 +22,13 @@ export interface LockInspection {
    * highest token of any permit (tokens are per permit: see `slots`).
    */
   readonly semaphore?: SemaphoreInspection;
+  /**
+   * Read-write locks only, while readers hold the key on a majority (absent otherwise): 'read'.
+   * `held` is then true, `ttlMs` when the longest reader's lease ends, and `readers` says how many.
+   */
+  readonly mode?: 'read';
+  /** With `mode` 'read': the readers that hold the lock on a majority of the voters. */
+  readonly readers?: number;
 }
 
 /** A semaphore's view (see {@link LockInspection.semaphore}). */

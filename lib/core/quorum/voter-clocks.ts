@@ -2,6 +2,12 @@
 const DRIFT_ALLOWANCE = 0.001;
 
 /**
+ * How long a voter whose clock stepped stays a suspect, ms: the other voters' replies in the
+ * round that saw the step arrive well within it (a round is bounded by nodeTimeout).
+ */
+const SUSPECT_WINDOW_MS = 10_000;
+
+/**
  * The voters' time as this engine knows it: per voter, the offset of its wall clock from this
  * engine's monotonic clock, estimated from the clock readings its replies carry (a busy reply
  * carries the voter's clock). Nothing here reads the client's own wall clock: a client whose clock
@@ -23,6 +29,26 @@ export class VoterClocks {
   private readonly low: Float64Array;
   private readonly high: Float64Array;
   private readonly readAt: Float64Array;
+  /**
+   * Per voter: when the request behind its newest reading was sent (performance.now()), which
+   * names the round it was read in: the readings of one round are compared with each other.
+   */
+  private readonly roundOf: Float64Array;
+  /**
+   * Suspects: per voter whose clock this engine saw step forward, the round of that reading (NaN:
+   * none), the bounds of its offset then, and how many other voters of that round its clock was
+   * ahead of by more than the threshold (see {@link confirmed}).
+   */
+  private readonly suspectRound: Float64Array;
+  private readonly suspectLow: Float64Array;
+  private readonly suspectHigh: Float64Array;
+  private readonly suspectAhead: Int32Array;
+  /** How many voters are suspects: 0 (nearly always) skips every comparison. */
+  private suspects = 0;
+  /** Suspects confirmed by the last {@link note}, at most until the next one (see {@link confirmed}). */
+  private readonly confirmedNow: number[] = [];
+  /** Room to sort the offsets in (medianOffset). */
+  private readonly scratch: Float64Array;
   /** The median of the known offsets; NaN when none is known, undefined when it must be recomputed. */
   private median: number | undefined = Number.NaN;
   /**
@@ -38,11 +64,19 @@ export class VoterClocks {
      * smallest clock guard of the locks taken so far (see {@link guardLocksOf}).
      */
     private stepThresholdMs = 0,
+    /** How many other voters of one round a voter's clock must be ahead of to be confirmed: a quorum. */
+    private readonly quorum = Math.floor(count / 2) + 1,
   ) {
     this.offsets = new Float64Array(count).fill(Number.NaN);
     this.low = new Float64Array(count).fill(Number.NaN);
     this.high = new Float64Array(count).fill(Number.NaN);
     this.readAt = new Float64Array(count).fill(Number.NaN);
+    this.scratch = new Float64Array(count);
+    this.roundOf = new Float64Array(count).fill(Number.NaN);
+    this.suspectRound = new Float64Array(count).fill(Number.NaN);
+    this.suspectLow = new Float64Array(count);
+    this.suspectHigh = new Float64Array(count);
+    this.suspectAhead = new Int32Array(count);
   }
 
   /**
@@ -69,9 +103,64 @@ export class VoterClocks {
     this.low[index] = low;
     this.high[index] = high;
     this.readAt[index] = receivedAt;
+    this.roundOf[index] = sentAt;
     this.offsets[index] = clockMs - (sentAt + receivedAt) / 2;
     this.median = undefined;
+    if (this.confirmedNow.length > 0) this.confirmedNow.length = 0;
+    if (step > 0) this.suspect(index, sentAt, low, high);
+    else if (this.suspects > 0) this.compareWithSuspects(index, sentAt, high, receivedAt);
     return step;
+  }
+
+  /**
+   * The voters confirmed by the last {@link note}: a voter whose clock this engine saw step forward
+   * and whose clock, in that same round, was ahead of at least a quorum of the other voters' by
+   * more than the threshold, round trips allowed for (the bounds of each reading). Evidence of the
+   * voters against each other, not against this engine's clock: a client whose own clock stood
+   * still (a suspended machine) sees every voter move alike, and confirms none. Each voter is
+   * confirmed once per step. Valid until the next {@link note}.
+   */
+  get confirmed(): readonly number[] {
+    return this.confirmedNow;
+  }
+
+  /** Voter `index` stepped forward in the round sent at `sentAt`: compare it with that round's others. */
+  private suspect(index: number, sentAt: number, low: number, high: number): void {
+    if (Number.isNaN(this.suspectRound[index]!)) this.suspects++;
+    this.suspectRound[index] = sentAt;
+    this.suspectLow[index] = low;
+    this.suspectHigh[index] = high;
+    let ahead = 0;
+    for (let j = 0; j < this.roundOf.length; j++) {
+      if (j !== index && this.roundOf[j] === sentAt && low - this.high[j]! > this.stepThresholdMs) ahead++;
+    }
+    this.suspectAhead[index] = ahead;
+    if (ahead >= this.quorum) this.confirm(index);
+  }
+
+  /** Voter `index`, read in the round sent at `sentAt` (offset at most `high`): compared with that round's suspects. */
+  private compareWithSuspects(index: number, sentAt: number, high: number, receivedAt: number): void {
+    for (let i = 0; i < this.suspectRound.length; i++) {
+      const round = this.suspectRound[i]!;
+      if (Number.isNaN(round) || i === index) continue;
+      if (round === sentAt) {
+        if (this.suspectLow[i]! - high > this.stepThresholdMs && ++this.suspectAhead[i]! >= this.quorum) {
+          this.confirm(i);
+        }
+      } else if (receivedAt - round > SUSPECT_WINDOW_MS) {
+        this.clearSuspect(i); // its round is long over
+      }
+    }
+  }
+
+  private confirm(index: number): void {
+    this.clearSuspect(index);
+    this.confirmedNow.push(index);
+  }
+
+  private clearSuspect(index: number): void {
+    this.suspectRound[index] = Number.NaN;
+    this.suspects--;
   }
 
   /**
@@ -127,13 +216,27 @@ export class VoterClocks {
     return time === undefined ? '' : time.toFixed(3);
   }
 
+  /**
+   * The median of the known offsets, recomputed after a reading. Under the clock guard every grant
+   * is a reading and nearly every acquire asks for a ticket, so this allocates nothing: an
+   * insertion sort into a scratch array (a handful of voters).
+   */
   private medianOffset(): number {
     if (this.median !== undefined) return this.median;
-    const known = Array.from(this.offsets).filter((o) => !Number.isNaN(o));
-    known.sort((a, b) => a - b);
-    const n = known.length;
+    const sorted = this.scratch;
+    let n = 0;
+    for (let i = 0; i < this.offsets.length; i++) {
+      const offset = this.offsets[i]!;
+      if (Number.isNaN(offset)) continue;
+      let j = n++;
+      while (j > 0 && sorted[j - 1]! > offset) {
+        sorted[j] = sorted[j - 1]!;
+        j--;
+      }
+      sorted[j] = offset;
+    }
     this.median =
-      n === 0 ? Number.NaN : n % 2 === 1 ? known[(n - 1) / 2]! : (known[n / 2 - 1]! + known[n / 2]!) / 2;
+      n === 0 ? Number.NaN : n % 2 === 1 ? sorted[(n - 1) / 2]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2;
     return this.median;
   }
 }

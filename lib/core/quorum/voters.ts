@@ -6,7 +6,8 @@ import { Abstentions } from './abstentions.js';
 import { quorumOf, quorumRound, type RoundOptions, type RoundOutcome, type Vote } from './quorum-round.js';
 import type { Voter } from '../voter/voter.js';
 import type { WriteWindow } from '../voter/write-batching.js';
-import { VoterClocks } from './voter-clocks.js';
+import { ClockGuard, type ClockGuardSettings } from './clock-guard.js';
+import type { VoterClocks } from './voter-clocks.js';
 
 /** Every answer, or failure, of a voter letting go counts as done (see Voters.letGo). */
 const countsAsDone = (): 'yes' => 'yes';
@@ -31,14 +32,10 @@ export interface NodeStatus {
 export class Voters {
   /** Votes needed: a strict majority of the voters. */
   readonly quorum: number;
-  /** The voters' clocks as this engine read them (waiting tickets, the clock guard). */
-  readonly clocks: VoterClocks;
   /** Who abstains until when, and the log lines about it. */
   private readonly abstentions: Abstentions;
-  /** Per voter: until when (performance.now) the clock guard excludes it (see noteClockStep). */
-  private readonly clockExcludedUntil: number[];
-  /** How many exclusions the clock guard made (0: {@link counts} needs no clock). */
-  private clockExclusions = 0;
+  /** The clock guard: the voters' clocks, the voters it excludes, the marking for every client. */
+  private readonly clockGuard: ClockGuard;
 
   constructor(
     readonly list: readonly Voter[],
@@ -52,15 +49,11 @@ export class Voters {
      * The clock guard: steps above `thresholdMs` (0: off) exclude a voter for `excludeForMs` (the
      * restart guard, or the longest ttl where that is off).
      */
-    private readonly clockGuard: { readonly thresholdMs: number; readonly excludeForMs: number } = {
-      thresholdMs: 0,
-      excludeForMs: 0,
-    },
+    clockGuard: ClockGuardSettings = { thresholdMs: 0, excludeForMs: 0 },
   ) {
     this.quorum = quorumOf(list.length);
-    this.clocks = new VoterClocks(list.length, clockGuard.thresholdMs);
     this.abstentions = new Abstentions(list, this.quorum, restartGuard, logger, events);
-    this.clockExcludedUntil = list.map(() => 0);
+    this.clockGuard = new ClockGuard(list, this.quorum, clockGuard, this.abstentions, logger, events);
     list.forEach((voter, index) => {
       // The identity guard (voter/ioredis/admission.ts) decides on connecting, before any acquire.
       voter.onAbstention?.((forMs, why) => this.noteAbstention(index, forMs, why || undefined));
@@ -75,6 +68,11 @@ export class Voters {
           `${list.length - 1} nodes would (quorum ${this.quorum}). Use an odd number such as 3 or 5.`,
       );
     }
+  }
+
+  /** The voters' clocks as this engine read them (waiting tickets, the clock guard). */
+  get clocks(): VoterClocks {
+    return this.clockGuard.clocks;
   }
 
   get count(): number {
@@ -135,47 +133,25 @@ export class Voters {
   }
 
   /**
-   * The clock guard: voter `index`'s wall clock stepped forward by `stepMs` (more than the clock
-   * guard) since this engine last read it, so it may have expired held locks early: it does not
-   * count toward this engine's quorums for `forMs` (the restart guard, or the longest ttl where
-   * that is off). Logged (which voter, by how much, until when) and emitted as 'node-abstaining'
-   * with cause 'clock'. This engine's evidence only: other engines decide for themselves.
+   * Records voter `index`'s clock as read in a reply (see VoterClocks.note): a forward step above
+   * the clock guard excludes the voter from this engine's quorums, and one that is also ahead of a
+   * quorum of the others in that round is marked for every client (clock-guard.ts).
    */
-  noteClockStep(index: number, stepMs: number, forMs: number): void {
-    const now = performance.now();
-    const wasCounting = this.clockExcludedUntil[index]! <= now;
-    this.clockExcludedUntil[index] = Math.max(this.clockExcludedUntil[index]!, now + forMs);
-    this.abstentions.extend(index, now + forMs);
-    if (!wasCounting) return;
-    this.clockExclusions++;
-    const node = this.list[index]!.label;
-    const untilIso = new Date(Date.now() + forMs).toISOString();
-    const reason =
-      `its wall clock stepped forward by ${Math.round(stepMs)} ms since this engine last read it ` +
-      '(more than clockGuard), so it may have expired held locks early';
-    this.logger.warn(
-      `Redis node ${node} does not count toward this engine's lock quorums until ${untilIso}: ${reason}. ` +
-        'Sync its clock (NTP slews small offsets; a step this large is a misconfigured or resumed machine).',
-    );
-    if (this.events.observed) {
-      this.events.emit({
-        type: 'node-abstaining',
-        resources: [],
-        node,
-        durationMs: forMs,
-        reason,
-        cause: 'clock',
-      });
-    }
+  noteClock(index: number, sentAt: number, receivedAt: number, clockUs: number): void {
+    this.clockGuard.noteClock(index, sentAt, receivedAt, clockUs);
   }
 
   /**
-   * Records voter `index`'s clock as read in a reply (see VoterClocks.note); a forward step above
-   * the clock guard excludes the voter from this engine's quorums (noteClockStep).
+   * The clock guard: voter `index`'s clock stepped forward by `stepMs` (more than the guard), as a
+   * hand-over showed: it does not count toward this engine's quorums for now (see ClockGuard).
    */
-  noteClock(index: number, sentAt: number, receivedAt: number, clockUs: number): void {
-    const step = this.clocks.note(index, sentAt, receivedAt, clockUs);
-    if (step > 0) this.noteClockStep(index, step, this.clockGuard.excludeForMs);
+  excludeAfterStep(index: number, stepMs: number): void {
+    this.clockGuard.excludeAfterStep(index, stepMs);
+  }
+
+  /** Whether voter `index` abstains now (restart, identity or clock guard). */
+  abstains(index: number): boolean {
+    return this.abstentions.abstainsUntil(index) > performance.now();
   }
 
   /**
@@ -200,8 +176,7 @@ export class Voters {
 
   /** Whether voter `index` counts toward this engine's quorums (not excluded by the clock guard). */
   counts(index: number): boolean {
-    // The usual case costs one comparison: no voter was ever excluded.
-    return this.clockExclusions === 0 || this.clockExcludedUntil[index]! <= performance.now();
+    return this.clockGuard.counts(index);
   }
 
   /**

@@ -87,7 +87,7 @@ if not granted then
 end
 -- The clock guard (the settings argument ends with 'c') wants the node's clock with every grant.
 local clock = string.byte(ARGV[2], -1) == 99
-local out = (n > 1 or clock) and {1}
+local out = n > 1 and {1}
 -- The node's clock, once read (a missing counter is seeded from it): the grant's reading too.
 local time = nil
 for i = 1, n do
@@ -100,7 +100,12 @@ for i = 1, n do
     end
     return {-1, abstain}
   end
-  if not out then return token end
+  if not out then
+    if not clock then return token end
+    -- One resource under the clock guard: one table, built whole (cheaper than growing one).
+    local now = time or redis.call('TIME')
+    return {2, token, tonumber(now[1]) * 1000000 + tonumber(now[2])}
+  end
   out[i + 1] = token
 end
 if clock then
@@ -124,7 +129,11 @@ export function decodeAcquireReply(reply: unknown): AcquireVote {
   if (!Array.isArray(reply)) throw new TypeError(`unexpected acquire reply ${String(reply)}`);
   const tag = reply[0] as number;
   if (tag === 1) return new Granted((reply as number[]).slice(1));
-  if (tag === 2) return new Granted((reply as number[]).slice(1, -1), reply[reply.length - 1] as number);
+  if (tag === 2) {
+    const clockUs = reply[reply.length - 1] as number;
+    // One resource (nearly every lock): no slice.
+    return new Granted(reply.length === 3 ? [reply[1] as number] : (reply as number[]).slice(1, -1), clockUs);
+  }
   if (tag === 0) return new Busy(reply[1] as number, String(reply[2]), reply[3] as number);
   return new Abstaining(reply[1] as number);
 }

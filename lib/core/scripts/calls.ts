@@ -2,7 +2,7 @@ import { FENCE_SUFFIX, queueKeyOf } from '../keys.js';
 import { OneWayWires } from '../voter/one-way-wires.js';
 import { markerDerivable } from './key-layout.js';
 import type { LetGo } from './release.js';
-import { handOverSettingsArg, lockSettingsArg, type ScriptSettings } from './settings.js';
+import { handOverSettingsArg, lockSettingsArg, readSettingsArg, type ScriptSettings } from './settings.js';
 
 /*
  * The keys and arguments of the lock scripts, built once per engine call and shared (read-only)
@@ -43,8 +43,10 @@ export function inspectKeys(lockKey: string): string[] {
 export class ScriptCalls {
   /** The settings argument of the granting scripts: acquire, a semaphore's slot search (settings.ts). */
   readonly settings: string;
-  /** The settings argument of the let-go scripts (settings.ts). */
+  /** The settings argument of the let-go scripts, a reader's included (settings.ts). */
   readonly handOverSettings: string;
+  /** The settings argument of a reader's acquire (settings.ts). */
+  readonly readSettings: string;
   /** The fence counters' idle expiry, ms, as RAISE_FENCE receives it. */
   readonly fenceIdleMs: string;
   /** The bytes of the last one-way call, encoded once for every voter of a release (voter/one-way.ts). */
@@ -61,6 +63,7 @@ export class ScriptCalls {
   constructor(settings: ScriptSettings) {
     this.settings = lockSettingsArg(settings);
     this.handOverSettings = handOverSettingsArg(settings);
+    this.readSettings = readSettingsArg(settings);
     this.derivedMarker = markerDerivable(settings.guardKey) ? settings.guardKey : undefined;
     this.fenceIdleMs = String(Math.max(0, Math.ceil(settings.fenceIdleMs)));
   }

@@ -109,8 +109,13 @@ export interface IdentityCheck {
 
 /** IDENTITY_CHECK's arguments; `markerKey` is `<keyPrefix>__restart_guard__`. */
 export function identityArgs(runId: string, trusted: boolean, guardMs: number, markerKey: string): string[] {
+  return [runId, trusted ? '1' : '0', String(Math.ceil(guardMs)), fenceCounterPattern(markerKey)];
+}
+
+/** The SCAN MATCH pattern of the fence counters under the key prefix of `markerKey`. */
+export function fenceCounterPattern(markerKey: string): string {
   const prefix = markerKey.slice(0, markerKey.length - GUARD_MARKER_NAME.length);
-  return [runId, trusted ? '1' : '0', String(Math.ceil(guardMs)), `${escapeGlob(prefix)}*${FENCE_SUFFIX}`];
+  return `${escapeGlob(prefix)}*${FENCE_SUFFIX}`;
 }
 
 /** A literal for a SCAN MATCH pattern. */

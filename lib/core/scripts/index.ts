@@ -11,6 +11,13 @@ import {
   RELEASE_SCRIPT,
   REQUEUE_SCRIPT,
 } from './release.js';
+import {
+  READ_ACQUIRE_SCRIPT,
+  READ_EXTEND_SCRIPT,
+  READ_INSPECT_SCRIPT,
+  READ_LET_GO_SCRIPT,
+  READ_RAISE_FENCE_SCRIPT,
+} from './read.js';
 import { SEMAPHORE_ACQUIRE_SCRIPT } from './semaphore.js';
 
 /** The lock scripts, by operation. */
@@ -25,6 +32,12 @@ export interface EngineScripts {
   readonly inspect: LuaScript;
   /** A semaphore's slot search (semaphore.ts). */
   readonly acquireSlot: LuaScript;
+  /** A read-write lock's readers (read.ts): acquire, extend, let go, raise the fence, inspect. */
+  readonly readAcquire: LuaScript;
+  readonly readExtend: LuaScript;
+  readonly readLetGo: LuaScript;
+  readonly readRaiseFence: LuaScript;
+  readonly readInspect: LuaScript;
   /** All of them, loaded on each (re)connection so that calls rarely meet NOSCRIPT. */
   readonly all: readonly LuaScript[];
 }
@@ -39,6 +52,11 @@ const byOperation = {
   extendMany: EXTEND_MANY,
   inspect: INSPECT,
   acquireSlot: SEMAPHORE_ACQUIRE_SCRIPT,
+  readAcquire: READ_ACQUIRE_SCRIPT,
+  readExtend: READ_EXTEND_SCRIPT,
+  readLetGo: READ_LET_GO_SCRIPT,
+  readRaiseFence: READ_RAISE_FENCE_SCRIPT,
+  readInspect: READ_INSPECT_SCRIPT,
 };
 
 /**
@@ -70,16 +88,30 @@ export type { ScriptSettings } from './settings.js';
 export { ScriptCalls, fencedKeys, inspectKeys, resourceKeys } from './calls.js';
 export { decodeAcquireReply, type AcquireVote } from './acquire.js';
 export { decodeSlotReply, type SlotVote } from './semaphore.js';
+export { decodeReadersReply } from './read.js';
 export {
   decodeExtendManyReply,
+  decodeExtendOneReply,
   decodeExtendReply,
   extendArgs,
   extendManyCall,
+  type ExtendAnswers,
   type ExtendRequest,
 } from './extend.js';
 export { decodeRaiseFenceReply } from './fence.js';
+// Not in SCRIPTS.all (loaded on every connection): it runs once per clock step, and its first
+// call sends its source.
+export { CLOCK_MARK, clockMarkArgs, decodeClockMarkReply, type ClockMark } from './clock-mark.js';
 export { letGoScript, RELEASE, type LetGo, type LetGoScripts } from './release.js';
 export { decodeInspectReply, type KeyView } from './inspect.js';
 export { runScript, type LuaScript } from './lua-script.js';
 export { decodeWakeMessage, encodeWakeMessage, type WakeMessage } from './wake-message.js';
-export { isMultiResource, LockValues, MULTI_RESOURCE_MARK, TURN_MARK, wakeChannelOf } from './lock-value.js';
+export {
+  isMultiResource,
+  isReader,
+  LockValues,
+  MULTI_RESOURCE_MARK,
+  READ_MARK,
+  TURN_MARK,
+  wakeChannelOf,
+} from './lock-value.js';

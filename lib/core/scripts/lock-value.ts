@@ -17,6 +17,14 @@ const WAKE_CHANNEL_PREFIX = '__redlock_wake__:';
  */
 export const MULTI_RESOURCE_MARK = '*';
 
+/**
+ * Last character of the lock values of readers (`mode: 'read'`, scripts/read.ts). The voters tell a
+ * reader from a writer by it: a reader's value never sits in a lock key (readers hold the key's
+ * READ_MARKER together, each its own entry of the readers hash), and a release lets every reader
+ * at the head of a queue in together.
+ */
+export const READ_MARK = '^';
+
 /** Prefix of a lock key's value while it waits for the waiter named after it ('~' is no value's). */
 export const TURN_MARK = '~';
 
@@ -29,6 +37,16 @@ export function luaWakeChannelOf(value: string): string {
 export function wakeChannelOf(value: string): string {
   const colon = value.indexOf(':');
   return WAKE_CHANNEL_PREFIX + (colon < 0 ? value : value.slice(0, colon));
+}
+
+/** Whether `value` is a reader's (what luaIsReader checks). */
+export function isReader(value: string): boolean {
+  return value.charCodeAt(value.length - 1) === 94; // READ_MARK
+}
+
+/** Lua expression: whether the lock value in `value` is a reader's. */
+export function luaIsReader(value: string): string {
+  return `string.byte(${value}, -1) == 94`;
 }
 
 /** Whether `value` belongs to an acquire of several resources (what luaIsMultiResource checks). */
@@ -48,9 +66,13 @@ export class LockValues {
   /** The channel on which nodes tell this engine's waiters about hand-overs. */
   readonly channel = WAKE_CHANNEL_PREFIX + this.prefix;
 
-  /** A new value; one for several resources is marked (it is given turns, see scripts/queue.ts). */
-  next(multiResource: boolean): string {
+  /**
+   * A new value; one for several resources is marked (it is given turns, see scripts/queue.ts), and
+   * so is a reader's (`read`: READ_MARK, which wins: readers are given turns of their own).
+   */
+  next(multiResource: boolean, read = false): string {
     const value = `${this.prefix}:${(this.counter++).toString(36)}`;
+    if (read) return value + READ_MARK;
     return multiResource ? value + MULTI_RESOURCE_MARK : value;
   }
 }

@@ -1,4 +1,4 @@
-import { PERMITS_MARK } from '../keys.js';
+import { PERMITS_MARK, READ_MARKER } from '../keys.js';
 import { TURN_MARK } from './lock-value.js';
 import { luaScript } from './lua-script.js';
 import { nextTokenLua } from './fence.js';
@@ -8,13 +8,15 @@ import { LOCK_SETTINGS, luaSetting } from './settings.js';
 export type SlotVote =
   /**
    * Granted the slot at `index` of the proposed order, with its fencing token; `free`: the indices
-   * of the slots that were free (or the caller's) there, the granted one included.
+   * of the slots that were free (or the caller's) there, the granted one included; `clockUs`: the
+   * node's clock in microseconds, when the engine runs the clock guard (as with a plain grant).
    */
   | {
       readonly kind: 'granted';
       readonly index: number;
       readonly token: number;
       readonly free: readonly number[];
+      readonly clockUs?: number;
     }
   /** Every slot busy: `retryAfterMs` until the first may be free (-1 unknown), a holder, the node's clock. */
   | {
@@ -25,7 +27,7 @@ export type SlotVote =
     }
   /** The node abstains under the restart guard for `forMs` more ms. */
   | { readonly kind: 'abstaining'; readonly forMs: number }
-  /** The key is in use otherwise: as a semaphore of `permits` permits (1: as a mutex). */
+  /** The key is in use otherwise: as a semaphore of `permits` permits (1: as a mutex, 0: by readers). */
   | { readonly kind: 'conflict'; readonly permits: number };
 
 /**
@@ -42,8 +44,10 @@ export type SlotVote =
  * marker (2k+4). All share the key's hash tag.
  * ARGV: value, settings, ttl ms, ticket ('' = do not queue), seed proposal (µs, or ''), permits.
  *
- * Replies: {1, index, token, free indices...} granted; {0, ms, holder, clock} busy (queued by ticket); {-1, ms}
- * abstaining (restart guard); {-3, permits} the key is used with other permits (1: as a mutex).
+ * Replies: {1, index, token, free indices...} granted; {2, index, token, clock, free indices...}
+ * granted under the clock guard (the settings argument ends with 'c', as for acquire.ts); {0, ms,
+ * holder, clock} busy (queued by ticket); {-1, ms} abstaining (restart guard); {-3, permits} the key
+ * is used with other permits (1: as a mutex, 0: readers of a read-write lock hold it).
  */
 export const SEMAPHORE_ACQUIRE_SCRIPT = luaScript(
   'semaphore-acquire',
@@ -53,6 +57,7 @@ local value = ARGV[1]
 local lock_key = KEYS[2 * k + 2]
 local marker = '${PERMITS_MARK}' .. ARGV[6]
 local used = redis.call('GET', lock_key)
+if used == '${READ_MARKER}' then return {-3, 0} end
 if used and used ~= marker then
   local other = string.match(used, '^${PERMITS_MARK}(%d+)$')
   return {-3, tonumber(other or '1')}
@@ -96,6 +101,10 @@ if abstain then
   redis.call('DEL', KEYS[slot])
   return {-1, abstain}
 end
+if string.byte(ARGV[2], -1) == 99 then
+  local now = redis.call('TIME')
+  return {2, slot - 1, token, tonumber(now[1]) * 1000000 + tonumber(now[2]), unpack(free)}
+end
 return {1, slot - 1, token, unpack(free)}
 `,
 );
@@ -107,6 +116,11 @@ export function decodeSlotReply(reply: unknown): SlotVote {
   if (tag === 1) {
     const free = (reply as number[]).slice(3);
     return { kind: 'granted', index: reply[1] as number, token: reply[2] as number, free };
+  }
+  if (tag === 2) {
+    const free = (reply as number[]).slice(4);
+    const clockUs = reply[3] as number;
+    return { kind: 'granted', index: reply[1] as number, token: reply[2] as number, free, clockUs };
   }
   if (tag === 0)
     return {

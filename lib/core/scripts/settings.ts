@@ -44,11 +44,16 @@ export const LOCK_SETTINGS = ['guardMs', 'fenceIdleMs', 'seedWindowMs', 'queueId
  * that the token block (fence.ts) reads it from either.
  */
 export const HAND_OVER_SETTINGS = ['turnMs', 'fenceIdleMs'] as const;
+/**
+ * The settings of a reader's acquire (read.ts), which grants and may hand a lock over too (a free
+ * key with a line): {@link LOCK_SETTINGS}, then turnMs ({@link readSettingsArg}).
+ */
+export const READ_SETTINGS = [...LOCK_SETTINGS, 'turnMs'] as const;
 
 /** One of the settings the scripts read. */
 export type ScriptSetting = (typeof LOCK_SETTINGS)[number] | (typeof HAND_OVER_SETTINGS)[number];
 /** The fields of one settings argument, in order. */
-export type SettingsFields = typeof LOCK_SETTINGS | typeof HAND_OVER_SETTINGS;
+export type SettingsFields = typeof LOCK_SETTINGS | typeof HAND_OVER_SETTINGS | typeof READ_SETTINGS;
 
 /** A setting as the scripts read it: whole milliseconds (seedWindowMs rounded down, the rest up). */
 function wholeMs(settings: ScriptSettings, field: ScriptSetting): number {
@@ -68,6 +73,12 @@ function wholeMs(settings: ScriptSettings, field: ScriptSetting): number {
 /** The settings argument of the granting scripts ({@link LOCK_SETTINGS}; ` c` at the end: clock readings). */
 export function lockSettingsArg(settings: ScriptSettings): string {
   const text = LOCK_SETTINGS.map((field) => wholeMs(settings, field)).join(' ');
+  return settings.clockReadings ? `${text} c` : text;
+}
+
+/** The settings argument of a reader's acquire ({@link READ_SETTINGS}; ` c` at the end: clock readings). */
+export function readSettingsArg(settings: ScriptSettings): string {
+  const text = READ_SETTINGS.map((field) => wholeMs(settings, field)).join(' ');
   return settings.clockReadings ? `${text} c` : text;
 }
 

@@ -1,12 +1,13 @@
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { clientKind } from '../clients/detect.js';
 import type { RedisClientPackage } from '../clients/types.js';
-import { RedlockOptionsError } from '../errors.js';
 import type { RedlockNode } from '../options.js';
 import { GlideVoter } from './glide/glide-voter.js';
 import { RedisVoter } from './ioredis/redis-voter.js';
 import { NodeRedisVoter } from './node-redis/node-redis-voter.js';
+import { GlideClusterVoter } from './glide-cluster/cluster-voter.js';
 import { ClusterVoter } from './ioredis-cluster/cluster-voter.js';
+import { NodeRedisClusterVoter } from './node-redis-cluster/cluster-voter.js';
 import { isClusterNode, type ClusterVoterNode } from './ioredis-cluster/connection.js';
 import { isVoterFactory, type Voter, type VoterContext } from './voter.js';
 
@@ -30,16 +31,14 @@ export function createVoter(
         return ClusterVoter.from(node as Cluster, context);
       case 'node-redis':
         return NodeRedisVoter.from(node, context);
+      case 'node-redis-cluster':
+        return NodeRedisClusterVoter.from(node, context, option);
       case 'glide':
         return GlideVoter.from(node, context);
+      case 'glide-cluster':
+        return GlideClusterVoter.from(node, context, option);
       case undefined:
         break;
-      default:
-        throw new RedlockOptionsError(
-          option,
-          `a ${kind === 'node-redis-cluster' ? 'node-redis cluster (createCluster)' : 'Valkey GLIDE GlideClusterClient'} is not supported as a voter yet`,
-          'Give the Redis Cluster as an ioredis Cluster or { cluster: [{ host, port }, ...] } (opened with ioredis).',
-        );
     }
     // `{ cluster: [...], options? }`: a Cluster opened with ioredis.
     if (isClusterNode(node)) return ClusterVoter.from(node as ClusterVoterNode, context);

@@ -1,19 +1,25 @@
 import {
+  CLOCK_MARK,
+  clockMarkArgs,
   decodeAcquireReply,
+  decodeClockMarkReply,
   decodeExtendManyReply,
-  decodeExtendReply,
+  decodeExtendOneReply,
   decodeInspectReply,
   decodeRaiseFenceReply,
   decodeSlotReply,
   extendArgs,
   extendManyCall,
   fencedKeys,
+  isReader,
   inspectKeys,
   CLUSTER_SCRIPTS,
   letGoScript,
   SCRIPTS,
   type AcquireVote,
+  type ClockMark,
   type EngineScripts,
+  type ExtendAnswers,
   type ExtendRequest,
   type KeyView,
   type LetGo,
@@ -22,13 +28,21 @@ import {
 } from '../scripts/index.js';
 import { FENCE_SUFFIX, queueKeyOf } from '../keys.js';
 import { describeError } from './describe-error.js';
+import { extendBySlot, inOneSlot } from './extend-by-slot.js';
+import {
+  readAcquire,
+  readExtend,
+  readInspect,
+  readKeys,
+  readLetGo,
+  readLetGoArgs,
+  readRaiseFence,
+} from './read-calls.js';
 import type { ScriptClient } from './script-client.js';
 import type { Voter, VoterContext } from './voter.js';
 
 /** A reply decoder that keeps the reply as it came (letting go: nobody reads the count). */
 const asItCame = (reply: unknown): unknown => reply;
-/** EXTEND's reply, as the batch of one it answers. */
-const extendedOne = (reply: unknown): boolean[] => [decodeExtendReply(reply)];
 
 /**
  * A voter that runs the Lua scripts (scripts/) on a Redis server or cluster, through a
@@ -53,6 +67,8 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
    * ScriptClient.reorders and letGo); undefined on the others.
    */
   private readonly acquiring: Map<string, Promise<unknown>> | undefined;
+  /** Whether extensions ask for the node's clock (the engine runs the clock guard). */
+  private readonly clockReadings: boolean;
 
   constructor(
     /** The client adapter. */
@@ -62,12 +78,18 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     this.calls = context.calls;
     this.declared = adapter.declaresEveryKey === true;
     this.scripts = this.declared ? CLUSTER_SCRIPTS : SCRIPTS;
+    this.clockReadings = context.settings.clockReadings === true;
     this.acquiring = adapter.reorders ? new Map() : undefined;
     adapter.attach?.(this);
   }
 
   get label(): string {
     return this.adapter.label;
+  }
+
+  /** Whether its client routes by slot (a Redis Cluster): a lock's keys must then share one slot. */
+  get routesBySlot(): boolean {
+    return this.adapter.keySlot !== undefined;
   }
 
   get connected(): boolean {
@@ -139,30 +161,37 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
   }
 
   raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean> {
+    if (isReader(value)) return readRaiseFence(this.adapter, this.calls, keys[0]!, value, tokens[0]!);
     const args = this.calls.raiseFenceArgs(value, tokens);
     return this.adapter.run(SCRIPTS.raiseFence, fencedKeys(keys), args, decodeRaiseFenceReply);
   }
 
-  extend(batch: readonly ExtendRequest[]): Promise<boolean[]> {
+  extend(batch: readonly ExtendRequest[]): Promise<ExtendAnswers> {
+    const clock = this.clockReadings;
     if (batch.length === 1) {
       const only = batch[0]!;
-      return this.adapter.run(SCRIPTS.extend, only.keys, extendArgs(only), extendedOne);
+      if (isReader(only.value)) return readExtend(this.adapter, only).then((extended) => [extended]);
+      return this.adapter.run(SCRIPTS.extend, only.keys, extendArgs(only, clock), decodeExtendOneReply);
     }
-    if (this.adapter.keySlot) return this.extendBySlot(batch, this.adapter.keySlot.bind(this.adapter));
-    const { keys, args } = extendManyCall(batch);
+    if (batch.some((request) => isReader(request.value))) return this.extendWithReaders(batch);
+    const keySlot = this.adapter.keySlot?.bind(this.adapter);
+    if (keySlot && !inOneSlot(batch, keySlot)) return extendBySlot(this.adapter, batch, keySlot);
+    const { keys, args } = extendManyCall(batch, clock);
     return this.adapter.run(SCRIPTS.extendMany, keys, args, (reply) =>
       decodeExtendManyReply(reply, batch.length),
     );
   }
 
   letGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
-    const send = () =>
-      this.adapter.run(
-        letGoScript(how, this.scripts),
-        this.letGoKeys(keys),
-        this.calls.letGoArgs(value, how),
-        asItCame,
-      );
+    const send = isReader(value)
+      ? () => readLetGo(this.adapter, this.calls, keys[0]!, value, how)
+      : () =>
+          this.adapter.run(
+            letGoScript(how, this.scripts),
+            this.letGoKeys(keys),
+            this.calls.letGoArgs(value, how),
+            asItCame,
+          );
     // The engine frees a late grant by sending this after the acquire, trusting one connection to
     // keep the order. A client that reorders does not always: a command that meets MOVED, or a
     // slot map being refreshed, is sent again later, after what followed it (seen on a Cluster:
@@ -179,6 +208,10 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
   letGoOneWay(keys: readonly string[], value: string, how: LetGo): boolean {
     if (!this.adapter.runOneWay || !this.adapter.connected) return false;
     const calls = this.calls;
+    if (isReader(value)) {
+      const args = readLetGoArgs(calls, value, how);
+      return this.adapter.runOneWay(SCRIPTS.readLetGo, readKeys(keys[0]!), args, calls.oneWay);
+    }
     const args = calls.letGoArgs(value, how);
     return this.adapter.runOneWay(letGoScript(how, this.scripts), this.letGoKeys(keys), args, calls.oneWay);
   }
@@ -188,8 +221,23 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     return this.declared ? this.calls.keys(lockKeys) : lockKeys;
   }
 
+  /**
+   * Puts this node under the restart guard for every client for `forMs` (scripts/clock-mark.ts).
+   * Undefined on a client that routes by slot (a Redis Cluster): its markers are one per slot, and
+   * its masters' clocks are not one clock.
+   */
+  markClockStep(forMs: number): Promise<ClockMark> | undefined {
+    if (this.adapter.keySlot) return undefined;
+    const marker = this.adapter.markerKey([]);
+    return this.adapter.run(CLOCK_MARK, [marker], clockMarkArgs(forMs, marker), decodeClockMarkReply);
+  }
+
   inspect(lockKey: string): Promise<KeyView> {
     return this.adapter.run(SCRIPTS.inspect, inspectKeys(lockKey), [], decodeInspectReply);
+  }
+
+  inspectReaders(lockKey: string): Promise<string[]> {
+    return readInspect(this.adapter, lockKey);
   }
 
   ping(): Promise<void> {
@@ -236,6 +284,11 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
   ): Promise<AcquireVote> {
     const abstainMs = this.adapter.abstainingForMs?.(keys) ?? 0;
     if (abstainMs > 0) return Promise.resolve({ kind: 'abstaining', forMs: abstainMs });
+    if (isReader(value)) {
+      const read = readAcquire(this.adapter, this.calls, keys[0]!, value, ttlMs, ticket, seedUs);
+      if (this.acquiring) this.track(value, read);
+      return read;
+    }
     let withMarker: readonly string[];
     try {
       const marker = this.adapter.markerKey(keys);
@@ -261,25 +314,19 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     sent.then(settled, settled);
   }
 
-  /** One EXTEND_MANY per slot of the batch (a script cannot reach across slots), in parallel. */
-  private extendBySlot(
-    batch: readonly ExtendRequest[],
-    keySlot: (key: string) => number,
-  ): Promise<boolean[]> {
-    const bySlot = new Map<number, number[]>();
-    batch.forEach((request, i) => {
-      const slot = keySlot(request.keys[0]!);
-      const group = bySlot.get(slot);
-      if (group) group.push(i);
-      else bySlot.set(slot, [i]);
+  /** A batch with readers: each reader's extension on its own, the writers' as one batch. */
+  private extendWithReaders(batch: readonly ExtendRequest[]): Promise<ExtendAnswers> {
+    const writers = batch.filter((request) => !isReader(request.value));
+    const written: Promise<ExtendAnswers> = writers.length > 0 ? this.extend(writers) : Promise.resolve([]);
+    const read = batch.map((request) =>
+      isReader(request.value) ? readExtend(this.adapter, request) : undefined,
+    );
+    return Promise.all([written, Promise.all(read)]).then(([writerAnswers, readAnswers]) => {
+      let w = 0;
+      const answers: ExtendAnswers = batch.map((_, i) => readAnswers[i] ?? writerAnswers[w++]!);
+      // The writers' call read the node's clock (under the guard): it stands for the batch.
+      if (writerAnswers.clockUs !== undefined) answers.clockUs = writerAnswers.clockUs;
+      return answers;
     });
-    const answers = new Array<boolean>(batch.length).fill(false);
-    const calls = [...bySlot.values()].map((indices) => {
-      const { keys, args } = extendManyCall(indices.map((i) => batch[i]!));
-      return this.adapter
-        .run(SCRIPTS.extendMany, keys, args, (reply) => decodeExtendManyReply(reply, indices.length))
-        .then((reply) => indices.forEach((i, j) => (answers[i] = reply[j]!)));
-    });
-    return Promise.all(calls).then(() => answers);
   }
 }

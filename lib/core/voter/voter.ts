@@ -2,7 +2,9 @@ import type { RedlockLogger } from '../logger.js';
 import type { Preflight } from '../preflight.js';
 import type {
   AcquireVote,
+  ClockMark,
   EngineScripts,
+  ExtendAnswers,
   ExtendRequest,
   KeyView,
   LetGo,
@@ -24,6 +26,9 @@ import type { WriteWindow } from './write-batching.js';
  * TypeScript (lib/testing/memory/, `MemoryVoter`, exported from `nest-quorum-lock/testing`).
  *
  * Every operation is atomic on the voter and has the semantics of the Lua scripts in scripts/.
+ * A reader of a read-write lock (its value ends with READ_MARK, scripts/lock-value.ts) goes through
+ * the same operations, with one lock key: the voter tells it by its value and runs the readers'
+ * semantics (scripts/read.ts) for its acquire, raiseFence, extend and letGo.
  */
 export interface Voter {
   /** Log-safe name (never a password). */
@@ -62,8 +67,11 @@ export interface Voter {
   ): Promise<SlotVote>;
   /** Raises the fence counters of `keys` to `tokens` while `value` still holds them. */
   raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean>;
-  /** Extends each lock of the batch that still holds its value; one answer per lock. */
-  extend(batch: readonly ExtendRequest[]): Promise<boolean[]>;
+  /**
+   * Extends each lock of the batch that still holds its value; one answer per lock, and, where the
+   * voter reads it (the settings ask for clock readings), the voter's clock at that moment.
+   */
+  extend(batch: readonly ExtendRequest[]): Promise<ExtendAnswers>;
   /** Lets go of the keys `value` holds, and of its places in line (see scripts/release.ts). */
   letGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown>;
   /**
@@ -71,8 +79,19 @@ export interface Voter {
    * for), in order with the voter's other operations. Returns false when it did not send it.
    */
   letGoOneWay?(keys: readonly string[], value: string, how: LetGo): boolean;
+  /**
+   * Optional (voters with one server and one clock behind them): the clock guard found this voter's
+   * clock stepped forward, ahead of a quorum of the others: puts it under the restart guard for
+   * every client for `forMs` (scripts/clock-mark.ts). Undefined when this voter cannot.
+   */
+  markClockStep?(forMs: number): Promise<ClockMark> | undefined;
   /** Reads a lock key, its lease and its fence counter (writes nothing). */
   inspect(lockKey: string): Promise<KeyView>;
+  /**
+   * Optional (a voter without it reports no readers): the live readers of a read-write lock's key,
+   * read-only (scripts/read.ts, READ_INSPECT).
+   */
+  inspectReaders?(lockKey: string): Promise<string[]>;
   /** A round trip that proves the voter answers (health checks). */
   ping(): Promise<void>;
   /**

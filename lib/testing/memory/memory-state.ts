@@ -31,6 +31,8 @@ export class MemoryState {
   private readonly counters = new Map<string, number>();
   private readonly sets = new Map<string, Member[]>();
   private readonly channels = new Map<string, Set<(message: string) => void>>();
+  /** Per lock key: its readers (value -> the clock reading, ms, at which the reader's lease ends). */
+  private readonly readers = new Map<string, Map<string, number>>();
   private lastClockUs = 0;
 
   /** @param now The voter's clock (default: the process's); see {@link MemoryClock}. */
@@ -99,6 +101,56 @@ export class MemoryState {
     this.sets.set(key, set);
   }
 
+  /** ZSCORE: the member's score, undefined when it is not there. */
+  zscore(key: string, member: string): number | undefined {
+    return this.sets.get(key)?.find((m) => m.member === member)?.score;
+  }
+
+  /** ZRANGE 0 -1 WITHSCORES: the members in order. */
+  zmembers(key: string): readonly Member[] {
+    return this.sets.get(key) ?? [];
+  }
+
+  /** The voter's clock, ms (what reader leases are kept in). */
+  clock(): number {
+    return this.now();
+  }
+
+  /** HSET of a reader of `key`, whose lease ends at `endsAt` (clock ms). */
+  setReader(key: string, value: string, endsAt: number): void {
+    const readers = this.readers.get(key) ?? new Map<string, number>();
+    readers.set(value, endsAt);
+    this.readers.set(key, readers);
+  }
+
+  /** HGET: when the reader's lease ends; undefined when it is not a reader of `key`. */
+  readerEnds(key: string, value: string): number | undefined {
+    return this.readers.get(key)?.get(value);
+  }
+
+  /** HDEL: whether it was a reader of `key`. */
+  deleteReader(key: string, value: string): boolean {
+    return this.readers.get(key)?.delete(value) ?? false;
+  }
+
+  /** Forgets the readers of `key` whose lease ended; when the last live one's ends (0: none). */
+  liveReadersUntil(key: string): number {
+    const readers = this.readers.get(key);
+    const now = this.now();
+    let latest = 0;
+    for (const [value, endsAt] of readers ?? []) {
+      if (endsAt <= now) readers!.delete(value);
+      else latest = Math.max(latest, endsAt);
+    }
+    if (readers?.size === 0) this.readers.delete(key);
+    return latest;
+  }
+
+  /** The readers of `key` (live or not: call liveReadersUntil first). */
+  readerValues(key: string): string[] {
+    return [...(this.readers.get(key)?.keys() ?? [])];
+  }
+
   /** ZREM: whether it was there. */
   zrem(key: string, member: string): boolean {
     const set = this.sets.get(key);
@@ -141,5 +193,6 @@ export class MemoryState {
     this.strings.clear();
     this.counters.clear();
     this.sets.clear();
+    this.readers.clear();
   }
 }

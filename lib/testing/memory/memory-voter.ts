@@ -1,16 +1,27 @@
 import { FENCE_SUFFIX, PERMITS_MARK, queueKeyOf } from '../../core/keys.js';
+import { READ_MARKER } from '../../core/keys.js';
 import {
   encodeWakeMessage,
   isMultiResource,
+  isReader,
   TURN_MARK,
   wakeChannelOf,
   type AcquireVote,
+  type ExtendAnswers,
   type ExtendRequest,
   type KeyView,
   type LetGo,
   type SlotVote,
 } from '../../core/scripts/index.js';
 import { MemoryState } from './memory-state.js';
+import {
+  readAcquire,
+  readExtend,
+  readInspect,
+  readLetGo,
+  readRaiseFence,
+  type ReaderHost,
+} from './memory-readers.js';
 import type { Voter, VoterContext, VoterFactory } from '../../core/voter/voter.js';
 
 /**
@@ -19,7 +30,7 @@ import type { Voter, VoterContext, VoterFactory } from '../../core/voter/voter.j
  * Redis, no sockets, no timers): locks are exclusive within the process, waiters queue and are
  * handed the lock, tokens strictly increase. It never loses its data, so it never abstains.
  */
-export class MemoryVoter implements Voter {
+export class MemoryVoter implements Voter, ReaderHost {
   readonly connected = true;
   readonly connectionError = undefined;
   private readonly unsubscribes: Array<() => void> = [];
@@ -27,6 +38,8 @@ export class MemoryVoter implements Voter {
   private readonly fenceIdleMs: number;
   /** How far above its clock a first token may be seeded with the caller's proposal, µs (fence.ts). */
   private readonly seedWindowUs: number;
+  /** Whether grants and extensions carry the clock (the engine runs the clock guard). */
+  private readonly clockReadings: boolean;
 
   constructor(
     readonly label: string,
@@ -37,6 +50,7 @@ export class MemoryVoter implements Voter {
     this.turnMs = context.settings.turnMs;
     this.fenceIdleMs = context.settings.fenceIdleMs;
     this.seedWindowUs = Math.max(0, Math.floor(context.settings.seedWindowMs)) * 1000;
+    this.clockReadings = context.settings.clockReadings === true;
   }
 
   /** A factory for `nodes`: one voter per engine, all sharing `state` (one "server"). */
@@ -58,6 +72,7 @@ export class MemoryVoter implements Voter {
     ticket: string,
     seedUs?: number,
   ): Promise<AcquireVote> {
+    if (isReader(value)) return readAcquire(this, keys[0]!, value, ttlMs, ticket, seedUs);
     const s = this.state;
     const granted = keys.length === 1 && s.set(keys[0]!, value, ttlMs, true);
     if (!granted) {
@@ -81,7 +96,10 @@ export class MemoryVoter implements Voter {
         if (ticket !== '') s.zrem(queueKeyOf(key), value);
       }
     }
-    return { kind: 'granted', tokens: keys.map((key) => this.grantToken(key + FENCE_SUFFIX, seedUs)) };
+    const tokens = keys.map((key) => this.grantToken(key + FENCE_SUFFIX, seedUs));
+    return this.clockReadings
+      ? { kind: 'granted', tokens, clockUs: s.clockUs() }
+      : { kind: 'granted', tokens };
   }
 
   /** A semaphore's slot search (scripts/semaphore.ts, step for step). */
@@ -97,6 +115,7 @@ export class MemoryVoter implements Voter {
     const s = this.state;
     const marker = PERMITS_MARK + permits;
     const used = s.get(lockKey);
+    if (used === READ_MARKER) return { kind: 'conflict', permits: 0 };
     if (used !== undefined && used !== marker) {
       const other = /^~permits:(\d+)$/.exec(used);
       return { kind: 'conflict', permits: other ? Number(other[1]) : 1 };
@@ -129,6 +148,7 @@ export class MemoryVoter implements Voter {
     s.set(slotKeys[slot]!, value, ttlMs);
     if (ticket !== '') s.zrem(queue, value);
     const token = this.grantToken(slotKeys[slot]! + FENCE_SUFFIX, seedUs);
+    if (this.clockReadings) return { kind: 'granted', index: slot, token, free, clockUs: s.clockUs() };
     return { kind: 'granted', index: slot, token, free };
   }
 
@@ -138,8 +158,14 @@ export class MemoryVoter implements Voter {
    * above it, so that voters whose clocks agree seed the same token.
    */
   private grantToken(fence: string, seedUs: number | undefined): number {
+    if (seedUs === undefined || this.state.counter(fence) !== undefined) return this.state.nextToken(fence);
+    return this.seedToken(fence, seedUs);
+  }
+
+  /** ReaderHost: a missing counter's first token (see grantToken). */
+  seedToken(fence: string, seedUs: number | undefined): number {
     const s = this.state;
-    if (seedUs === undefined || s.counter(fence) !== undefined) return s.nextToken(fence);
+    if (seedUs === undefined) return s.nextToken(fence);
     const clock = s.clockUs();
     const proposal = Math.round(seedUs);
     const token = proposal > clock ? Math.min(proposal, clock + this.seedWindowUs) : clock;
@@ -148,6 +174,7 @@ export class MemoryVoter implements Voter {
   }
 
   async raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean> {
+    if (isReader(value)) return readRaiseFence(this, keys[0]!, value, tokens[0]!);
     if (keys.some((key) => this.state.get(key) !== value)) return false;
     keys.forEach((key, i) => {
       const fence = key + FENCE_SUFFIX;
@@ -156,15 +183,19 @@ export class MemoryVoter implements Voter {
     return true;
   }
 
-  async extend(batch: readonly ExtendRequest[]): Promise<boolean[]> {
-    return batch.map(({ keys, value, ttlMs }) => {
+  async extend(batch: readonly ExtendRequest[]): Promise<ExtendAnswers> {
+    const answers: ExtendAnswers = batch.map(({ keys, value, ttlMs }) => {
+      if (isReader(value)) return readExtend(this, keys[0]!, value, ttlMs);
       if (keys.some((key) => this.state.get(key) !== value)) return false;
       for (const key of keys) this.state.pexpire(key, ttlMs);
       return true;
     });
+    if (this.clockReadings) answers.clockUs = this.state.clockUs();
+    return answers;
   }
 
   async letGo(keys: readonly string[], value: string, how: LetGo): Promise<void> {
+    if (isReader(value)) return readLetGo(this, keys[0]!, value, how);
     const s = this.state;
     for (const key of keys) {
       const queue = queueKeyOf(key);
@@ -194,6 +225,10 @@ export class MemoryVoter implements Voter {
     };
   }
 
+  async inspectReaders(lockKey: string): Promise<string[]> {
+    return readInspect(this, lockKey);
+  }
+
   async ping(): Promise<void> {}
 
   async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
@@ -212,11 +247,30 @@ export class MemoryVoter implements Voter {
     for (const unsubscribe of this.unsubscribes.splice(0)) unsubscribe();
   }
 
-  /** Hands `key` to the first in its queue whose engine listens (scripts/queue.ts, promote). */
-  private promote(key: string, cause: string): boolean {
+  /**
+   * ReaderHost: hands `key` to the first in its queue whose engine listens (scripts/queue.ts,
+   * promote); readers at the head go in together, each given a turn to claim.
+   */
+  promote(key: string, cause: string): boolean {
     const s = this.state;
+    const queue = queueKeyOf(key);
     for (;;) {
-      const head = s.zpopmin(queueKeyOf(key));
+      const first = s.zmembers(queue)[0];
+      if (first && isReader(first.member)) {
+        let told = false;
+        for (const { member } of [...s.zmembers(queue)]) {
+          if (!isReader(member)) break;
+          const turn = encodeWakeMessage({ kind: 'turn', value: member, cause });
+          if (s.publish(wakeChannelOf(member), turn) > 0) told = true;
+          else s.zrem(queue, member);
+        }
+        if (told) {
+          s.set(key, READ_MARKER, this.turnMs);
+          return true;
+        }
+        continue;
+      }
+      const head = s.zpopmin(queue);
       if (head === undefined) return false;
       const channel = wakeChannelOf(head);
       if (isMultiResource(head)) {

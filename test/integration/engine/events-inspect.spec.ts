@@ -36,7 +36,9 @@ describe('events$ and inspect (5 real redis-server nodes)', () => {
 
   test('a lock lost (its keys taken away) emits lost with the reason', async () => {
     const { events, stop } = record(engine);
-    const lock = await engine.acquire('ev-lost', { ttl: 1000 });
+    // A lease long enough that the extension below comes well within it, also on a loaded machine
+    // (with 1 s, the keys' deletion and the extension once took longer: "its validity ran out").
+    const lock = await engine.acquire('ev-lost', { ttl: 5000 });
     await Promise.all([0, 1, 2, 3, 4].map((i) => cluster.redis.client(i).del('redlock:{ev-lost}')));
     await expect(lock.extend()).rejects.toThrow(/lost/);
     stop();

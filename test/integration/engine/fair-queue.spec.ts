@@ -1,6 +1,7 @@
 import { LockNotAcquiredError, type Lock, type Redlock } from '../../../lib/index.js';
 import { TestCluster, severConnections, sleep } from '../../support/cluster.js';
 import { commandStats } from '../../support/commandstats.js';
+import { eventually } from '../../support/eventually.js';
 
 const lockKey = (r: string) => `redlock:{${r}}`;
 const queueKey = (r: string) => `${lockKey(r)}:queue`;
@@ -122,9 +123,9 @@ describe('waiting in line: first come, first served, one waiter woken per releas
       await sleep(300); // past the point where a hand-over nobody waits for is passed on
       expect(await cluster.redis.client(3).get(lockKey(resources[0]!))).toBe(`${mark}${lockValue(lock)}`);
       await lock.release();
-      await sleep(20);
-      const after = await Promise.all(
-        [0, 1, 2, 3, 4].map((i) => cluster.redis.client(i).get(lockKey(resources[0]!))),
+      const after = await eventually(
+        () => Promise.all([0, 1, 2, 3, 4].map((i) => cluster.redis.client(i).get(lockKey(resources[0]!)))),
+        [null, null, null, null, null],
       );
       expect(after).toEqual([null, null, null, null, null]);
     },
@@ -142,12 +143,15 @@ describe('waiting in line: first come, first served, one waiter woken per releas
     const lock = await behind!.lock;
     expect(await cluster.redis.client(0).zrange(queueKey('ghost'), 0, -1)).toContain(lockValue(lock));
     await lock.release();
-    await sleep(20); // release resolves at a majority: let the last nodes catch up
-    const queues = await Promise.all(
-      [0, 1, 2, 3, 4].map((i) => cluster.redis.client(i).zrange(queueKey('ghost'), 0, -1)),
+    // The release is one-way: let it reach every node before looking from other connections.
+    const queued = () =>
+      Promise.all([0, 1, 2, 3, 4].map((i) => cluster.redis.client(i).zrange(queueKey('ghost'), 0, -1)));
+    const queues = await eventually(
+      async () => (await queued()).flat().filter((v) => v === lockValue(lock)),
+      [],
     );
     // Left there, it would get a turn later and hold the lock up until the turn lapsed.
-    expect(queues.flat()).not.toContain(lockValue(lock));
+    expect(queues).toEqual([]);
     await gone;
   });
 

@@ -3,6 +3,7 @@ import { Redlock } from '../../../lib/index.js';
 import { RedisNodes } from '../../../lib/testing/index.js';
 import { MemoryLogger, sleep } from '../../support/cluster.js';
 import { commandStats } from '../../support/commandstats.js';
+import { eventually } from '../../support/eventually.js';
 
 /**
  * S5 for fencing tokens: a minority of nodes (node 0 among the candidates) is killed and restarted
@@ -197,12 +198,20 @@ describe('first grants: the majority agrees on the seed (no second fencing round
     for (let i = 0; i < 20; i++) {
       const lock = await engine.acquire(`first-${i}`);
       await lock.release();
-      await sleep(5); // the release resolves at a majority: let every node catch up
-      const counters = await Promise.all(admin.map((c) => c.get(`redlock:{first-${i}}:fence`)));
-      expect(counters).toEqual(new Array(5).fill(String(lock.fencingToken)));
+      // The acquire resolved at a majority: let the last nodes' replies land before looking.
+      const seeded = new Array(5).fill(String(lock.fencingToken));
+      const counters = await eventually(
+        () => Promise.all(admin.map((c) => c.get(`redlock:{first-${i}}:fence`))),
+        seeded,
+      );
+      expect(counters).toEqual(seeded);
     }
     // One acquire and one release per node per lock: 40 script calls each, no raise-fence round.
-    const calls = await Promise.all(admin.map(async (c) => (await commandStats(c, 'evalsha')).calls));
-    expect(calls).toEqual(new Array(5).fill(40));
+    const forty = new Array(5).fill(40);
+    const calls = await eventually(
+      () => Promise.all(admin.map(async (c) => (await commandStats(c, 'evalsha')).calls)),
+      forty,
+    );
+    expect(calls).toEqual(forty);
   });
 });

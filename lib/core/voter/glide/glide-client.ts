@@ -2,6 +2,7 @@ import { SCRIPTS, type LuaScript } from '../../scripts/index.js';
 import { luaScript } from '../../scripts/lua-script.js';
 import { settleWithin, TIMED_OUT } from '../../timeouts.js';
 import { AdmittedClient, ServerChangedError } from '../admitted-client.js';
+import { createGlideSubscriber, type GlideFactory } from './glide-subscriber.js';
 import type { ServerCommands } from '../server-commands.js';
 import type { VoterContext } from '../voter.js';
 
@@ -42,10 +43,6 @@ export interface GlideClientApi {
     readonly credentials?: { readonly username?: string };
   };
   readonly isClosed?: boolean;
-}
-
-interface GlideClass {
-  createClient(config: object): Promise<GlideClientApi>;
 }
 
 /**
@@ -157,19 +154,17 @@ export class GlideScriptClient extends AdmittedClient {
   async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
     this.subscriptions.set(channel, onMessage);
     const config = this.client.config;
-    const factory = (this.client as { constructor?: Partial<GlideClass> }).constructor;
+    const factory = (this.client as { constructor?: Partial<GlideFactory> }).constructor;
     if (!config || typeof factory?.createClient !== 'function') {
       throw new Error('this GLIDE client does not show its configuration: no subscriber for wake-ups');
     }
     const previous = this.subscriber;
-    this.subscriber = await factory.createClient({
-      ...config,
-      pubsubSubscriptions: {
-        channelsAndPatterns: { 0: new Set(this.subscriptions.keys()) }, // 0: exact channel names
-        callback: (msg: { message: unknown; channel: unknown }) =>
-          this.subscriptions.get(String(msg.channel))?.(String(msg.message)),
-      },
-    });
+    this.subscriber = (await createGlideSubscriber(
+      factory as GlideFactory,
+      config,
+      this.subscriptions.keys(),
+      (from, message) => this.subscriptions.get(from)?.(message),
+    )) as GlideClientApi;
     if (this.closed) this.subscriber.close();
     previous?.close();
   }
@@ -247,7 +242,7 @@ export class GlideScriptClient extends AdmittedClient {
  * GLIDE's replies in the shapes the scripts' decoders and preflight read: a RESP3 map (CONFIG GET)
  * comes as `[{ key, value }, ...]`, made `[key, value, ...]` here.
  */
-function normaliseReply(reply: unknown): unknown {
+export function normaliseReply(reply: unknown): unknown {
   if (!Array.isArray(reply) || reply.length === 0) return reply;
   const first = reply[0] as { key?: unknown; value?: unknown } | null;
   if (first && typeof first === 'object' && !Array.isArray(first) && 'key' in first && 'value' in first) {

@@ -1,49 +1,37 @@
 import type { Cluster, Redis } from 'ioredis';
-import type { RedlockLogger } from '../../logger.js';
 import { CLUSTER_SCRIPTS, runScript, type LuaScript } from '../../scripts/index.js';
 import { settleWithin } from '../../timeouts.js';
+import type { ShardServer } from '../cluster-preflight.js';
+import { ClusterScriptClient } from '../cluster-script-client.js';
 import { describeError } from '../describe-error.js';
 import { quitConnection } from '../ioredis/connection.js';
-import type { ScriptClient } from '../script-client.js';
 import type { VoterContext } from '../voter.js';
 import type { Corkable, WriteWindow } from '../write-batching.js';
 import type { ClusterConnection } from './connection.js';
 import { ShardIdentities } from './shard-identities.js';
 import { seedSlotMarkers } from './slot-markers.js';
-import { assertOneSlot, keySlot, slotMarkerKey } from './slots.js';
 import { ClusterSubscriber } from './subscriber.js';
 
 /**
  * A Redis Cluster reached with an ioredis Cluster client, as the {@link ScriptClient} of a
  * ClusterVoter (cluster-voter.ts says how the algorithm maps onto a cluster): calls routed by
- * their first key, a restart-guard marker per slot, the identity guard per master
- * (shard-identities.ts), extensions batched per slot, let-gos kept
- * behind their acquire (the client may resend a command after later ones), writes batched on
- * every master, and a wake subscription on every master (subscriber.ts).
+ * their first key, writes batched on every master, the identity guard per master
+ * (shard-identities.ts), and a wake subscription on every master (subscriber.ts); the slots'
+ * markers, let-gos kept behind their acquire, preflight, health and the declare-every-key script
+ * builds are ClusterScriptClient's (../cluster-script-client.ts).
  */
-export class IoredisClusterClient implements ScriptClient {
+export class IoredisClusterClient extends ClusterScriptClient {
   readonly client: Cluster;
   readonly label: string;
   /** Receives wake messages (ours, also for a client passed in). */
   subscriber: ClusterSubscriber | undefined;
-  lastError: string | undefined;
-  /** A command that meets MOVED or a slot refresh is sent again, after later ones. */
-  readonly reorders = true;
-  /** Every key a script touches is declared, as Redis Cluster requires (scripts/key-layout.ts). */
-  readonly declaresEveryKey = true;
   private readonly connectTimeout: number;
-  private up = false;
-  private seeded = false;
   /** The engine's batching window, and the one in which the masters' sockets were last corked. */
   private readonly writes: WriteWindow;
   private corkedWindow = 0;
   private readonly owned: boolean;
-  private readonly guardKey: string;
-  private readonly guardMs: number;
-  private readonly logger: RedlockLogger;
-  private readonly healthListeners: Array<(up: boolean, reason?: string) => void> = [];
   private readonly abstentionListeners: Array<(forMs: number, why: string) => void> = [];
-  /** The identity guard, per master. */
+  /** The identity guard, per master (ioredis only: it watches ioredis' own node connections). */
   private readonly identities: ShardIdentities;
   private readonly onNode = (node: Redis) => this.identities.watch(node);
   private readonly onError = (err: Error) => this.recordError(describeError(err));
@@ -53,12 +41,10 @@ export class IoredisClusterClient implements ScriptClient {
   private readonly onDown = () => this.recordDown();
 
   constructor(connection: ClusterConnection, context: VoterContext) {
+    super(context);
     this.client = connection.client;
     this.label = connection.label;
     this.owned = connection.owned;
-    this.guardKey = context.settings.guardKey;
-    this.guardMs = context.settings.guardMs;
-    this.logger = context.logger;
     this.writes = context.writes;
     this.connectTimeout = Math.max(context.connectTimeout, 500);
     this.identities = new ShardIdentities(
@@ -81,31 +67,30 @@ export class IoredisClusterClient implements ScriptClient {
     this.client.on('ready', this.onReady);
     this.client.on('close', this.onDown);
     this.client.on('end', this.onDown);
+  }
+
+  override attach(voter: object): void {
+    super.attach(voter);
     if (this.client.status === 'ready') this.recordReady(); // a client passed in already connected
   }
 
-  get connected(): boolean {
+  protected get transportUp(): boolean {
     return this.client.status === 'ready';
   }
 
-  get connectionError(): string | undefined {
-    return this.connected ? undefined : (this.lastError ?? this.client.status);
+  override get connectionError(): string | undefined {
+    return this.transportUp ? super.connectionError : (this.lastError ?? this.client.status);
   }
 
   /**
-   * The marker of the lock keys' slot (slots.ts): a script may only touch the keys of one slot,
-   * and a shard that lost its data must abstain while the others vote.
-   * @throws CrossSlotLockError for keys of several slots.
+   * What an acquire waits for: preflight's review in flight (ClusterScriptClient) and the identity
+   * checks in flight on masters (new connections).
    */
-  markerKey(lockKeys: readonly string[]): string {
-    const slot =
-      lockKeys.length === 1 ? keySlot(lockKeys[0]!) : assertOneSlot(lockKeys, lockKeys, this.label);
-    return slotMarkerKey(this.guardKey, slot);
-  }
-
-  /** The identity checks in flight on masters (new connections): an acquire waits for them. */
-  get checking(): Promise<void> | undefined {
-    return this.identities.checking;
+  override get checking(): Promise<void> | undefined {
+    const review = super.checking;
+    const identities = this.identities.checking;
+    if (!review) return identities;
+    return identities ? Promise.all([review, identities]).then(() => undefined) : review;
   }
 
   /** The identity guard of the master that serves `lockKeys`' slot (shard-identities.ts). */
@@ -117,11 +102,7 @@ export class IoredisClusterClient implements ScriptClient {
     this.abstentionListeners.push(listener);
   }
 
-  keySlot(key: string): number {
-    return keySlot(key);
-  }
-
-  run<T>(
+  protected send<T>(
     script: LuaScript,
     keys: readonly string[],
     args: readonly (string | number)[],
@@ -136,7 +117,7 @@ export class IoredisClusterClient implements ScriptClient {
       if (!checking) return Promise.reject(new Error(unchecked));
       return checking.then(() =>
         this.identities.uncheckedFor(keys) === undefined
-          ? this.run(script, keys, args, decode)
+          ? this.run(script, keys, args, decode) // preflight's refusal, too, may have come meanwhile
           : Promise.reject(new Error(this.identities.uncheckedFor(keys))),
       );
     }
@@ -157,19 +138,22 @@ export class IoredisClusterClient implements ScriptClient {
     await this.subscriber.subscribe(channel);
   }
 
-  onHealthChange(listener: (up: boolean, reason?: string) => void): void {
-    this.healthListeners.push(listener);
-  }
-
-  waitReady(timeoutMs: number): Promise<boolean> {
-    if (this.connected) return Promise.resolve(true);
+  protected waitTransport(timeoutMs: number): Promise<boolean> {
+    if (this.transportUp) return Promise.resolve(true);
     if (this.client.status === 'wait') this.client.connect().catch(() => undefined);
     let onReady: (() => void) | undefined;
     const ready = new Promise<void>((resolve) => this.client.once('ready', (onReady = resolve)));
     return settleWithin(ready, timeoutMs).then(() => {
       this.client.off('ready', onReady!);
-      return this.connected;
+      return this.transportUp;
     });
+  }
+
+  protected shardServers(): ShardServer[] {
+    return this.client.nodes('master').map((node) => ({
+      address: `${node.options.host}:${node.options.port}`,
+      server: node,
+    }));
   }
 
   /** Closes the clusters we opened (bounded by `timeoutMs`); detaches from a client passed in. */
@@ -201,37 +185,20 @@ export class IoredisClusterClient implements ScriptClient {
     }
   }
 
-  private recordError(message: string): void {
-    if (message !== this.lastError)
-      this.logger.warn(`Redis Cluster ${this.label} is unavailable: ${message}`);
-    this.lastError = message;
-  }
-
-  private recordReady(): void {
-    if (this.lastError !== undefined) this.logger.log(`Redis Cluster ${this.label} is reachable again`);
-    this.lastError = undefined;
-    this.loadScripts();
+  /** The cluster is (again) ready: ClusterScriptClient's part, then every master's identity check. */
+  protected override recordReady(): void {
+    super.recordReady();
     this.identities.checkMasters();
-    if (!this.seeded) {
-      this.seeded = true;
-      void seedSlotMarkers(this.client, this.guardKey, this.guardMs);
-    }
-    if (this.up) return;
-    this.up = true;
-    for (const listener of this.healthListeners) listener(true);
-  }
-
-  private recordDown(): void {
-    if (!this.up) return;
-    this.up = false;
-    for (const listener of this.healthListeners)
-      listener(false, this.lastError ?? 'cluster connection closed');
   }
 
   /** Loads the scripts on every master, so that calls rarely meet NOSCRIPT (each shard has its own cache). */
-  private loadScripts(): void {
+  protected loadScripts(): void {
     for (const node of this.client.nodes('master')) {
       for (const script of CLUSTER_SCRIPTS.all) node.script('LOAD', script.source).catch(() => undefined);
     }
+  }
+
+  protected seedMarkers(): Promise<void> {
+    return seedSlotMarkers(this.client, this.guardKey, this.guardMs).catch(() => undefined);
   }
 }

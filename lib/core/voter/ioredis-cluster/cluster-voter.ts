@@ -34,14 +34,20 @@ import type { ClusterSubscriber } from './subscriber.js';
  *   the voter partly unavailable: operations on that shard's slots fail, which counts as a failed
  *   vote for those resources only, and the quorum decides with the other voters.
  *
+ * - Preflight: the checks of one server on every master, each finding naming its shard
+ *   (../cluster-preflight.ts), each time the cluster connects.
+ *
  * - The identity guard, per master (shard-identities.ts): each new connection to a master is
  *   checked as a single server's is, and a master whose server changed (restart, failover) makes
  *   the voter abstain for restartGuard on its slots only.
  *
- * Not done on a cluster (yet): the preflight checks of single servers.
+ * Not done on the node-redis and Valkey GLIDE cluster voters (yet): that identity guard, which
+ * watches ioredis' own connections to the masters.
  *
- * The lock operations are ScriptVoter's (../script-voter.ts); the cluster's own part is its
- * client adapter (cluster-client.ts).
+ * The lock operations are ScriptVoter's (../script-voter.ts); what every cluster client shares is
+ * ClusterScriptClient (../cluster-script-client.ts); the ioredis part is cluster-client.ts. The
+ * node-redis and Valkey GLIDE cluster voters (../node-redis-cluster/, ../glide-cluster/) map the
+ * algorithm the same way.
  */
 export class ClusterVoter extends ScriptVoter<IoredisClusterClient> {
   constructor(connection: ClusterConnection, context: VoterContext) {
@@ -79,6 +85,7 @@ export function assertLockFitsVoters(
   resources: readonly string[],
   lockKeys: readonly string[],
 ): void {
-  const cluster = voters.find((voter) => voter instanceof ClusterVoter);
+  // Any Redis Cluster voter: ioredis, node-redis or Valkey GLIDE (their clients route by slot).
+  const cluster = voters.find((voter) => voter instanceof ScriptVoter && voter.routesBySlot);
   if (cluster) assertOneSlot(resources, lockKeys, cluster.label);
 }

@@ -46,6 +46,9 @@ export interface Finding {
   readonly fix: string;
 }
 
+/** What reading a server's facts needs of it (no script: a cluster's shards are read this way too). */
+export type ServerReads = Pick<ServerCommands, 'info' | 'configGet' | 'username'>;
+
 const CONFIG_KEYS = ['maxmemory-policy', 'appendonly', 'appendfsync', 'cluster-enabled'] as const;
 
 /**
@@ -53,10 +56,7 @@ const CONFIG_KEYS = ['maxmemory-policy', 'appendonly', 'appendfsync', 'cluster-e
  * `timeoutMs`. A NOPERM reply is a fact (which command the ACL denies), not a failure; anything
  * else (a time-out, a dropped connection) rejects.
  */
-export async function readServerFacts(
-  client: Redis | ServerCommands,
-  timeoutMs: number,
-): Promise<ServerFacts> {
+export async function readServerFacts(client: Redis | ServerReads, timeoutMs: number): Promise<ServerFacts> {
   const server = 'configGet' in client ? client : ioredisServer(client);
   const denied = new Set<string>();
   const allowed = <T>(command: string, reply: Promise<T>): Promise<T | undefined> =>

@@ -131,7 +131,8 @@ function adopted(client: NodeRedisClientApi, label: string, owned: boolean): Nod
 
 /**
  * Runs a script by SHA, and sends its source on NOSCRIPT (first use on a node, or a node that
- * restarted and lost its script cache); each command bounded by `timeoutMs`.
+ * restarted and lost its script cache); each command bounded by `timeoutMs`. On a cluster both go
+ * to the shard of `routeKey` (the first key; a keyless script names a key of the shard it is for).
  */
 export function runNodeRedisScript(
   connection: NodeRedisConnection,
@@ -139,14 +140,12 @@ export function runNodeRedisScript(
   keys: readonly string[],
   args: readonly (string | number)[],
   timeoutMs: number | undefined,
-  onNoScript?: () => void,
+  routeKey: string | undefined = keys[0],
 ): Promise<unknown> {
   const rest = [String(keys.length), ...keys, ...args.map(String)];
-  return connection.command(['EVALSHA', script.sha, ...rest], timeoutMs, keys[0]).catch((err: unknown) => {
+  return connection.command(['EVALSHA', script.sha, ...rest], timeoutMs, routeKey).catch((err: unknown) => {
     if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
-      const retried = connection.command(['EVAL', script.source, ...rest], timeoutMs, keys[0]);
-      onNoScript?.();
-      return retried;
+      return connection.command(['EVAL', script.source, ...rest], timeoutMs, routeKey);
     }
     throw err;
   });

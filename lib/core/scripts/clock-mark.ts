@@ -1,0 +1,65 @@
+import { fenceCounterPattern } from './identity.js';
+import { luaScript } from './lua-script.js';
+
+/*
+ * The clock guard's marking for every client: an engine that saw a voter's clock step forward,
+ * ahead of a quorum of the other voters read in the same round (quorum/voter-clocks.ts), puts that
+ * voter under the restart guard, the way a restart without persistence does. The step may have
+ * expired locks there early, and an engine that never read the voter before the step cannot tell.
+ *
+ * The mechanism is the restart guard's own (fence.ts), so the grant path pays nothing for it: the
+ * marker is set to now + the guard (the voter's clock), and this engine's fence counters are
+ * dropped (SCAN for `<prefix>*:fence`, as the identity guard does: identity.ts). Every grant then
+ * finds its counter missing, reads the marker and abstains until it has passed, on every client,
+ * whatever it heard of the voter before; a client that connects meanwhile abstains from its
+ * identity check (it reads the marker). After the guard, counters are seeded from the voter's
+ * clock again, and the tokens stay increasing (a token is the maximum over a majority).
+ *
+ * Several engines see the same step: a marker still running means a marking (or a restart) already
+ * dropped the counters, so a later one only pushes the marker out, without scanning again.
+ */
+
+/**
+ * KEYS: marker. ARGV: ms to abstain for, the SCAN pattern of the fence counters.
+ * Returns {ms the node abstains for from now, counters dropped (0: the marker was running)}.
+ */
+export const CLOCK_MARK = luaScript(
+  'clock-mark',
+  `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ready = now + tonumber(ARGV[1])
+local marker = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+if marker > now then
+  if marker < ready then redis.call('SET', KEYS[1], string.format('%.0f', ready)) else ready = marker end
+  return {ready - now, 0}
+end
+redis.call('SET', KEYS[1], string.format('%.0f', ready))
+local cursor, dropped = '0', 0
+repeat
+  local page = redis.call('SCAN', cursor, 'MATCH', ARGV[2], 'COUNT', 1000)
+  cursor = page[1]
+  for _, key in ipairs(page[2]) do dropped = dropped + redis.call('DEL', key) end
+until cursor == '0'
+return {ready - now, dropped}
+`,
+);
+
+/** CLOCK_MARK's arguments; `markerKey` is `<keyPrefix>__restart_guard__`. */
+export function clockMarkArgs(forMs: number, markerKey: string): string[] {
+  return [String(Math.ceil(forMs)), fenceCounterPattern(markerKey)];
+}
+
+/** CLOCK_MARK's reply. */
+export interface ClockMark {
+  /** ms the node abstains for from now, on every client. */
+  readonly abstainMs: number;
+  /** Fence counters dropped (0: a marker was already running, the counters were gone). */
+  readonly countersDropped: number;
+}
+
+/** Reads CLOCK_MARK's reply. */
+export function decodeClockMarkReply(reply: unknown): ClockMark {
+  if (!Array.isArray(reply)) throw new TypeError(`unexpected clock-mark reply ${String(reply)}`);
+  return { abstainMs: Number(reply[0]), countersDropped: Number(reply[1]) };
+}

@@ -1,0 +1,257 @@
+import { tryLoad, PACKAGE_NAME } from '../../clients/load.js';
+import { CLUSTER_SCRIPTS, type LuaScript } from '../../scripts/index.js';
+import { settleWithin, TIMED_OUT } from '../../timeouts.js';
+import type { ShardServer } from '../cluster-preflight.js';
+import { ClusterScriptClient } from '../cluster-script-client.js';
+import { createGlideSubscriber, type GlideFactory } from '../glide/glide-subscriber.js';
+import { seedMarkersByShard } from '../ioredis-cluster/slot-markers.js';
+import { ShardSubscribers, type ShardSubscription } from '../shard-subscribers.js';
+import type { VoterContext } from '../voter.js';
+import { parseClusterSlots } from './cluster-slots.js';
+
+/*
+ * Valkey GLIDE 2 (`GlideClusterClient`) as a cluster voter drives it. GLIDE is an optional peer:
+ * the members called are written out here, and the package is loaded only for the subscribers.
+ *
+ * - Scripts: EVALSHA through `customCommand`, routed to the primary of the first key's slot
+ *   (`primarySlotKey`), EVAL there on NOSCRIPT (GLIDE names it `NoScriptError`).
+ * - Bounds: GLIDE times every request out after its `requestTimeout` (250 ms by default) and has
+ *   no offline queue; each call is bounded by nodeTimeout here besides.
+ * - Health: GLIDE reconnects inside its core and says nothing; CLUSTER SLOTS, read once a second
+ *   from any node, says whether the cluster answers, and gives the masters (for the subscribers)
+ *   and the slots of each (for seeding the restart-guard markers).
+ * - Wake-ups: GLIDE applies subscriptions when a client is created, and its cluster subscriber
+ *   sits on one node (../shard-subscribers.ts says why that does not do): one GLIDE `GlideClient`
+ *   per master, created from the cluster client's configuration (credentials, TLS, protocol).
+ */
+
+/** A GLIDE reply decoder option, passed as GLIDE takes it (`Decoder.String` is 1). */
+const DECODER_STRING = 1;
+
+/** Where GLIDE sends a command: a named route, or the primary of a key's slot. */
+type Route =
+  | 'randomNode'
+  | 'allPrimaries'
+  | { readonly type: 'primarySlotKey'; readonly key: string }
+  | { readonly type: 'routeByAddress'; readonly host: string; readonly port: number };
+
+/** The members of a GLIDE cluster client the voter calls (and reads: `config` is public at run time). */
+export interface GlideClusterApi {
+  customCommand(args: readonly string[], options?: { route?: Route; decoder?: number }): Promise<unknown>;
+  close(errorMessage?: string): void;
+  readonly config?: Record<string, unknown> & {
+    readonly addresses?: ReadonlyArray<{ readonly host?: string; readonly port?: number }>;
+    readonly useTLS?: boolean;
+  };
+  readonly isClosed?: boolean;
+}
+
+/** How often CLUSTER SLOTS is read (health, masters, slots), ms. */
+const PROBE_MS = 1000;
+
+/**
+ * A Redis / Valkey Cluster reached with a Valkey GLIDE `GlideClusterClient` passed in, as the
+ * {@link ScriptClient} of a GlideClusterVoter (see the top of this file).
+ */
+export class GlideClusterScriptClient extends ClusterScriptClient {
+  readonly label: string;
+  readonly client: GlideClusterApi;
+  private readonly nodeTimeout: number;
+  private alive = false;
+  private closed = false;
+  private probe: NodeJS.Timeout | undefined;
+  /** The masters' slots (`host:port` -> slots), from the latest CLUSTER SLOTS. */
+  private shards = new Map<string, number[]>();
+  private subscribers: ShardSubscribers | undefined;
+  private readonly channelListeners = new Map<string, (message: string) => void>();
+
+  constructor(client: object, context: VoterContext) {
+    super(context);
+    this.client = client as GlideClusterApi;
+    this.nodeTimeout = context.nodeTimeout ?? 1000;
+    const addresses = this.client.config?.addresses ?? [];
+    this.label = `cluster://${addresses.map((a) => `${a.host ?? 'localhost'}:${a.port ?? 6379}`).join(',') || 'glide'}`;
+    void this.check();
+    this.probe = setInterval(() => void this.check(), PROBE_MS);
+    this.probe.unref();
+  }
+
+  protected get transportUp(): boolean {
+    return this.alive && !this.closed && !this.client.isClosed;
+  }
+
+  protected send<T>(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    decode: (reply: unknown) => T,
+  ): Promise<T> {
+    return this.runScript(script, keys, args, keys[0], this.nodeTimeout).then(decode);
+  }
+
+  protected waitTransport(timeoutMs: number): Promise<boolean> {
+    if (this.transportUp) return Promise.resolve(true);
+    return settleWithin(this.check(), timeoutMs).then(() => this.transportUp);
+  }
+
+  protected shardServers(): ShardServer[] {
+    const timeout = Math.max(this.nodeTimeout, 1000);
+    const credentials = this.client.config?.credentials as { username?: string } | undefined;
+    return [...this.shards.keys()].map((address) => {
+      const colon = address.lastIndexOf(':');
+      const route: Route = {
+        type: 'routeByAddress',
+        host: address.slice(0, colon),
+        port: Number(address.slice(colon + 1)),
+      };
+      return {
+        address,
+        server: {
+          info: (section: string) => this.command(['INFO', section], route, timeout).then(String),
+          configGet: (parameter: string) => this.command(['CONFIG', 'GET', parameter], route, timeout),
+          username: credentials?.username,
+        },
+      };
+    });
+  }
+
+  async ping(): Promise<void> {
+    await this.command(['PING'], 'randomNode', this.nodeTimeout);
+  }
+
+  async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
+    this.channelListeners.set(channel, onMessage);
+    if (!this.subscribers) {
+      this.subscribers = new ShardSubscribers(
+        async () => {
+          if (this.shards.size === 0) await this.check();
+          return [...this.shards.keys()];
+        },
+        (address, channels, deliver) => this.openSubscriber(address, channels, deliver),
+      );
+      this.subscribers.onMessage((from, message) => this.channelListeners.get(from)?.(message));
+    }
+    await this.subscribers.subscribe(channel);
+  }
+
+  /** Stops following the cluster and closes the subscribers (the client is the application's). */
+  async close(timeoutMs: number): Promise<void> {
+    this.closed = true;
+    if (this.probe) clearInterval(this.probe);
+    await settleWithin(this.subscribers?.close() ?? Promise.resolve(), timeoutMs);
+  }
+
+  protected loadScripts(): void {
+    for (const script of CLUSTER_SCRIPTS.all) {
+      this.command(['SCRIPT', 'LOAD', script.source], 'allPrimaries', 5000).catch(() => undefined);
+    }
+  }
+
+  protected seedMarkers(): Promise<void> {
+    // Keyless, sent to the primary of the chunk's first marker (all of a chunk are that shard's).
+    return seedMarkersByShard(this.shards, this.guardKey, this.guardMs, (_shard, script, markers, args) =>
+      this.runScript(script, [], args, markers[0], 5000).then(() => true),
+    ).catch(() => undefined);
+  }
+
+  /** Runs a script by SHA (EVAL on NOSCRIPT), on the primary of `routeKey`'s slot, bounded by `timeoutMs`. */
+  private runScript(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    routeKey: string | undefined,
+    timeoutMs: number,
+  ): Promise<unknown> {
+    const rest = [String(keys.length), ...keys, ...args.map(String)];
+    const route: Route = routeKey === undefined ? 'randomNode' : { type: 'primarySlotKey', key: routeKey };
+    return this.command(['EVALSHA', script.sha, ...rest], route, timeoutMs).catch((err: unknown) => {
+      if (err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message)) {
+        return this.command(['EVAL', script.source, ...rest], route, timeoutMs);
+      }
+      throw err;
+    });
+  }
+
+  /** Any command, with string replies, bounded by `timeoutMs`. */
+  private command(args: readonly string[], route: Route, timeoutMs: number): Promise<unknown> {
+    const sent = this.client.customCommand(args, { route, decoder: DECODER_STRING });
+    return settleWithin(sent, timeoutMs).then((reply) => {
+      if (reply === TIMED_OUT) throw new Error(`no reply to ${args[0]} within ${timeoutMs} ms`);
+      return reply;
+    });
+  }
+
+  /** One probe: CLUSTER SLOTS from any node (up, or down with why), and the masters' slots. */
+  private async check(): Promise<void> {
+    try {
+      const reply = await this.command(['CLUSTER', 'SLOTS'], 'randomNode', Math.max(this.nodeTimeout, 1000));
+      if (this.closed) return;
+      this.shards = parseClusterSlots(reply);
+      const wasAlive = this.alive;
+      this.alive = true;
+      if (!wasAlive) this.recordReady();
+    } catch (err) {
+      if (this.closed) return;
+      this.alive = false;
+      this.recordError(err instanceof Error ? err.message : String(err));
+      this.recordDown();
+    }
+  }
+
+  /**
+   * A subscriber on one master: a GLIDE `GlideClient` of its own, created from the cluster
+   * client's configuration with the channels (GLIDE subscribes at creation, so more channels
+   * mean a new client).
+   */
+  private async openSubscriber(
+    address: string,
+    channels: readonly string[],
+    deliver: (channel: string, message: string) => void,
+  ): Promise<ShardSubscription> {
+    const glide = tryLoad(PACKAGE_NAME.glide) as { GlideClient?: GlideFactory } | undefined;
+    if (typeof glide?.GlideClient?.createClient !== 'function') {
+      throw new Error(`${PACKAGE_NAME.glide} cannot be loaded here: no subscriber for wake-ups`);
+    }
+    const factory = glide.GlideClient;
+    const colon = address.lastIndexOf(':');
+    const { credentials, useTLS, requestTimeout, protocol, advancedConfiguration } = this.client.config ?? {};
+    const all = new Set(channels);
+    let closed = false;
+    const config = {
+      addresses: [{ host: address.slice(0, colon), port: Number(address.slice(colon + 1)) }],
+      credentials,
+      useTLS,
+      requestTimeout,
+      protocol,
+      advancedConfiguration,
+    };
+    const create = () => createGlideSubscriber(factory, config, all, deliver);
+    let current = await create();
+    // GLIDE says nothing when a connection drops: the master is asked (PING through the cluster
+    // client, by address) once a round, and a subscriber whose master does not answer stops
+    // delivering (another one takes over).
+    let answers = true;
+    const route: Route = { type: 'routeByAddress', ...config.addresses[0]! };
+    const timeoutMs = Math.max(this.nodeTimeout, 1000);
+    return {
+      get healthy() {
+        return !closed && answers;
+      },
+      probe: () =>
+        this.command(['PING'], route, timeoutMs).then(
+          () => void (answers = true),
+          () => void (answers = false),
+        ),
+      subscribe: async (more) => {
+        for (const channel of more) all.add(channel);
+        const previous = current;
+        current = await create();
+        previous.close();
+      },
+      close: async () => {
+        closed = true;
+        current.close();
+      },
+    };
+  }
+}

@@ -1,0 +1,111 @@
+import 'reflect-metadata';
+import { Injectable, type INestApplication } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import { DistributedLock, FencingToken, LockService, LockSignal, RedlockModule } from '../../../lib/index.js';
+import { RedisNodes } from '../../../lib/testing/index.js';
+import { sleep } from '../../support/cluster.js';
+
+/*
+ * The read-write lock example of docs/read-write-locks.md on real nodes: several app instances
+ * (one Nest app each) read the catalog at once; a rebuild has it to itself.
+ */
+
+/** What every instance reports into (one process: the test reads it). */
+const seen = { readers: 0, mostReaders: 0, writers: 0, overlaps: 0, writeTokens: [] as number[] };
+
+@Injectable()
+class PriceCatalog {
+  // Any number of calls read at once, on every instance; a rebuild waits for them to finish.
+  @DistributedLock('price-catalog', { mode: 'read', wait: 10_000 })
+  async price(
+    sku: string,
+    @FencingToken() token?: number,
+    @LockSignal() signal?: AbortSignal,
+  ): Promise<number> {
+    if (seen.writers > 0) seen.overlaps++;
+    seen.mostReaders = Math.max(seen.mostReaders, ++seen.readers);
+    await sleep(20);
+    if (signal!.aborted) throw new Error('lost');
+    seen.readers--;
+    return token!;
+  }
+
+  // The writer: a plain lock of the same key.
+  @DistributedLock('price-catalog', { wait: 10_000 })
+  async rebuild(@FencingToken() token?: number): Promise<number> {
+    if (seen.readers > 0 || seen.writers > 0) seen.overlaps++;
+    seen.writers++;
+    await sleep(10);
+    seen.writers--;
+    seen.writeTokens.push(token!);
+    return token!;
+  }
+
+  @DistributedLock('price-catalog-skip', { mode: 'read', onBusy: 'skip' })
+  async readOrSkip(): Promise<string> {
+    return 'read';
+  }
+}
+
+describe('@DistributedLock with mode read on real nodes (the docs example)', () => {
+  let redis: RedisNodes;
+  const apps: INestApplication[] = [];
+
+  beforeAll(async () => {
+    redis = await RedisNodes.start(3);
+    for (let i = 0; i < 3; i++) {
+      const moduleRef = await Test.createTestingModule({
+        imports: [RedlockModule.forRoot({ nodes: redis.urls, restartGuard: false })],
+        providers: [PriceCatalog],
+      }).compile();
+      const app = moduleRef.createNestApplication({ logger: false });
+      await app.init();
+      apps.push(app);
+    }
+  });
+  afterAll(async () => {
+    await Promise.all(apps.map((app) => app.close()));
+    await redis?.close();
+  });
+
+  test('3 instances read at once; rebuilds exclude them; read tokens lie between the writes', async () => {
+    const calls = apps.flatMap((app) => {
+      const catalog = app.get(PriceCatalog);
+      return [
+        ...Array.from({ length: 8 }, (_, i) => catalog.price(`sku-${i}`)),
+        catalog.rebuild(),
+        ...Array.from({ length: 4 }, (_, i) => catalog.price(`sku-late-${i}`)),
+      ];
+    });
+    const tokens = await Promise.all(calls);
+    console.log(
+      `@DistributedLock mode read: ${tokens.length} calls, at most ${seen.mostReaders} readers at once`,
+    );
+    expect(tokens).toHaveLength(39);
+    expect(seen.overlaps).toBe(0);
+    expect(seen.mostReaders).toBeGreaterThan(1); // shared
+    expect(seen.writeTokens).toHaveLength(3);
+    const last = Math.max(...seen.writeTokens);
+    // Every read token is a token some write had, or the counter before the first write.
+    const firstWrite = Math.min(...seen.writeTokens);
+    for (const token of tokens) {
+      if (token < firstWrite) continue;
+      expect(seen.writeTokens).toContain(token);
+    }
+    // After the writes, a read sees the last write's token.
+    expect(await apps[0]!.get(PriceCatalog).price('after')).toBe(last);
+  });
+
+  test('onBusy skip for a reader while a writer holds; the LockService handle says the mode', async () => {
+    const locks = apps[1]!.get(LockService);
+    const writer = await locks.acquire('price-catalog-skip');
+    expect(await apps[0]!.get(PriceCatalog).readOrSkip()).toBeUndefined();
+    await writer.release();
+    await sleep(20); // one-way release
+    expect(await apps[0]!.get(PriceCatalog).readOrSkip()).toBe('read');
+    const reader = await locks.acquire('price-catalog-skip', { mode: 'read' });
+    expect(reader.mode).toBe('read');
+    expect(await locks.inspect('price-catalog-skip')).toMatchObject({ held: true, mode: 'read', readers: 1 });
+    await reader.release();
+  });
+});
