@@ -117,6 +117,11 @@ export interface WorkerConfig {
    * each grant logs its mode. Readers read the fenced counter and write nothing.
    */
   readShare?: number;
+  /**
+   * S27-control: the writes take `mode: 'read'` as well (the lock shares them with the readers),
+   * log themselves as writes and read-modify-write the counter: a writer outside the lock's rules.
+   */
+  writeUnderReadLock?: boolean;
 }
 
 export interface WorkerMessage {

@@ -167,10 +167,13 @@ async function runJob(cfg) {
   // switch on the engine's voter clocks, not an option of the library).
   if (engine && cfg.clientClockTickets) engine.parts.clocks.clientClockTickets = true;
 
+  /** The iterations holding a read they act on as readers (they read and write nothing). */
+  const readers = new Set();
+
   /** Read-modify-write of the counter under `token` (or unfenced when token is undefined). */
   async function readModifyWrite(i, resource, token, lock, holdMs) {
     // A reader (S27) reads the counter under its token, holds, and writes nothing.
-    if (lock?.mode === 'read') return fencedReadOnly(i, resource, token, lock, holdMs);
+    if (lock && readers.has(i)) return fencedReadOnly(i, resource, token, lock, holdMs);
     const [valueKey, seenKey, writtenKey] = storeKeys(resource);
     log('read-req', { i, resource, token });
     let value;
@@ -287,7 +290,8 @@ async function runJob(cfg) {
         wait: cfg.wait,
         watchdog: cfg.watchdog === true,
         ...(cfg.permits === undefined ? {} : { permits: cfg.permits }),
-        ...(mode === 'read' ? { mode } : {}),
+        // S27-control (writeUnderReadLock): the writes take the read lock too, and write anyway.
+        ...(mode === 'read' || (mode && cfg.writeUnderReadLock) ? { mode: 'read' } : {}),
       });
       // Once the acquire commands are on the wire, the replies wait in the sockets until the
       // harness resumes us (pauseAt, S2) or our stall ends (stallMs, S2-short).
@@ -312,7 +316,8 @@ async function runJob(cfg) {
         resource,
         token: lock.fencingToken,
         permit: lock.permit,
-        mode: mode && lock.mode,
+        // The mode the worker acts in: the lock's, or 'write' under a read lock (S27-control).
+        mode: mode && (cfg.writeUnderReadLock ? mode : lock.mode),
         validityEnd: validityEnd(lock),
       },
       tg,
@@ -327,7 +332,9 @@ async function runJob(cfg) {
     // A semaphore's tokens increase per permit: each permit has a fenced counter of its own.
     const storeResource = lock.permit === undefined ? resource : `${resource}#${lock.permit}`;
     try {
+      if (lock.mode === 'read' && mode !== 'write') readers.add(i);
       await readModifyWrite(i, storeResource, lock.fencingToken, lock, between(cfg.holdMs));
+      readers.delete(i);
     } catch (err) {
       log('error', {
         i,
