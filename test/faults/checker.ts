@@ -49,6 +49,8 @@ export interface HistoryEvent {
   permit?: number;
   /** The semaphore's permits, at the request. */
   permits?: number;
+  /** A read-write lock's mode (S27: requested at the request, held at the grant). */
+  mode?: 'read' | 'write';
 }
 
 export interface Acquire {
@@ -66,6 +68,8 @@ export interface Acquire {
   permits?: number;
   /** The semaphore slot granted (ours only: a peer's semaphore has no slots). */
   permit?: number;
+  /** A read-write lock's mode (undefined: a plain lock, not logged as one). */
+  mode?: 'read' | 'write';
   /** When the acquire returned (granted or failed). */
   end?: number;
   error?: string;
@@ -141,6 +145,7 @@ export function parseHistory(text: string, worker: string): History {
           wait: e.wait ?? 0,
           paused: e.paused === true,
           permits: e.permits,
+          mode: e.mode,
           request: t,
           outcome: 'indeterminate',
           extensions: [],
@@ -157,6 +162,7 @@ export function parseHistory(text: string, worker: string): History {
         a.end = t;
         a.token = e.token;
         a.permit = e.permit;
+        if (e.mode) a.mode = e.mode;
         a.grantValidityEnd = a.validityEnd = ms(e.validityEnd);
         break;
       case 'fail':
@@ -277,10 +283,13 @@ const fmt = (n: number) => n.toFixed(1);
  * What the exclusion, token and store checks run per: the resource of a plain lock, one slot of
  * our semaphore (`<resource>#<permit>`: each permit is a lock of its own, with its own tokens and
  * fenced counter), and nothing for a peer's semaphore, which has neither slots nor tokens (its
- * holders are counted by semaphore-checks.ts).
+ * holders are counted by semaphore-checks.ts), nor for a read of a read-write lock: readers share
+ * the key and the last write's token, so these checks run over the writes alone, and
+ * read-write-checks.ts checks the reads against them (S27).
  */
-export function slotOf(a: Pick<Acquire, 'resource' | 'permit' | 'permits'>): string | undefined {
+export function slotOf(a: Pick<Acquire, 'resource' | 'permit' | 'permits' | 'mode'>): string | undefined {
   if (a.permit !== undefined) return `${a.resource}#${a.permit}`;
+  if (a.mode === 'read') return undefined;
   return (a.permits ?? 1) > 1 ? undefined : a.resource;
 }
 

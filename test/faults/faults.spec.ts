@@ -40,6 +40,7 @@ import {
 } from './scenarios-network.js';
 import { s1PgFenced, s1PgUnfenced } from './scenarios-pg.js';
 import { s25Control, s25Semaphore, s26AclCut } from './scenarios-semaphores.js';
+import { READ_SHARE, s27Control, s27ReadWrite } from './scenarios-read-write.js';
 import {
   s20Control,
   s20GuardOnly,
@@ -510,6 +511,36 @@ describe(`fault injection against real redis-server nodes (${FULL ? 'full' : 're
       const r = await run(s25Control);
       expect(r.figures.maxHolders).toBeGreaterThan(3);
       expect(r.figures.excessGrants).toBeGreaterThan(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  // ---- read-write locks (scenarios-read-write.ts): modes logged per grant, read-write-checks.ts ----
+  netTest(
+    'S27: a read-write lock (80% reads) under minority kills, partitions and SIGSTOPs: no writer beside a reader or a writer, tokens in order, writers served',
+    async () => {
+      const r = await run(s27ReadWrite);
+      expectSafe(r); // over the writes: exclusive, tokens in order, no stale write, no lost update
+      expect(r.report.lostUpdates).toBe(0);
+      expect(r.figures.writerOverlaps).toBe(0);
+      expect(r.figures.rwTokenOrderViolations).toBe(0);
+      expect(r.figures.maxReadersAtOnce).toBeGreaterThan(1); // the readers did share
+      // Writers are not starved: they get at least half the share of the grants they ask for
+      // (1 - READ_SHARE of the requests).
+      expect(r.figures.writeGrants).toBeGreaterThanOrEqual(10);
+      expect(r.figures.writeShare).toBeGreaterThanOrEqual((1 - READ_SHARE) / 2);
+      expect(r.figures.kill + r.figures.partition + r.figures.stop).toBe(FULL ? 9 : 3);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S27 control: writes that take the read lock and write anyway: the checker sees writers beside readers',
+    async () => {
+      const r = await run(s27Control);
+      expect(r.figures.writerOverlaps).toBeGreaterThan(0);
       passed(r);
     },
     TIMEOUT,

@@ -112,12 +112,24 @@ export interface WorkerConfig {
    * our engine; no tokens, so nothing is written to the fenced store.
    */
   peer?: 'redlock-semaphore';
+  /**
+   * S27: this share (0..1) of the acquires take `mode: 'read'`, the rest the plain (write) lock;
+   * each grant logs its mode. Readers read the fenced counter and write nothing.
+   */
+  readShare?: number;
+  /**
+   * S27-control: the writes take `mode: 'read'` as well (the lock shares them with the readers),
+   * log themselves as writes and read-modify-write the counter: a writer outside the lock's rules.
+   */
+  writeUnderReadLock?: boolean;
 }
 
 export interface WorkerMessage {
   type: string;
   i?: number;
   token?: number;
+  /** A grant's mode (S27-control waits for a write's). */
+  mode?: 'read' | 'write';
   ok?: boolean;
   reason?: string;
   error?: string;

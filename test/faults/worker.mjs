@@ -167,8 +167,13 @@ async function runJob(cfg) {
   // switch on the engine's voter clocks, not an option of the library).
   if (engine && cfg.clientClockTickets) engine.parts.clocks.clientClockTickets = true;
 
+  /** The iterations holding a read they act on as readers (they read and write nothing). */
+  const readers = new Set();
+
   /** Read-modify-write of the counter under `token` (or unfenced when token is undefined). */
   async function readModifyWrite(i, resource, token, lock, holdMs) {
+    // A reader (S27) reads the counter under its token, holds, and writes nothing.
+    if (lock && readers.has(i)) return fencedReadOnly(i, resource, token, lock, holdMs);
     const [valueKey, seenKey, writtenKey] = storeKeys(resource);
     log('read-req', { i, resource, token });
     let value;
@@ -223,6 +228,15 @@ async function runJob(cfg) {
     }
   }
 
+  /** A reader's hold (S27): fenced read, hold; readers share the token of the last write. */
+  async function fencedReadOnly(i, resource, token, lock, holdMs) {
+    const [valueKey, seenKey] = storeKeys(resource);
+    log('read-req', { i, resource, token });
+    const [ok, v] = await store.fencedRead(valueKey, seenKey, token);
+    log('read-ack', { i, resource, token, ok: ok === 1, value: Number(v) });
+    if (holdMs > 0) await sleep(holdMs);
+  }
+
   /**
    * S13: block the event loop past the lease (no timer can run, so the library cannot notice the
    * expiry first), then release or extend the expired lock before yielding once.
@@ -253,10 +267,20 @@ async function runJob(cfg) {
     // stallMs: continue from an I/O callback (a store reply), as most application code does, so
     // that after the stall the event loop runs due timers before it reads the sockets.
     if (cfg.stallMs > 0) await store.ping();
+    // cfg.readShare (S27): this share of the acquires are reads (`mode: 'read'`), the rest writes.
+    const mode = cfg.readShare === undefined ? undefined : Math.random() < cfg.readShare ? 'read' : 'write';
     const tq = now();
     log(
       'request',
-      { i, resource, ttl: cfg.ttl, wait: cfg.wait, permits: cfg.permits, paused: pauseHere || undefined },
+      {
+        i,
+        resource,
+        ttl: cfg.ttl,
+        wait: cfg.wait,
+        permits: cfg.permits,
+        mode,
+        paused: pauseHere || undefined,
+      },
       tq,
     );
     let lock;
@@ -266,6 +290,8 @@ async function runJob(cfg) {
         wait: cfg.wait,
         watchdog: cfg.watchdog === true,
         ...(cfg.permits === undefined ? {} : { permits: cfg.permits }),
+        // S27-control (writeUnderReadLock): the writes take the read lock too, and write anyway.
+        ...(mode === 'read' || (mode && cfg.writeUnderReadLock) ? { mode: 'read' } : {}),
       });
       // Once the acquire commands are on the wire, the replies wait in the sockets until the
       // harness resumes us (pauseAt, S2) or our stall ends (stallMs, S2-short).
@@ -285,10 +311,18 @@ async function runJob(cfg) {
     const tg = now();
     log(
       'grant',
-      { i, resource, token: lock.fencingToken, permit: lock.permit, validityEnd: validityEnd(lock) },
+      {
+        i,
+        resource,
+        token: lock.fencingToken,
+        permit: lock.permit,
+        // The mode the worker acts in: the lock's, or 'write' under a read lock (S27-control).
+        mode: mode && (cfg.writeUnderReadLock ? mode : lock.mode),
+        validityEnd: validityEnd(lock),
+      },
       tg,
     );
-    notify({ type: 'grant', i, token: lock.fencingToken });
+    notify({ type: 'grant', i, token: lock.fencingToken, mode: lock.mode });
     notify({ type: 'attempt', i, ok: true });
     lock.signal.addEventListener('abort', () => {
       const reason = lock.signal.reason;
@@ -298,7 +332,9 @@ async function runJob(cfg) {
     // A semaphore's tokens increase per permit: each permit has a fenced counter of its own.
     const storeResource = lock.permit === undefined ? resource : `${resource}#${lock.permit}`;
     try {
+      if (lock.mode === 'read' && mode !== 'write') readers.add(i);
       await readModifyWrite(i, storeResource, lock.fencingToken, lock, between(cfg.holdMs));
+      readers.delete(i);
     } catch (err) {
       log('error', {
         i,
