@@ -35,6 +35,14 @@ export const MINIMAL_ACL = [
   '+zpopmin',
   '+publish',
   '+scan', // the identity guard drops the fence counters of a server that lost writes
+  // Read-write locks: the readers of a key (a hash) and the head of its line.
+  '+hset',
+  '+hget',
+  '+hdel',
+  '+hgetall',
+  '+hexists',
+  '+zrange',
+  '+zscore',
 ];
 
 /** The password of the lock user in tests. */

@@ -11,7 +11,7 @@ describe('minimal ACL for the lock user', () => {
   const deployment = new Deployment();
   afterAll(() => deployment.close());
 
-  test('the engine works under it: acquire, wait and hand-off, extend, release, inspect, identity guard', async () => {
+  test('the engine works under it: acquire, wait and hand-off, extend, release, inspect, read-write locks, identity guard', async () => {
     const nodes = await deployment.nodes(3, {
       persistence: 'aof-everysec',
       extraArgs: ['--user', 'locker', ...MINIMAL_ACL],
@@ -34,6 +34,20 @@ describe('minimal ACL for the lock user', () => {
     expect(second.fencingToken).toBeGreaterThan(first.fencingToken);
     await second.release();
     expect((await b.inspect('acl')).held).toBe(false);
+    // Read-write locks: readers share, a writer queued behind them is handed the key, and a
+    // writer's release lets the readers queued behind it in (the reader scripts' hash and queue
+    // commands run under the ACL too).
+    const readers = await Promise.all([
+      a.acquire('acl-rw', { mode: 'read' }),
+      b.acquire('acl-rw', { mode: 'read' }),
+    ]);
+    const writer = a.acquire('acl-rw', { wait: 5000 });
+    setTimeout(() => void Promise.all(readers.map((r) => r.release())), 100);
+    const written = await writer;
+    expect(written.fencingToken).toBeGreaterThanOrEqual(Math.max(...readers.map((r) => r.fencingToken)));
+    const queuedReader = b.acquire('acl-rw', { mode: 'read', wait: 5000 });
+    setTimeout(() => void written.release(), 100);
+    await (await queuedReader).release();
     // A restart: the identity check (and its SCAN of the fence counters) runs under the ACL too.
     await nodes.kill(0);
     await nodes.revive(0);
@@ -45,6 +59,7 @@ describe('minimal ACL for the lock user', () => {
   test.each([
     ['+incr', 'run INCR', '+incr'],
     ['+zpopmin', 'run ZPOPMIN', '+zpopmin'],
+    ['+hset', 'run HSET', '+hset'],
     ['~redlock:*', 'access the keys redlock:*', '~redlock:*'],
     ['&__redlock_wake__:*', 'publish to __redlock_wake__:*', '&__redlock_wake__:*'],
   ])('a user without %s gets a bootstrap error that names it', async (rule, problem, fix) => {

@@ -21,6 +21,16 @@ const SCRIPT_COMMANDS = [
   ['+zadd', "redis.pcall('ZADD', KEYS[2], 1, 'x')"],
   ['+zrem', "redis.pcall('ZREM', KEYS[2], 'x')"],
   ['+zpopmin', "redis.pcall('ZPOPMIN', KEYS[2])"],
+  // Read-write locks (scripts/read.ts, the readers' hand-over in scripts/queue.ts). Run while
+  // KEYS[1] is still the string set above: a command on a key of another type fails with WRONGTYPE
+  // after the ACL let it through (not counted missing), and creates no hash that would outlive DEL.
+  ['+hset', "redis.pcall('HSET', KEYS[1], 'x', '1')"],
+  ['+hget', "redis.pcall('HGET', KEYS[1], 'x')"],
+  ['+hdel', "redis.pcall('HDEL', KEYS[1], 'x')"],
+  ['+hgetall', "redis.pcall('HGETALL', KEYS[1])"],
+  ['+hexists', "redis.pcall('HEXISTS', KEYS[1], 'x')"],
+  ['+zrange', "redis.pcall('ZRANGE', KEYS[2], 0, 0)"],
+  ['+zscore', "redis.pcall('ZSCORE', KEYS[2], 'x')"],
   ['+del', "redis.pcall('DEL', KEYS[1], KEYS[2])"],
   ['+time', "redis.pcall('TIME')"],
   ['+scan', "redis.pcall('SCAN', '0', 'MATCH', KEYS[1], 'COUNT', 1)"],
