@@ -1,4 +1,4 @@
-import { fenceCounterPattern } from './identity.js';
+import { dropFenceCountersLua, fenceCounterPattern } from './identity.js';
 import { luaScript } from './lua-script.js';
 
 /*
@@ -35,12 +35,7 @@ if marker > now then
   return {ready - now, 0}
 end
 redis.call('SET', KEYS[1], string.format('%.0f', ready))
-local cursor, dropped = '0', 0
-repeat
-  local page = redis.call('SCAN', cursor, 'MATCH', ARGV[2], 'COUNT', 1000)
-  cursor = page[1]
-  for _, key in ipairs(page[2]) do dropped = dropped + redis.call('DEL', key) end
-until cursor == '0'
+${dropFenceCountersLua('ARGV[2]')}
 return {ready - now, dropped}
 `,
 );

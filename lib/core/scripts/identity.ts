@@ -50,6 +50,20 @@ import { luaScript } from './lua-script.js';
 export const IDENTITY_SUFFIX = ':id';
 
 /**
+ * Lua that deletes every key matching `pattern` (a Lua expression, e.g. `ARGV[4]`) and counts them
+ * in `dropped`: how a voter that may have lost writes forgets its fence counters, so that they are
+ * seeded from the clock again (the identity guard here, the clock guard's marking in clock-mark.ts).
+ */
+export function dropFenceCountersLua(pattern: string): string {
+  return `local cursor, dropped = '0', 0
+repeat
+  local page = redis.call('SCAN', cursor, 'MATCH', ${pattern}, 'COUNT', 1000)
+  cursor = page[1]
+  for _, key in ipairs(page[2]) do dropped = dropped + redis.call('DEL', key) end
+until cursor == '0'`;
+}
+
+/**
  * KEYS: marker, identity record. ARGV: run_id, trusted ('1' / '0'), restartGuard ms, the SCAN
  * pattern of the fence counters. Returns {ms to abstain, outcome, previous run_id or '', counters
  * deleted}.
@@ -81,12 +95,7 @@ if writer_trusted == '1' and trusted == '1' then return {left(), 'trusted', writ
 -- drop the counters that may lag, so that they are seeded from the clock again.
 local ready = now + guard
 if left() < guard then redis.call('SET', KEYS[1], string.format('%.0f', ready)) end
-local cursor, dropped = '0', 0
-repeat
-  local page = redis.call('SCAN', cursor, 'MATCH', ARGV[4], 'COUNT', 1000)
-  cursor = page[1]
-  for _, key in ipairs(page[2]) do dropped = dropped + redis.call('DEL', key) end
-until cursor == '0'
+${dropFenceCountersLua('ARGV[4]')}
 return {math.max(left(), guard), 'changed', writer or '', dropped}
 `,
 );
