@@ -96,9 +96,10 @@ export class GlideClusterScriptClient extends GuardedClusterClient {
     return this.runScript(script, keys, args, routeKey, this.nodeTimeout);
   }
 
-  /** The masters and their slots, from the latest CLUSTER SLOTS (read now when none was yet). */
+  /** The masters and their slots, from CLUSTER SLOTS read now (a failover moves slots at once). */
   async masters(): Promise<ReadonlyMap<string, readonly number[]>> {
-    if (this.shards.size === 0) await this.check();
+    const reply = await this.command(['CLUSTER', 'SLOTS'], 'randomNode', Math.max(this.nodeTimeout, 1000));
+    this.shards = parseClusterSlots(reply);
     return this.shards;
   }
 
