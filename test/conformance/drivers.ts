@@ -24,13 +24,6 @@ import { DEFAULT_SETTINGS, ManualClock, PREFIX, sleep, type VoterDriver } from '
 type Own = <T extends { disconnect(): void }>(client: T) => T;
 type StandaloneFactory = (url: string, context: VoterContext, own: Own) => Voter | Promise<Voter>;
 
-/** The rows a Cluster voter without the identity guard per master cannot have. */
-const NO_SHARD_IDENTITIES = {
-  'identity-guard':
-    'no identity guard on this Cluster voter yet (ioredis-cluster/cluster-voter.ts: ioredis only)',
-  'abstention-reporting': 'no identity guard on this Cluster voter yet, so no onAbstention',
-};
-
 export const DRIVERS: VoterDriver[] = [
   standalone('ioredis 5, RESP2 (URL)', (url, ctx) => RedisVoter.from(url, ctx)),
   standalone('ioredis 6, RESP3 (client)', (url, ctx, own) =>
@@ -53,37 +46,25 @@ export const DRIVERS: VoterDriver[] = [
     GlideVoter.from(own(glideClient(await glide(url))), ctx),
   ),
   cluster('ioredis 5 Cluster', (startupNodes, ctx) => ClusterVoter.from({ cluster: startupNodes }, ctx)),
-  cluster(
-    'node-redis 6 Cluster (createCluster)',
-    async (startupNodes, ctx, own) => {
-      const rootNodes = startupNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` }));
-      const client = own(createCluster({ rootNodes }), (c) => void c.destroy());
-      await client.connect();
-      return NodeRedisClusterVoter.from(client, ctx);
-    },
-    NO_SHARD_IDENTITIES,
-  ),
-  cluster(
-    'node-redis 5 Cluster, RESP2 (createCluster)',
-    async (startupNodes, ctx, own) => {
-      const rootNodes = startupNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` }));
-      const client = own(createCluster5({ rootNodes }), (c) => void c.destroy());
-      await client.connect();
-      return NodeRedisClusterVoter.from(client, ctx);
-    },
-    NO_SHARD_IDENTITIES,
-  ),
-  cluster(
-    'Valkey GLIDE 2 (GlideClusterClient)',
-    async (startupNodes, ctx, own) => {
-      const client = await GlideClusterClient.createClient({ addresses: startupNodes, requestTimeout: 500 });
-      return GlideClusterVoter.from(
-        own(client, (c) => c.close()),
-        ctx,
-      );
-    },
-    NO_SHARD_IDENTITIES,
-  ),
+  cluster('node-redis 6 Cluster (createCluster)', async (startupNodes, ctx, own) => {
+    const rootNodes = startupNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` }));
+    const client = own(createCluster({ rootNodes }), (c) => void c.destroy());
+    await client.connect();
+    return NodeRedisClusterVoter.from(client, ctx);
+  }),
+  cluster('node-redis 5 Cluster, RESP2 (createCluster)', async (startupNodes, ctx, own) => {
+    const rootNodes = startupNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` }));
+    const client = own(createCluster5({ rootNodes }), (c) => void c.destroy());
+    await client.connect();
+    return NodeRedisClusterVoter.from(client, ctx);
+  }),
+  cluster('Valkey GLIDE 2 (GlideClusterClient)', async (startupNodes, ctx, own) => {
+    const client = await GlideClusterClient.createClient({ addresses: startupNodes, requestTimeout: 500 });
+    return GlideClusterVoter.from(
+      own(client, (c) => c.close()),
+      ctx,
+    );
+  }),
   memory('in-memory', (state, ctx) => MemoryVoter.factory('memory://conformance', state).createVoter(ctx)),
 ];
 

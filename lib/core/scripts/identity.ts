@@ -143,3 +143,14 @@ export function decodeIdentityReply(reply: unknown): IdentityCheck {
   ];
   return { abstainMs, outcome, previous, countersDropped };
 }
+
+/**
+ * The server's run_id (INFO server; the ACL user needs +info, as the identity guard does): new on
+ * every start of the server process. Keyless: a client that reconnects without a word (Valkey
+ * GLIDE; node-redis and GLIDE clusters) sends it right behind an acquire, on the same connection,
+ * to learn which server ran the acquire.
+ */
+export const RUN_ID = luaScript(
+  'run-id',
+  "return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')",
+);

@@ -1,5 +1,6 @@
 import { RELEASE, type AcquireVote } from '../scripts/index.js';
-import { ServerChangedError, type AdmittedClient } from './admitted-client.js';
+import { ServerChangedError } from './admitted-client.js';
+import type { ScriptClient } from './script-client.js';
 import { ScriptVoter } from './script-voter.js';
 
 /** How long a grant on an unchecked connection waits for that connection's check, at most, ms. */
@@ -8,11 +9,12 @@ const RECHECK_BOUND_MS = 5000;
 /**
  * A ScriptVoter on an {@link AdmittedClient} whose client may send a lock command on a connection
  * that was not checked yet (node-redis replays its offline queue on a new connection before it
- * says 'ready'; GLIDE reconnects without a word): the adapter throws ServerChangedError for such a
+ * says 'ready'; GLIDE reconnects without a word; a node-redis or GLIDE cluster's master may have
+ * changed under a slot: guarded-cluster-client.ts): the adapter throws ServerChangedError for such a
  * grant, and the voter lets go of it there and votes again once the new connection was checked
  * (the identity guard may then make it abstain).
  */
-export class AdmittedVoter<C extends AdmittedClient> extends ScriptVoter<C> {
+export class AdmittedVoter<C extends ScriptClient & { whenChecked(): Promise<void> }> extends ScriptVoter<C> {
   override acquire(
     keys: readonly string[],
     value: string,

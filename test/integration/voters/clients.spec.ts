@@ -266,3 +266,46 @@ describe('mixed voters in one engine: two node-redis, three GLIDE', () => {
     }
   });
 });
+
+describe('GLIDE: a release while a paused node counts as down', () => {
+  let redis: RedisNodes;
+  afterAll(() => redis?.close());
+
+  test('reaches the node behind the acquire it undoes: no late grant holds the key for its lease', async () => {
+    redis = await RedisNodes.start(3);
+    const glide = await glideClients(redis.urls);
+    const a = new Redlock({
+      nodes: glide.nodes,
+      restartGuard: false,
+      nodeTimeout: 100,
+      logger: new MemoryLogger(),
+    });
+    try {
+      await a.connect();
+      redis.stop(0);
+      let resumed = false;
+      try {
+        // Granted by nodes 1 and 2; the acquire to node 0 is written to its connection and waits
+        // there, and runs when the node resumes.
+        const lock = await a.acquire('late', { ttl: 10_000 });
+        // GLIDE says nothing of a paused node: the voter's probe finds it not answering (about 1 s).
+        await until(() => !a.status()[0]!.reachable, 5000);
+        expect(a.status()[0]!.reachable).toBe(false);
+        await lock.release(); // the release to node 0 goes behind its acquire (it was held back before)
+        redis.resume(0);
+        resumed = true;
+      } finally {
+        if (!resumed) redis.resume(0);
+      }
+      // The late acquire ran on node 0 (its fence counter is there), and the release after it: the
+      // key is free long before its 10 s lease (held back, the release never ran: held for the lease).
+      const admin = redis.client(0);
+      await new Promise((r) => setTimeout(r, 300)); // what node 0 had waiting has run
+      expect(await eventually(async () => (await admin.keys(`${key('late')}*`)).length > 0, true)).toBe(true);
+      expect(await eventually(() => admin.exists(key('late')), 0, 3000)).toBe(0);
+    } finally {
+      await a.close();
+      await glide.close();
+    }
+  });
+});

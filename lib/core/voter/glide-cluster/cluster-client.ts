@@ -2,7 +2,8 @@ import { tryLoad, PACKAGE_NAME } from '../../clients/load.js';
 import { CLUSTER_SCRIPTS, type LuaScript } from '../../scripts/index.js';
 import { settleWithin, TIMED_OUT } from '../../timeouts.js';
 import type { ShardServer } from '../cluster-preflight.js';
-import { ClusterScriptClient } from '../cluster-script-client.js';
+import { GuardedClusterClient } from '../guarded-cluster-client.js';
+import type { ServerCommands } from '../server-commands.js';
 import { createGlideSubscriber, type GlideFactory } from '../glide/glide-subscriber.js';
 import { seedMarkersByShard } from '../ioredis-cluster/slot-markers.js';
 import { ShardSubscribers, type ShardSubscription } from '../shard-subscribers.js';
@@ -46,6 +47,12 @@ export interface GlideClusterApi {
   readonly isClosed?: boolean;
 }
 
+/** GLIDE's route to the node at `address` (`host:port`). */
+function byAddress(address: string): Route {
+  const colon = address.lastIndexOf(':');
+  return { type: 'routeByAddress', host: address.slice(0, colon), port: Number(address.slice(colon + 1)) };
+}
+
 /** How often CLUSTER SLOTS is read (health, masters, slots), ms. */
 const PROBE_MS = 1000;
 
@@ -53,7 +60,7 @@ const PROBE_MS = 1000;
  * A Redis / Valkey Cluster reached with a Valkey GLIDE `GlideClusterClient` passed in, as the
  * {@link ScriptClient} of a GlideClusterVoter (see the top of this file).
  */
-export class GlideClusterScriptClient extends ClusterScriptClient {
+export class GlideClusterScriptClient extends GuardedClusterClient {
   readonly label: string;
   readonly client: GlideClusterApi;
   private readonly nodeTimeout: number;
@@ -80,13 +87,40 @@ export class GlideClusterScriptClient extends ClusterScriptClient {
     return this.alive && !this.closed && !this.client.isClosed;
   }
 
-  protected send<T>(
+  protected runRouted(
     script: LuaScript,
     keys: readonly string[],
     args: readonly (string | number)[],
-    decode: (reply: unknown) => T,
-  ): Promise<T> {
-    return this.runScript(script, keys, args, keys[0], this.nodeTimeout).then(decode);
+    routeKey: string | undefined,
+  ): Promise<unknown> {
+    return this.runScript(script, keys, args, routeKey, this.nodeTimeout);
+  }
+
+  /** The masters and their slots, from CLUSTER SLOTS read now (a failover moves slots at once). */
+  async masters(): Promise<ReadonlyMap<string, readonly number[]>> {
+    const reply = await this.command(['CLUSTER', 'SLOTS'], 'randomNode', Math.max(this.nodeTimeout, 1000));
+    this.shards = parseClusterSlots(reply);
+    return this.shards;
+  }
+
+  /** INFO, CONFIG GET and scripts on the master at `address` (GLIDE's routeByAddress). */
+  serverOf(address: string, timeoutMs: number): ServerCommands {
+    const route = byAddress(address);
+    const credentials = this.client.config?.credentials as { username?: string } | undefined;
+    return {
+      info: (section: string) => this.command(['INFO', section], route, timeoutMs).then(String),
+      configGet: (parameter: string) => this.command(['CONFIG', 'GET', parameter], route, timeoutMs),
+      runScript: (script, keys, args) => {
+        const rest = [String(keys.length), ...keys, ...args.map(String)];
+        return this.command(['EVALSHA', script.sha, ...rest], route, timeoutMs).catch((err: unknown) => {
+          if (err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message)) {
+            return this.command(['EVAL', script.source, ...rest], route, timeoutMs);
+          }
+          throw err;
+        });
+      },
+      username: credentials?.username,
+    };
   }
 
   protected waitTransport(timeoutMs: number): Promise<boolean> {
@@ -96,23 +130,7 @@ export class GlideClusterScriptClient extends ClusterScriptClient {
 
   protected shardServers(): ShardServer[] {
     const timeout = Math.max(this.nodeTimeout, 1000);
-    const credentials = this.client.config?.credentials as { username?: string } | undefined;
-    return [...this.shards.keys()].map((address) => {
-      const colon = address.lastIndexOf(':');
-      const route: Route = {
-        type: 'routeByAddress',
-        host: address.slice(0, colon),
-        port: Number(address.slice(colon + 1)),
-      };
-      return {
-        address,
-        server: {
-          info: (section: string) => this.command(['INFO', section], route, timeout).then(String),
-          configGet: (parameter: string) => this.command(['CONFIG', 'GET', parameter], route, timeout),
-          username: credentials?.username,
-        },
-      };
-    });
+    return [...this.shards.keys()].map((address) => ({ address, server: this.serverOf(address, timeout) }));
   }
 
   async ping(): Promise<void> {
@@ -190,6 +208,7 @@ export class GlideClusterScriptClient extends ClusterScriptClient {
       const wasAlive = this.alive;
       this.alive = true;
       if (!wasAlive) this.recordReady();
+      else void this.surveyMasters(); // a master restarted or replaced: GLIDE says nothing
     } catch (err) {
       if (this.closed) return;
       this.alive = false;

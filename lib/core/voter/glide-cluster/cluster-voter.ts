@@ -1,5 +1,5 @@
 import { assertClusterPrefix } from '../ioredis-cluster/slots.js';
-import { ScriptVoter } from '../script-voter.js';
+import { AdmittedVoter } from '../admitted-voter.js';
 import type { VoterContext } from '../voter.js';
 import { GlideClusterScriptClient, type GlideClusterApi } from './cluster-client.js';
 
@@ -10,7 +10,7 @@ import { GlideClusterScriptClient, type GlideClusterApi } from './cluster-client
  * lock, a restart-guard marker per slot, CrossSlotLockError, wake-ups on every master) is the
  * ioredis Cluster voter's (../ioredis-cluster/cluster-voter.ts). Never closed by the engine.
  */
-export class GlideClusterVoter extends ScriptVoter<GlideClusterScriptClient> {
+export class GlideClusterVoter extends AdmittedVoter<GlideClusterScriptClient> {
   /** A voter for a `GlideClusterClient`. */
   static from(client: object, context: VoterContext, option = 'a nodes entry'): GlideClusterVoter {
     assertClusterPrefix(context.settings.guardKey, option);

@@ -1,5 +1,5 @@
 import { SCRIPTS, type LuaScript } from '../../scripts/index.js';
-import { luaScript } from '../../scripts/lua-script.js';
+import { RUN_ID } from '../../scripts/identity.js';
 import { settleWithin, TIMED_OUT } from '../../timeouts.js';
 import { AdmittedClient, ServerChangedError } from '../admitted-client.js';
 import { createGlideSubscriber, type GlideFactory } from './glide-subscriber.js';
@@ -44,12 +44,6 @@ export interface GlideClientApi {
   };
   readonly isClosed?: boolean;
 }
-
-/**
- * The server's run_id (INFO server; the ACL user needs +info, as the identity guard does): new on
- * every start of the server process.
- */
-const RUN_ID = luaScript('run-id', "return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')");
 
 /** How often the server's run_id is read while idle to see a reconnection, ms. */
 const RECONNECTION_PROBE_MS = 1000;

@@ -41,8 +41,8 @@ import type { ClusterSubscriber } from './subscriber.js';
  *   checked as a single server's is, and a master whose server changed (restart, failover) makes
  *   the voter abstain for restartGuard on its slots only.
  *
- * Not done on the node-redis and Valkey GLIDE cluster voters (yet): that identity guard, which
- * watches ioredis' own connections to the masters.
+ * The node-redis and Valkey GLIDE cluster voters have the same guard per master, from each
+ * master's run_id rather than from connection events (../master-identities.ts).
  *
  * The lock operations are ScriptVoter's (../script-voter.ts); what every cluster client shares is
  * ClusterScriptClient (../cluster-script-client.ts); the ioredis part is cluster-client.ts. The

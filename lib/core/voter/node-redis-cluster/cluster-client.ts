@@ -1,7 +1,8 @@
 import { CLUSTER_SCRIPTS, type LuaScript } from '../../scripts/index.js';
 import { settleWithin, TIMED_OUT } from '../../timeouts.js';
 import type { ShardServer } from '../cluster-preflight.js';
-import { ClusterScriptClient } from '../cluster-script-client.js';
+import { GuardedClusterClient } from '../guarded-cluster-client.js';
+import type { ServerCommands } from '../server-commands.js';
 import { describeError } from '../describe-error.js';
 import { seedMarkersByShard } from '../ioredis-cluster/slot-markers.js';
 import {
@@ -13,6 +14,9 @@ import {
 } from '../node-redis/connection.js';
 import { ShardSubscribers, type ShardSubscription } from '../shard-subscribers.js';
 import type { VoterContext } from '../voter.js';
+
+/** How often the masters' run_ids are read (the identity guard), ms. */
+const SURVEY_MS = 1000;
 
 /** A master of a node-redis cluster, as `cluster.masters` and `cluster.slots[n].master` give it. */
 interface MasterNode {
@@ -39,11 +43,12 @@ interface ClusterTopology {
  * which takes it out of the queue when it expires (node-redis 6's default commandTimeout is 5 s).
  * A command already written to a shard that stopped answering is bounded by the engine's rounds.
  */
-export class NodeRedisClusterClient extends ClusterScriptClient {
+export class NodeRedisClusterClient extends GuardedClusterClient {
   readonly label: string;
   readonly cluster: NodeRedisClusterApi;
   private readonly nodeTimeout: number;
   private ready: boolean;
+  private readonly survey: NodeJS.Timeout;
   private subscribers: ShardSubscribers | undefined;
   private readonly channelListeners = new Map<string, (message: string) => void>();
   private readonly onConnect = () => {
@@ -72,6 +77,12 @@ export class NodeRedisClusterClient extends ClusterScriptClient {
     this.cluster.on('disconnect', this.onDisconnect);
     // A cluster passed in already connected has its slot map.
     this.ready = this.cluster.isOpen && (this.topology.masters?.length ?? 0) > 0;
+    // node-redis does not say which server a reconnection reached: the masters' run_ids are read
+    // once a second (guarded-cluster-client.ts).
+    this.survey = setInterval(() => {
+      if (this.transportUp) void this.surveyMasters();
+    }, SURVEY_MS);
+    this.survey.unref();
   }
 
   override attach(voter: object): void {
@@ -83,13 +94,53 @@ export class NodeRedisClusterClient extends ClusterScriptClient {
     return this.ready && this.cluster.isOpen;
   }
 
-  protected send<T>(
+  protected runRouted(
     script: LuaScript,
     keys: readonly string[],
     args: readonly (string | number)[],
-    decode: (reply: unknown) => T,
-  ): Promise<T> {
-    return runNodeRedisScript(this.connection, script, keys, args, this.nodeTimeout).then(decode);
+    routeKey: string | undefined,
+  ): Promise<unknown> {
+    return runNodeRedisScript(this.connection, script, keys, args, this.nodeTimeout, routeKey);
+  }
+
+  /** The masters and the slots each serves, from the cluster's slot map. */
+  masters(): Promise<ReadonlyMap<string, readonly number[]>> {
+    const bySlotOwner = new Map<string, number[]>();
+    (this.topology.slots ?? []).forEach((shard, slot) => {
+      const address = shard?.master?.address;
+      if (address === undefined) return;
+      const slots = bySlotOwner.get(address);
+      if (slots) slots.push(slot);
+      else bySlotOwner.set(address, [slot]);
+    });
+    return Promise.resolve(bySlotOwner);
+  }
+
+  /** INFO, CONFIG GET and scripts on the master at `address`, through the cluster's client of it. */
+  serverOf(address: string, timeoutMs: number): ServerCommands {
+    const node = async (): Promise<NodeRedisClientApi> => {
+      const master = (this.topology.masters ?? []).find((m) => m.address === address);
+      if (!master) throw new Error(`${address} is no longer a master of the cluster`);
+      return this.topology.nodeClient(master);
+    };
+    const command = (args: string[]) =>
+      node().then((client) => client.sendCommand(args, { timeout: timeoutMs }));
+    const username = (this.cluster as { _options?: { defaults?: { username?: string } } })._options?.defaults
+      ?.username;
+    return {
+      info: (section) => command(['INFO', section]).then(String),
+      configGet: (parameter) => command(['CONFIG', 'GET', parameter]),
+      runScript: (script, keys, args) => {
+        const rest = [String(keys.length), ...keys, ...args.map(String)];
+        return command(['EVALSHA', script.sha, ...rest]).catch((err: unknown) => {
+          if (err instanceof Error && err.message.startsWith('NOSCRIPT')) {
+            return command(['EVAL', script.source, ...rest]);
+          }
+          throw err;
+        });
+      },
+      username,
+    };
   }
 
   protected waitTransport(timeoutMs: number): Promise<boolean> {
@@ -105,22 +156,8 @@ export class NodeRedisClusterClient extends ClusterScriptClient {
 
   protected async shardServers(): Promise<ShardServer[]> {
     const timeout = Math.max(this.nodeTimeout, 1000);
-    const username = (this.cluster as { _options?: { defaults?: { username?: string } } })._options?.defaults
-      ?.username;
-    return Promise.all(
-      (this.topology.masters ?? []).map(async (master) => {
-        const client = await this.topology.nodeClient(master);
-        const command = (args: string[]) => client.sendCommand(args, { timeout });
-        return {
-          address: master.address,
-          server: {
-            info: (section: string) => command(['INFO', section]).then(String),
-            configGet: (parameter: string) => command(['CONFIG', 'GET', parameter]),
-            username,
-          },
-        };
-      }),
-    );
+    const masters = await this.masters();
+    return [...masters.keys()].map((address) => ({ address, server: this.serverOf(address, timeout) }));
   }
 
   async ping(): Promise<void> {
@@ -141,6 +178,7 @@ export class NodeRedisClusterClient extends ClusterScriptClient {
 
   /** Closes the subscribers and detaches from the cluster (the application's: never closed here). */
   async close(timeoutMs: number): Promise<void> {
+    clearInterval(this.survey);
     await settleWithin(this.subscribers?.close() ?? Promise.resolve(), timeoutMs);
     if (this.connection.owned) await closeNodeRedis(this.cluster, timeoutMs);
     this.cluster.off('error', this.onError);
@@ -165,14 +203,7 @@ export class NodeRedisClusterClient extends ClusterScriptClient {
   }
 
   protected async seedMarkers(): Promise<void> {
-    const bySlotOwner = new Map<string, number[]>();
-    (this.topology.slots ?? []).forEach((shard, slot) => {
-      const address = shard?.master?.address;
-      if (address === undefined) return;
-      const slots = bySlotOwner.get(address) ?? [];
-      slots.push(slot);
-      bySlotOwner.set(address, slots);
-    });
+    const bySlotOwner = (await this.masters()) as Map<string, number[]>;
     // Keyless, sent to the shard of the chunk's first marker (all of a chunk are that shard's).
     await seedMarkersByShard(bySlotOwner, this.guardKey, this.guardMs, (_shard, script, markers, args) =>
       runNodeRedisScript(this.connection, script, [], args, 5000, markers[0]).then(() => true),

@@ -1,7 +1,7 @@
 import { assertClusterPrefix } from '../ioredis-cluster/slots.js';
 import type { NodeRedisClusterApi } from '../node-redis/connection.js';
 import { nodeRedisConnection } from '../node-redis/connection.js';
-import { ScriptVoter } from '../script-voter.js';
+import { AdmittedVoter } from '../admitted-voter.js';
 import type { VoterContext } from '../voter.js';
 import { NodeRedisClusterClient } from './cluster-client.js';
 
@@ -12,7 +12,7 @@ import { NodeRedisClusterClient } from './cluster-client.js';
  * slot, CrossSlotLockError, wake-ups on every master) is the ioredis Cluster voter's
  * (../ioredis-cluster/cluster-voter.ts). The cluster is the application's: never closed here.
  */
-export class NodeRedisClusterVoter extends ScriptVoter<NodeRedisClusterClient> {
+export class NodeRedisClusterVoter extends AdmittedVoter<NodeRedisClusterClient> {
   /** A voter for a node-redis cluster (createCluster), connected or not. */
   static from(cluster: object, context: VoterContext, option = 'a nodes entry'): NodeRedisClusterVoter {
     assertClusterPrefix(context.settings.guardKey, option);
