@@ -502,6 +502,41 @@ export const BEHAVIOURS: Behaviour[] = [
     },
   },
   {
+    id: 'clock-marking',
+    title:
+      'clock marking: a voter marked after a step of its clock abstains for every client for the guard, counters dropped, and a release hands its queued waiter a turn, not a token',
+    settings: { guardMs: 600 },
+    async run({ voter, voterWith, key, engine, advance, settings, slack }) {
+      if (!voter.markClockStep) throw new Error('the voter has no markClockStep');
+      const guard = settings.guardMs;
+      const e = engine();
+      await e.listen(voter);
+      // A new server's guard starts when the voter connects: let it pass, so that only the marking counts.
+      await until(() => voter.connected, 'the voter to connect', 3000);
+      await advance(guard + 20);
+      const [a, w] = [e.value(), e.value()];
+      const old = await grant(voter, key('cm'), a);
+      expect((await voter.acquire([key('cm')], w, LONG, '100')).kind).toBe('busy');
+      const marking = await voter.markClockStep(guard);
+      if (!marking) throw new Error('the voter did not mark');
+      within(marking.abstainMs, guard - slack, guard, 'marking');
+      expect(marking.countersDropped).toBeGreaterThanOrEqual(1);
+      // The holder's release: no hand-over with a token from a voter under its marker, a turn instead.
+      await voter.letGo([key('cm')], a, RELEASE);
+      await until(() => e.messages.some((m) => m.value === w), 'the release to reach the waiter');
+      expect(e.messages.filter((m) => m.value === w).map((m) => m.kind)).toEqual(['turn']);
+      expect(await voter.inspect(key('cm'))).toMatchObject({ holder: TURN_MARK + w, fence: null });
+      // The turn's claim abstains, and so does another client's grant (it never heard of the step).
+      expect((await voter.acquire([key('cm')], w, LONG, '')).kind).toBe('abstaining');
+      const other = await voterWith();
+      const vote = await other.acquire([key('cm-other')], e.value(), LONG, '');
+      if (vote.kind !== 'abstaining') throw new Error(`expected an abstention, got ${JSON.stringify(vote)}`);
+      within(vote.forMs, 1, guard, 'abstention of another client');
+      await advance(guard + 20);
+      expect(await grant(voter, key('cm'), w)).toBeGreaterThan(old);
+    },
+  },
+  {
     id: 'inspect',
     title:
       "inspect: holder, remaining lease and fence counter, read-only (a free key's counter stays missing)",

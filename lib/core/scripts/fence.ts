@@ -7,7 +7,8 @@ export interface NextTokenInputs {
   readonly fence: string;
   /**
    * Lua expression: the restart-guard marker's key (a declared key), when a missing counter
-   * consults the restart guard first (acquire: yes; a hand-over: no, so undefined).
+   * consults the restart guard first (acquire: yes). Undefined for a hand-over (queue.ts), which
+   * cannot read the marker: there a missing counter is not seeded, and `token` is nil.
    */
   readonly marker?: string;
   /** Lua expression: the seed the caller proposes (a number, or nil). */
@@ -47,6 +48,13 @@ export interface NextTokenInputs {
  * behind, so that the next attempt checks again. With the guard off (0), the node is marked '0'
  * (trusted as it is), so that an engine that runs with the guard on later does not take it for a
  * node that lost its data.
+ *
+ * Without a `marker` (a hand-over, whose script does not have it among its keys), a missing
+ * counter is not seeded and `token` is nil: the counters go missing when a node may have lost
+ * writes (a change of server, or the clock guard's marking: identity.ts, clock-mark.ts), with its
+ * marker running, and a token seeded there would count for the waiter and, the counter back, make
+ * the node vote for every client before its guard has passed. The hand-over then gives a turn
+ * instead (queue.ts), whose claim is an acquire: that reads the marker.
  */
 export function nextTokenLua({ fence, marker, proposal, settings, fields, clock }: NextTokenInputs): string {
   const t = clock ?? 't';
@@ -79,6 +87,18 @@ export function nextTokenLua({ fence, marker, proposal, settings, fields, clock 
       if proposal and proposal > token then
         token = math.min(proposal, token + ${luaSetting(settings, 'seedWindowMs', fields)} * 1000)
       end`;
+  if (marker === undefined) {
+    // A hand-over: a missing counter means this node lost its counters (a change of server, a
+    // marking by the clock guard: identity.ts, clock-mark.ts), and its marker may be running.
+    return `
+  local token = redis.call('INCR', ${fence})
+  if token == 1 then
+    redis.call('DEL', ${fence})
+    token = nil
+  elseif token % 64 == 0 then
+    redis.call('PEXPIRE', ${fence}, ${luaSetting(settings, 'fenceIdleMs', fields)})
+  end`;
+  }
   return `
   local token = redis.call('INCR', ${fence})
   local abstain = nil

@@ -278,6 +278,14 @@ export class MemoryVoter implements Voter, ReaderHost {
         s.publish(channel, encodeWakeMessage({ kind: 'turn', value: head, cause }));
         return true;
       }
+      if (s.counter(key + FENCE_SUFFIX) === undefined) {
+        // No counter (a reset state): a turn to claim, as scripts/queue.ts gives (its node may
+        // be under its restart guard, which only an acquire reads).
+        s.set(key, TURN_MARK + head, this.turnMs);
+        if (s.publish(channel, encodeWakeMessage({ kind: 'turn', value: head, cause }))) return true;
+        s.del(key);
+        continue;
+      }
       const clockUs = s.clockUs();
       s.set(key, head, this.turnMs);
       const token = s.nextToken(key + FENCE_SUFFIX);
