@@ -1,5 +1,6 @@
 import { slotKey } from '../../lib/core/keys.js';
 import {
+  READ_MARK,
   RELEASE,
   TURN_MARK,
   type AcquireVote,
@@ -174,7 +175,7 @@ export const BEHAVIOURS: Behaviour[] = [
   {
     id: 'clock-readings',
     title:
-      "clock readings: under the clock guard every grant (one key, several, a semaphore slot) and every extension reply (single and batch, refused too) carries the voter's clock; without it none does",
+      "clock readings: under the clock guard every grant (one key, several, a semaphore slot) and every extension reply (single and batch, refused too, a reader's too) carries the voter's clock; without it none does",
     settings: { clockReadings: true },
     async run({ voter, key, keys, engine, serverTimeUs, voterWith }) {
       const e = engine();
@@ -231,6 +232,23 @@ export const BEHAVIOURS: Behaviour[] = [
           (v) => (v.kind === 'granted' ? v.clockUs : undefined),
         );
         expect(vote.kind).toBe('granted');
+      }
+      // A read-write lock's reader: its extension (alone, refused, a batch of readers) too.
+      const reader = e.value() + READ_MARK;
+      expect((await voter.acquire([key('crr')], reader, LONG, '')).kind).toBe('granted');
+      const read = { keys: [key('crr')], value: reader, ttlMs: LONG };
+      const stranger = { keys: [key('crr')], value: e.value() + READ_MARK, ttlMs: LONG };
+      for (const [what, readers, expected] of [
+        ["a reader's extension's clock", [read], [true]],
+        ["a refused reader's extension's clock", [stranger], [false]],
+        ["a batch of readers' extension's clock", [read, stranger], [true, false]],
+      ] as const) {
+        const replies = await clockOf(
+          what,
+          () => voter.extend(readers),
+          (r) => r.clockUs,
+        );
+        expect([...replies]).toEqual(expected);
       }
       // Without the guard nothing is read: no clock in grants or extension replies.
       const plain = await voterWith({ clockReadings: false });

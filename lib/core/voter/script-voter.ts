@@ -170,7 +170,7 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     const clock = this.clockReadings;
     if (batch.length === 1) {
       const only = batch[0]!;
-      if (isReader(only.value)) return readExtend(this.adapter, only).then((extended) => [extended]);
+      if (isReader(only.value)) return readExtend(this.adapter, only, clock);
       return this.adapter.run(SCRIPTS.extend, only.keys, extendArgs(only, clock), decodeExtendOneReply);
     }
     if (batch.some((request) => isReader(request.value))) return this.extendWithReaders(batch);
@@ -319,13 +319,14 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     const writers = batch.filter((request) => !isReader(request.value));
     const written: Promise<ExtendAnswers> = writers.length > 0 ? this.extend(writers) : Promise.resolve([]);
     const read = batch.map((request) =>
-      isReader(request.value) ? readExtend(this.adapter, request) : undefined,
+      isReader(request.value) ? readExtend(this.adapter, request, this.clockReadings) : undefined,
     );
     return Promise.all([written, Promise.all(read)]).then(([writerAnswers, readAnswers]) => {
       let w = 0;
-      const answers: ExtendAnswers = batch.map((_, i) => readAnswers[i] ?? writerAnswers[w++]!);
-      // The writers' call read the node's clock (under the guard): it stands for the batch.
-      if (writerAnswers.clockUs !== undefined) answers.clockUs = writerAnswers.clockUs;
+      const answers: ExtendAnswers = batch.map((_, i) => readAnswers[i]?.[0] ?? writerAnswers[w++]!);
+      // Under the guard each call read the node's clock: the first one stands for the batch.
+      const clockUs = writerAnswers.clockUs ?? readAnswers.find((r) => r?.clockUs !== undefined)?.clockUs;
+      if (clockUs !== undefined) answers.clockUs = clockUs;
       return answers;
     });
   }
