@@ -24,10 +24,6 @@ import { DEFAULT_SETTINGS, ManualClock, PREFIX, sleep, type VoterDriver } from '
 type Own = <T extends { disconnect(): void }>(client: T) => T;
 type StandaloneFactory = (url: string, context: VoterContext, own: Own) => Voter | Promise<Voter>;
 
-/** Why no Cluster voter is marked for every client (docs/safety.md, "What remains"). */
-const CLUSTER_NOT_MARKED =
-  'not marked for other clients: one clock per master, one marker per slot; the engines that saw the step exclude it (docs/safety.md)';
-
 /** The rows a Cluster voter without the identity guard per master cannot have. */
 const NO_SHARD_IDENTITIES = {
   'identity-guard':
@@ -206,7 +202,7 @@ export function cluster(
     clock: 'real',
     // A Cluster client has more moving parts (slot map, a connection per shard): more jitter.
     slack: 200,
-    cannot: { 'clock-marking': CLUSTER_NOT_MARKED, ...cannot },
+    cannot,
     async start() {
       // AOF: a restarted master keeps its data and its slots (changeServer).
       shards = await RedisClusterNodes.start(3, { persistence: 'aof-everysec' });

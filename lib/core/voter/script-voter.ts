@@ -222,11 +222,11 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
   }
 
   /**
-   * Puts this node under the restart guard for every client for `forMs` (scripts/clock-mark.ts).
-   * Undefined on a client that routes by slot (a Redis Cluster): its markers are one per slot, and
-   * its masters' clocks are not one clock.
+   * Puts this node under the restart guard for every client for `forMs` (scripts/clock-mark.ts);
+   * a Redis Cluster marks the masters whose clocks are past `steppedPastMs` (its adapter's own).
    */
-  markClockStep(forMs: number): Promise<ClockMark> | undefined {
+  markClockStep(forMs: number, steppedPastMs?: number): Promise<ClockMark> | undefined {
+    if (this.adapter.markClockStep) return this.adapter.markClockStep(forMs, steppedPastMs);
     if (this.adapter.keySlot) return undefined;
     const marker = this.adapter.markerKey([]);
     return this.adapter.run(CLOCK_MARK, [marker], clockMarkArgs(forMs, marker), decodeClockMarkReply);

@@ -165,6 +165,17 @@ export class NodeRedisClusterClient extends ClusterScriptClient {
   }
 
   protected async seedMarkers(): Promise<void> {
+    // Keyless, sent to the shard of the chunk's first marker (all of a chunk are that shard's).
+    await seedMarkersByShard(
+      this.slotsByShard(),
+      this.guardKey,
+      this.guardMs,
+      (_shard, script, markers, args) =>
+        runNodeRedisScript(this.connection, script, [], args, 5000, markers[0]).then(() => true),
+    ).catch(() => undefined);
+  }
+
+  protected slotsByShard(): Map<string, number[]> {
     const bySlotOwner = new Map<string, number[]>();
     (this.topology.slots ?? []).forEach((shard, slot) => {
       const address = shard?.master?.address;
@@ -173,10 +184,11 @@ export class NodeRedisClusterClient extends ClusterScriptClient {
       slots.push(slot);
       bySlotOwner.set(address, slots);
     });
-    // Keyless, sent to the shard of the chunk's first marker (all of a chunk are that shard's).
-    await seedMarkersByShard(bySlotOwner, this.guardKey, this.guardMs, (_shard, script, markers, args) =>
-      runNodeRedisScript(this.connection, script, [], args, 5000, markers[0]).then(() => true),
-    ).catch(() => undefined);
+    return bySlotOwner;
+  }
+
+  protected runOnShard(script: LuaScript, routeKey: string, args: readonly string[], timeoutMs: number) {
+    return runNodeRedisScript(this.connection, script, [], args, timeoutMs, routeKey);
   }
 
   private get topology(): ClusterTopology {
