@@ -544,6 +544,10 @@ export const BEHAVIOURS: Behaviour[] = [
       if (!marking) throw new Error('the voter did not mark');
       within(marking.abstainMs, guard - slack, guard, 'marking');
       expect(marking.countersDropped).toBeGreaterThanOrEqual(1);
+      // A second fencing round for the lock still held there creates no counter (the voter would
+      // vote again, for every client, before its guard has passed).
+      expect(await voter.raiseFence([key('cm')], a, [old + 5])).toBe(false);
+      expect((await voter.inspect(key('cm'))).fence).toBeNull();
       // The holder's release: no hand-over with a token from a voter under its marker, a turn instead.
       await voter.letGo([key('cm')], a, RELEASE);
       await until(() => e.messages.some((m) => m.value === w), 'the release to reach the waiter');

@@ -118,9 +118,15 @@ export function nextTokenLua({ fence, marker, proposal, settings, fields, clock 
 
 /**
  * Second fencing round: raise each counter to at least the token chosen by the client, but only
- * while this client still holds every lock key on the node.
+ * while this client still holds every lock key on the node, and every counter is still there.
  * KEYS: lock keys 1..n, then their fence counters n+1..2n. ARGV: value, fence idle ttl ms,
- * token1..tokenN. Returns 1 when done, 0 when the lock is no longer held here.
+ * token1..tokenN. Returns 1 when done, 0 when the lock is no longer held here or a counter is gone.
+ *
+ * A counter gone since the grant means the node lost its counters (a change of server, or the
+ * clock guard's marking: identity.ts, clock-mark.ts) and may be under its restart guard: creating
+ * it here would make the node vote for every client (a grant that finds a counter reads no
+ * marker) before its guard has passed. So nothing is raised there, and the node does not count
+ * toward the majority that holds the token.
  */
 export const RAISE_FENCE = luaScript(
   'raise-fence',
@@ -130,11 +136,14 @@ local n = #KEYS / 2
 for i = 1, n do
   if redis.call('GET', KEYS[i]) ~= ARGV[1] then return 0 end
 end
+local current = {}
 for i = 1, n do
-  local fence = KEYS[n + i]
-  local current = redis.call('GET', fence)
-  if (not current) or tonumber(current) < tonumber(ARGV[i + 2]) then
-    redis.call('SET', fence, ARGV[i + 2], 'PX', ARGV[2])
+  current[i] = redis.call('GET', KEYS[n + i])
+  if not current[i] then return 0 end
+end
+for i = 1, n do
+  if tonumber(current[i]) < tonumber(ARGV[i + 2]) then
+    redis.call('SET', KEYS[n + i], ARGV[i + 2], 'PX', ARGV[2])
   end
 end
 return 1

@@ -171,8 +171,10 @@ return 1
 /**
  * A reader's second fencing round: raises the counter to the read's token (the max its granting
  * majority returned), so that a majority holds counter >= it and every later write's token lies
- * above it. Only while the reader holds the key here. KEYS: lock key, fence counter, readers.
- * ARGV: value, fence idle ttl ms, token. Returns 1 when done, 0 when not held here.
+ * above it. Only while the reader holds the key here, and the counter is still there (a counter
+ * gone since the grant is not created: see RAISE_FENCE, fence.ts). KEYS: lock key, fence counter,
+ * readers. ARGV: value, fence idle ttl ms, token. Returns 1 when done, 0 when not held here or
+ * the counter is gone.
  */
 export const READ_RAISE_FENCE_SCRIPT = luaScript(
   'read-raise-fence',
@@ -181,7 +183,8 @@ if redis.call('GET', KEYS[1]) ~= '${READ_MARKER}' or redis.call('HEXISTS', KEYS[
   return 0
 end
 local current = redis.call('GET', KEYS[2])
-if (not current) or tonumber(current) < tonumber(ARGV[3]) then
+if not current then return 0 end
+if tonumber(current) < tonumber(ARGV[3]) then
   redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[2])
 end
 return 1

@@ -176,9 +176,11 @@ export class MemoryVoter implements Voter, ReaderHost {
   async raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean> {
     if (isReader(value)) return readRaiseFence(this, keys[0]!, value, tokens[0]!);
     if (keys.some((key) => this.state.get(key) !== value)) return false;
+    // A counter gone since the grant is not created (scripts/fence.ts, RAISE_FENCE).
+    if (keys.some((key) => this.state.counter(key + FENCE_SUFFIX) === undefined)) return false;
     keys.forEach((key, i) => {
       const fence = key + FENCE_SUFFIX;
-      if ((this.state.counter(fence) ?? 0) < tokens[i]!) this.state.setCounter(fence, tokens[i]!);
+      if (this.state.counter(fence)! < tokens[i]!) this.state.setCounter(fence, tokens[i]!);
     });
     return true;
   }
