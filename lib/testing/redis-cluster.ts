@@ -27,10 +27,16 @@ export class RedisClusterNodes {
    * Starts `shards` masters (default 3) and joins them into one cluster that serves every slot.
    * `persistence` as for {@link RedisNodes} (default `none`); with `aof-everysec` or `aof-always` a
    * master restarted with `nodes.restart(i)` comes back with its data and its place in the cluster.
+   * `env` as for {@link RedisNodes}: extra environment variables of master `index`'s process (e.g.
+   * a clock shim that steps its wall clock).
    */
-  static async start(shards = 3, options: { persistence?: Persistence } = {}): Promise<RedisClusterNodes> {
+  static async start(
+    shards = 3,
+    options: { persistence?: Persistence; env?: (index: number) => Record<string, string> } = {},
+  ): Promise<RedisClusterNodes> {
     const nodes = await RedisNodes.start(shards, {
       persistence: options.persistence,
+      env: options.env,
       extraArgs: [
         '--cluster-enabled',
         'yes',

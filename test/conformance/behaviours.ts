@@ -1,5 +1,6 @@
 import { slotKey } from '../../lib/core/keys.js';
 import {
+  READ_MARK,
   RELEASE,
   TURN_MARK,
   type AcquireVote,
@@ -174,7 +175,7 @@ export const BEHAVIOURS: Behaviour[] = [
   {
     id: 'clock-readings',
     title:
-      "clock readings: under the clock guard every grant (one key, several, a semaphore slot) and every extension reply (single and batch, refused too) carries the voter's clock; without it none does",
+      "clock readings: under the clock guard every grant (one key, several, a semaphore slot) and every extension reply (single and batch, refused too, a reader's too) carries the voter's clock; without it none does",
     settings: { clockReadings: true },
     async run({ voter, key, keys, engine, serverTimeUs, voterWith }) {
       const e = engine();
@@ -231,6 +232,23 @@ export const BEHAVIOURS: Behaviour[] = [
           (v) => (v.kind === 'granted' ? v.clockUs : undefined),
         );
         expect(vote.kind).toBe('granted');
+      }
+      // A read-write lock's reader: its extension (alone, refused, a batch of readers) too.
+      const reader = e.value() + READ_MARK;
+      expect((await voter.acquire([key('crr')], reader, LONG, '')).kind).toBe('granted');
+      const read = { keys: [key('crr')], value: reader, ttlMs: LONG };
+      const stranger = { keys: [key('crr')], value: e.value() + READ_MARK, ttlMs: LONG };
+      for (const [what, readers, expected] of [
+        ["a reader's extension's clock", [read], [true]],
+        ["a refused reader's extension's clock", [stranger], [false]],
+        ["a batch of readers' extension's clock", [read, stranger], [true, false]],
+      ] as const) {
+        const replies = await clockOf(
+          what,
+          () => voter.extend(readers),
+          (r) => r.clockUs,
+        );
+        expect([...replies]).toEqual(expected);
       }
       // Without the guard nothing is read: no clock in grants or extension replies.
       const plain = await voterWith({ clockReadings: false });
@@ -504,6 +522,51 @@ export const BEHAVIOURS: Behaviour[] = [
       const token = await grant(voter, key('ig'), e.value());
       expect(token).toBeGreaterThanOrEqual(now);
       expect(token).toBeGreaterThan(old);
+    },
+  },
+  {
+    id: 'clock-marking',
+    title:
+      'clock marking: a voter marked after a step of its clock abstains for every client for the guard, counters dropped, and a release hands its queued waiter a turn, not a token',
+    settings: { guardMs: 600 },
+    async run({ voter, voterWith, key, engine, advance, settings, slack }) {
+      if (!voter.markClockStep) throw new Error('the voter has no markClockStep');
+      const guard = settings.guardMs;
+      const e = engine();
+      await e.listen(voter);
+      // A new server's guard starts when the voter connects (a Cluster's slot by slot, as the voter
+      // seeds their markers): let it pass on the row's key, so that only the marking counts.
+      await until(() => voter.connected, 'the voter to connect', 3000);
+      const [a, w] = [e.value(), e.value()];
+      let first = await voter.acquire([key('cm')], a, LONG, '');
+      for (let i = 0; first.kind === 'abstaining' && i < 10; i++) {
+        await advance(first.forMs + 20);
+        first = await voter.acquire([key('cm')], a, LONG, '');
+      }
+      const old = tokensOf(first)[0]!;
+      expect((await voter.acquire([key('cm')], w, LONG, '100')).kind).toBe('busy');
+      const marking = await voter.markClockStep(guard);
+      if (!marking) throw new Error('the voter did not mark');
+      within(marking.abstainMs, guard - slack, guard, 'marking');
+      expect(marking.countersDropped).toBeGreaterThanOrEqual(1);
+      // A second fencing round for the lock still held there creates no counter (the voter would
+      // vote again, for every client, before its guard has passed).
+      expect(await voter.raiseFence([key('cm')], a, [old + 5])).toBe(false);
+      expect((await voter.inspect(key('cm'))).fence).toBeNull();
+      // The holder's release: no hand-over with a token from a voter under its marker, a turn instead.
+      await voter.letGo([key('cm')], a, RELEASE);
+      await until(() => e.messages.some((m) => m.value === w), 'the release to reach the waiter');
+      expect(e.messages.filter((m) => m.value === w).map((m) => m.kind)).toEqual(['turn']);
+      expect(await voter.inspect(key('cm'))).toMatchObject({ holder: TURN_MARK + w, fence: null });
+      // The turn's claim abstains, and so does another client's grant (it never heard of the step).
+      expect((await voter.acquire([key('cm')], w, LONG, '')).kind).toBe('abstaining');
+      const other = await voterWith();
+      const vote = await other.acquire([key('cm-other')], e.value(), LONG, '');
+      if (vote.kind !== 'abstaining') throw new Error(`expected an abstention, got ${JSON.stringify(vote)}`);
+      within(vote.forMs, 1, guard, 'abstention of another client');
+      // The marker counts from the marking on the server (a Cluster's masters: each from its own call).
+      await advance(guard + 20 + slack);
+      expect(await grant(voter, key('cm'), w)).toBeGreaterThan(old);
     },
   },
   {

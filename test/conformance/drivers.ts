@@ -249,6 +249,7 @@ export function memory(
       'restart-guard':
         'no restart: its data lives as long as the test process (MemoryState.flush() is a reset, and the voter has no restart guard)',
       'identity-guard': 'no server behind it, so no server that can change (N/A)',
+      'clock-marking': 'no server clock to step and no restart guard, so nothing to mark (N/A)',
       'abstention-reporting':
         'never abstains (no server: no restart, no failover), so it has no onAbstention (N/A)',
     },

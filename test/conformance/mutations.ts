@@ -162,6 +162,14 @@ export const MUTATIONS: Record<string, Mutant> = {
       })),
   ),
 
+  'clock-marking': mutant(
+    'Pretends to mark: reports a marking, but the voter keeps its counters and votes on.',
+    (voter) =>
+      override(voter, () => ({
+        markClockStep: (forMs) => Promise.resolve({ abstainMs: forMs, countersDropped: 1 }),
+      })),
+  ),
+
   inspect: mutant('Inspect hides the fence counter.', (voter) =>
     override(voter, (inner) => ({
       inspect: async (key) => ({ ...(await inner.inspect(key)), fence: null }),

@@ -85,9 +85,11 @@ export class SingleResourceWaiter {
   }
 
   /**
-   * The hand-overs of voters that count here: not those that abstain (the restart, identity or
-   * clock guard, also a marking for every client: the hand-over path issues its token without
-   * reading the voter's marker) or that this engine's clock guard excludes. A voter whose clock
+   * The hand-overs of voters that count here: not those that abstain for this engine (the
+   * restart, identity or clock guard) or that its clock guard excludes. A voter under its marker
+   * for every client (a change of server, or another engine's marking after a step of its clock)
+   * hands nothing over: it lost its fence counters, and without one a hand-over gives a turn
+   * instead (scripts/queue.ts), whose claim is an acquire that reads the marker. A voter whose clock
    * stepped forward by more than `clockGuard` between this waiter's reading and its hand-over is
    * excluded from now on, as one whose grant or extension shows the step (a hand-over is the first
    * reply after the step that this engine gets from it, then).

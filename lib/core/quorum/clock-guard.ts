@@ -104,16 +104,28 @@ export class ClockGuard {
    * The clock guard for every client: voter `index` stepped forward and, in that round, its clock
    * was ahead of a quorum of the others' (VoterClocks.confirmed), so it goes under the restart
    * guard on the voter itself (scripts/clock-mark.ts): every engine, also one that never read it
-   * before the step, refuses its grants until the guard has passed there. Logged once per marking;
-   * a voter that cannot be marked (a Redis Cluster voter) or does not answer stays excluded here.
+   * before the step, refuses its grants until the guard has passed there. A Redis Cluster voter
+   * marks the masters whose clocks are past the voters' time plus the clock guard (the reading came
+   * from one of them). Logged once per marking; a voter that cannot be marked or does not answer
+   * stays excluded here.
    */
   private markForEveryClient(index: number): void {
     const voter = this.list[index]!;
     const forMs = this.settings.excludeForMs;
-    const marking = voter.markClockStep?.(forMs);
+    const votersTime = this.clocks.voterTime(performance.now());
+    const steppedPast = votersTime === undefined ? undefined : votersTime + this.settings.thresholdMs;
+    const marking = voter.markClockStep?.(forMs, steppedPast);
     if (!marking) return;
     marking.then(
       ({ abstainMs, countersDropped }) => {
+        if (abstainMs <= 0) {
+          this.logger.warn(
+            `Redis node ${voter.label}: its clock stepped forward, but none of its servers' clocks was ahead ` +
+              "of the voters' time when it was marked, so none was marked for every client; it still does " +
+              "not count toward this engine's quorums.",
+          );
+          return;
+        }
         const until = new Date(Date.now() + abstainMs).toISOString();
         this.logger.warn(
           `Redis node ${voter.label} is under the restart guard for every client until ${until}: its wall ` +

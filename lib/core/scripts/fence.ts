@@ -7,7 +7,8 @@ export interface NextTokenInputs {
   readonly fence: string;
   /**
    * Lua expression: the restart-guard marker's key (a declared key), when a missing counter
-   * consults the restart guard first (acquire: yes; a hand-over: no, so undefined).
+   * consults the restart guard first (acquire: yes). Undefined for a hand-over (queue.ts), which
+   * cannot read the marker: there a missing counter is not seeded, and `token` is nil.
    */
   readonly marker?: string;
   /** Lua expression: the seed the caller proposes (a number, or nil). */
@@ -47,6 +48,13 @@ export interface NextTokenInputs {
  * behind, so that the next attempt checks again. With the guard off (0), the node is marked '0'
  * (trusted as it is), so that an engine that runs with the guard on later does not take it for a
  * node that lost its data.
+ *
+ * Without a `marker` (a hand-over, whose script does not have it among its keys), a missing
+ * counter is not seeded and `token` is nil: the counters go missing when a node may have lost
+ * writes (a change of server, or the clock guard's marking: identity.ts, clock-mark.ts), with its
+ * marker running, and a token seeded there would count for the waiter and, the counter back, make
+ * the node vote for every client before its guard has passed. The hand-over then gives a turn
+ * instead (queue.ts), whose claim is an acquire: that reads the marker.
  */
 export function nextTokenLua({ fence, marker, proposal, settings, fields, clock }: NextTokenInputs): string {
   const t = clock ?? 't';
@@ -79,6 +87,18 @@ export function nextTokenLua({ fence, marker, proposal, settings, fields, clock 
       if proposal and proposal > token then
         token = math.min(proposal, token + ${luaSetting(settings, 'seedWindowMs', fields)} * 1000)
       end`;
+  if (marker === undefined) {
+    // A hand-over: a missing counter means this node lost its counters (a change of server, a
+    // marking by the clock guard: identity.ts, clock-mark.ts), and its marker may be running.
+    return `
+  local token = redis.call('INCR', ${fence})
+  if token == 1 then
+    redis.call('DEL', ${fence})
+    token = nil
+  elseif token % 64 == 0 then
+    redis.call('PEXPIRE', ${fence}, ${luaSetting(settings, 'fenceIdleMs', fields)})
+  end`;
+  }
   return `
   local token = redis.call('INCR', ${fence})
   local abstain = nil
@@ -98,9 +118,15 @@ export function nextTokenLua({ fence, marker, proposal, settings, fields, clock 
 
 /**
  * Second fencing round: raise each counter to at least the token chosen by the client, but only
- * while this client still holds every lock key on the node.
+ * while this client still holds every lock key on the node, and every counter is still there.
  * KEYS: lock keys 1..n, then their fence counters n+1..2n. ARGV: value, fence idle ttl ms,
- * token1..tokenN. Returns 1 when done, 0 when the lock is no longer held here.
+ * token1..tokenN. Returns 1 when done, 0 when the lock is no longer held here or a counter is gone.
+ *
+ * A counter gone since the grant means the node lost its counters (a change of server, or the
+ * clock guard's marking: identity.ts, clock-mark.ts) and may be under its restart guard: creating
+ * it here would make the node vote for every client (a grant that finds a counter reads no
+ * marker) before its guard has passed. So nothing is raised there, and the node does not count
+ * toward the majority that holds the token.
  */
 export const RAISE_FENCE = luaScript(
   'raise-fence',
@@ -110,11 +136,14 @@ local n = #KEYS / 2
 for i = 1, n do
   if redis.call('GET', KEYS[i]) ~= ARGV[1] then return 0 end
 end
+local current = {}
 for i = 1, n do
-  local fence = KEYS[n + i]
-  local current = redis.call('GET', fence)
-  if (not current) or tonumber(current) < tonumber(ARGV[i + 2]) then
-    redis.call('SET', fence, ARGV[i + 2], 'PX', ARGV[2])
+  current[i] = redis.call('GET', KEYS[n + i])
+  if not current[i] then return 0 end
+end
+for i = 1, n do
+  if tonumber(current[i]) < tonumber(ARGV[i + 2]) then
+    redis.call('SET', KEYS[n + i], ARGV[i + 2], 'PX', ARGV[2])
   end
 end
 return 1

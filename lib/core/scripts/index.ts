@@ -101,7 +101,14 @@ export {
 export { decodeRaiseFenceReply } from './fence.js';
 // Not in SCRIPTS.all (loaded on every connection): it runs once per clock step, and its first
 // call sends its source.
-export { CLOCK_MARK, clockMarkArgs, decodeClockMarkReply, type ClockMark } from './clock-mark.js';
+export {
+  CLOCK_MARK,
+  CLOCK_MARK_SLOTS,
+  clockMarkArgs,
+  clockMarkSlotsArgs,
+  decodeClockMarkReply,
+  type ClockMark,
+} from './clock-mark.js';
 export { letGoScript, RELEASE, type LetGo, type LetGoScripts } from './release.js';
 export { decodeInspectReply, type KeyView } from './inspect.js';
 export { runScript, type LuaScript } from './lua-script.js';

@@ -16,7 +16,10 @@ import { LUA_HANDED_MESSAGE, LUA_TURN_MESSAGE } from './wake-message.js';
  *   carries the fencing token and the node's clock. Once a majority of nodes has handed it over,
  *   the waiter holds the lock without another round (see queue/hand-off.ts), and, unless it
  *   released it first, extends it halfway through the turn, to end as a grant of its own ttl
- *   would have.
+ *   would have. A node without the key's fence counter (it may be under its restart guard after
+ *   a change of server or the clock guard's marking, whose marker only an acquire reads) hands
+ *   over nothing: it gives that waiter a turn, as below, so that no hand-over of a node under its
+ *   guard counts, for any client.
  * - A waiter for several resources (its value ends with MULTI_RESOURCE_MARK) is given a turn: the
  *   key holds TURN_MARK + its value, which only that waiter can take (an acquire that finds its
  *   own turn claims it), once it has its turn on every resource.
@@ -69,9 +72,17 @@ local function promote(key, fence, queue, cause)
       return true
     else
       -- The clock is read before the lease starts, so that the waiter never overestimates it.
-      local now = redis.call('TIME')
-      redis.call('SET', key, head, 'PX', turn_ms)${nextTokenLua({ fence: 'fence', settings: 'ARGV[2]', fields })}
-      if redis.call('PUBLISH', ${luaWakeChannelOf('head')}, ${LUA_HANDED_MESSAGE}) > 0 then return true end
+      local now = redis.call('TIME')${nextTokenLua({ fence: 'fence', settings: 'ARGV[2]', fields })}
+      if token then
+        redis.call('SET', key, head, 'PX', turn_ms)
+        if redis.call('PUBLISH', ${luaWakeChannelOf('head')}, ${LUA_HANDED_MESSAGE}) > 0 then return true end
+      else
+        -- No counter: the node may be under its restart guard (see nextTokenLua), which only an
+        -- acquire reads. A turn instead: the waiter's claim is an acquire, which abstains while
+        -- the guard runs (the waiter learns until when) and seeds the counter after it.
+        redis.call('SET', key, '${TURN_MARK}' .. head, 'PX', turn_ms)
+        if redis.call('PUBLISH', ${luaWakeChannelOf('head')}, ${LUA_TURN_MESSAGE}) > 0 then return true end
+      end
       redis.call('DEL', key)
     end
   end

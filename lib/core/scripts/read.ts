@@ -113,19 +113,30 @@ return read_token
 /**
  * A reader's extension: only while the key holds READ_MARKER and the reader's own lease has not
  * ended (it may have been re-taken by a writer since). The key's lease follows the longest live
- * reader's. KEYS: lock key, readers. ARGV: value, ttl ms. Returns 1 when extended, 0 otherwise.
+ * reader's. KEYS: lock key, readers. ARGV: value, ttl ms, and `c` when the engine runs the clock
+ * guard. Returns 1 when extended, 0 otherwise; with `c`, the node's clock in microseconds instead,
+ * negated when not extended, as EXTEND replies (extend.ts): a step of the node's clock is seen in
+ * a reader's extension as in a writer's, and the refusal's clock counts too.
  */
 export const READ_EXTEND_SCRIPT = luaScript(
   'read-extend',
-  `${LIVE_UNTIL_LUA}
-if redis.call('GET', KEYS[1]) ~= '${READ_MARKER}' then return 0 end${NOW_LUA}
-local ends = tonumber(redis.call('HGET', KEYS[2], ARGV[1]))
-if not ends or ends <= now_ms then return 0 end
-redis.call('HSET', KEYS[2], ARGV[1], now_ms + tonumber(ARGV[2]))
-local latest = live_until(KEYS[2], now_ms)
-redis.call('PEXPIRE', KEYS[1], latest - now_ms)
-redis.call('PEXPIRE', KEYS[2], latest - now_ms)
-return 1
+  `${LIVE_UNTIL_LUA}${NOW_LUA}
+local ok = 0
+if redis.call('GET', KEYS[1]) == '${READ_MARKER}' then
+  local ends = tonumber(redis.call('HGET', KEYS[2], ARGV[1]))
+  if ends and ends > now_ms then
+    redis.call('HSET', KEYS[2], ARGV[1], now_ms + tonumber(ARGV[2]))
+    local latest = live_until(KEYS[2], now_ms)
+    redis.call('PEXPIRE', KEYS[1], latest - now_ms)
+    redis.call('PEXPIRE', KEYS[2], latest - now_ms)
+    ok = 1
+  end
+end
+if ARGV[3] then
+  if ok == 1 then return clock_us end
+  return -clock_us
+end
+return ok
 `,
 );
 
@@ -160,8 +171,10 @@ return 1
 /**
  * A reader's second fencing round: raises the counter to the read's token (the max its granting
  * majority returned), so that a majority holds counter >= it and every later write's token lies
- * above it. Only while the reader holds the key here. KEYS: lock key, fence counter, readers.
- * ARGV: value, fence idle ttl ms, token. Returns 1 when done, 0 when not held here.
+ * above it. Only while the reader holds the key here, and the counter is still there (a counter
+ * gone since the grant is not created: see RAISE_FENCE, fence.ts). KEYS: lock key, fence counter,
+ * readers. ARGV: value, fence idle ttl ms, token. Returns 1 when done, 0 when not held here or
+ * the counter is gone.
  */
 export const READ_RAISE_FENCE_SCRIPT = luaScript(
   'read-raise-fence',
@@ -170,7 +183,8 @@ if redis.call('GET', KEYS[1]) ~= '${READ_MARKER}' or redis.call('HEXISTS', KEYS[
   return 0
 end
 local current = redis.call('GET', KEYS[2])
-if (not current) or tonumber(current) < tonumber(ARGV[3]) then
+if not current then return 0 end
+if tonumber(current) < tonumber(ARGV[3]) then
   redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[2])
 end
 return 1

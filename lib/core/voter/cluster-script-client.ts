@@ -1,6 +1,12 @@
 import type { RedlockLogger } from '../logger.js';
 import type { Preflight } from '../preflight.js';
-import type { LuaScript } from '../scripts/index.js';
+import {
+  CLOCK_MARK_SLOTS,
+  clockMarkSlotsArgs,
+  decodeClockMarkReply,
+  type ClockMark,
+  type LuaScript,
+} from '../scripts/index.js';
 import { settleWithin } from '../timeouts.js';
 import { reviewShards, type ShardServer } from './cluster-preflight.js';
 import { assertOneSlot, keySlot, slotMarkerKey } from './ioredis-cluster/slots.js';
@@ -81,6 +87,15 @@ export abstract class ClusterScriptClient implements ScriptClient {
   protected abstract loadScripts(): void;
   /** Seeds the slots' restart-guard markers (ioredis-cluster/slot-markers.ts); never rejects. */
   protected abstract seedMarkers(): Promise<void>;
+  /** The slots each master serves now, by its address (the client's slot map). */
+  protected abstract slotsByShard(): ReadonlyMap<string, readonly number[]>;
+  /** Runs a keyless script on the master that serves the slot of `routeKey` (one of its markers). */
+  protected abstract runOnShard(
+    script: LuaScript,
+    routeKey: string,
+    args: readonly string[],
+    timeoutMs: number,
+  ): Promise<unknown>;
 
   attach(voter: object): void {
     this.voter = voter;
@@ -132,6 +147,29 @@ export abstract class ClusterScriptClient implements ScriptClient {
 
   keySlot(key: string): number {
     return keySlot(key);
+  }
+
+  /**
+   * The clock guard's marking for every client (scripts/clock-mark.ts), master by master: each
+   * master whose own clock is past `steppedPastMs` (the voters' time at the marking plus the clock
+   * guard, as the marking engine reads it; undefined: every master) puts all of its slots under the
+   * restart guard and drops its fence counters (CLOCK_MARK_SLOTS, one atomic call per master). The
+   * engine knows one clock per voter, read in replies that come from whichever master serves the
+   * lock's slot; the masters tell which of them stepped, by their own clocks, so that the others
+   * keep voting. Resolves with the longest abstention and the counters dropped in all.
+   */
+  markClockStep(forMs: number, steppedPastMs?: number): Promise<ClockMark> {
+    const marks = [...this.slotsByShard().values()].map((slots) => {
+      const markers = slots.map((slot) => slotMarkerKey(this.guardKey, slot));
+      const args = clockMarkSlotsArgs(forMs, this.guardKey, steppedPastMs, markers);
+      return this.runOnShard(CLOCK_MARK_SLOTS, markers[0]!, args, this.reviewTimeoutMs).then(
+        decodeClockMarkReply,
+      );
+    });
+    return Promise.all(marks).then((all) => ({
+      abstainMs: Math.max(0, ...all.map((m) => m.abstainMs)),
+      countersDropped: all.reduce((sum, m) => sum + m.countersDropped, 0),
+    }));
   }
 
   onHealthChange(listener: (up: boolean, reason?: string) => void): void {

@@ -3,9 +3,11 @@ import {
   decodeAcquireReply,
   decodeReadersReply,
   decodeRaiseFenceReply,
-  decodeExtendReply,
+  decodeExtendOneReply,
+  extendArgs,
   SCRIPTS,
   type AcquireVote,
+  type ExtendAnswers,
   type ExtendRequest,
   type LetGo,
   type ScriptCalls,
@@ -44,11 +46,19 @@ export function readAcquire(
   return adapter.run(SCRIPTS.readAcquire, keys, args, decodeAcquireReply);
 }
 
-/** READ_EXTEND for one reader of the batch. */
-export function readExtend(adapter: ScriptClient, request: ExtendRequest): Promise<boolean> {
+/**
+ * READ_EXTEND for one reader of the batch, as the answers to a batch of one; `clock`: ask for the
+ * node's clock (the clock guard), as EXTEND does.
+ */
+export function readExtend(
+  adapter: ScriptClient,
+  request: ExtendRequest,
+  clock = false,
+): Promise<ExtendAnswers> {
   const lockKey = request.keys[0]!;
-  const args = [request.value, String(Math.ceil(request.ttlMs))];
-  return adapter.run(SCRIPTS.readExtend, [lockKey, readersKeyOf(lockKey)], args, decodeExtendReply);
+  // READ_EXTEND takes EXTEND's arguments: value, ttl, and the clock flag.
+  const args = extendArgs(request, clock);
+  return adapter.run(SCRIPTS.readExtend, [lockKey, readersKeyOf(lockKey)], args, decodeExtendOneReply);
 }
 
 /** READ_LET_GO's arguments: a reader's release, requeue or departure from the line. */

@@ -1,4 +1,4 @@
-import type { LuaScript } from '../scripts/index.js';
+import type { ClockMark, LuaScript } from '../scripts/index.js';
 import type { OneWayEncoder } from './one-way-wires.js';
 
 /**
@@ -90,6 +90,12 @@ export interface ScriptClient {
    * batch of extensions is then sent as one call per slot (a script cannot reach across slots).
    */
   keySlot?(key: string): number;
+  /**
+   * Optional, for clients with more than one server behind them (a Redis Cluster): the clock
+   * guard's marking for every client, done their way (one marker per slot, one clock per master;
+   * cluster-script-client.ts). Elsewhere the voter marks the one server (scripts/clock-mark.ts).
+   */
+  markClockStep?(forMs: number, steppedPastMs?: number): Promise<ClockMark>;
   /**
    * Optional: true for a client that routes by slot (a Redis Cluster): the lock scripts are sent
    * with every key they touch declared (scripts/key-layout.ts); elsewhere they derive the names of

@@ -170,7 +170,7 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     const clock = this.clockReadings;
     if (batch.length === 1) {
       const only = batch[0]!;
-      if (isReader(only.value)) return readExtend(this.adapter, only).then((extended) => [extended]);
+      if (isReader(only.value)) return readExtend(this.adapter, only, clock);
       return this.adapter.run(SCRIPTS.extend, only.keys, extendArgs(only, clock), decodeExtendOneReply);
     }
     if (batch.some((request) => isReader(request.value))) return this.extendWithReaders(batch);
@@ -222,11 +222,11 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
   }
 
   /**
-   * Puts this node under the restart guard for every client for `forMs` (scripts/clock-mark.ts).
-   * Undefined on a client that routes by slot (a Redis Cluster): its markers are one per slot, and
-   * its masters' clocks are not one clock.
+   * Puts this node under the restart guard for every client for `forMs` (scripts/clock-mark.ts);
+   * a Redis Cluster marks the masters whose clocks are past `steppedPastMs` (its adapter's own).
    */
-  markClockStep(forMs: number): Promise<ClockMark> | undefined {
+  markClockStep(forMs: number, steppedPastMs?: number): Promise<ClockMark> | undefined {
+    if (this.adapter.markClockStep) return this.adapter.markClockStep(forMs, steppedPastMs);
     if (this.adapter.keySlot) return undefined;
     const marker = this.adapter.markerKey([]);
     return this.adapter.run(CLOCK_MARK, [marker], clockMarkArgs(forMs, marker), decodeClockMarkReply);
@@ -319,13 +319,14 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     const writers = batch.filter((request) => !isReader(request.value));
     const written: Promise<ExtendAnswers> = writers.length > 0 ? this.extend(writers) : Promise.resolve([]);
     const read = batch.map((request) =>
-      isReader(request.value) ? readExtend(this.adapter, request) : undefined,
+      isReader(request.value) ? readExtend(this.adapter, request, this.clockReadings) : undefined,
     );
     return Promise.all([written, Promise.all(read)]).then(([writerAnswers, readAnswers]) => {
       let w = 0;
-      const answers: ExtendAnswers = batch.map((_, i) => readAnswers[i] ?? writerAnswers[w++]!);
-      // The writers' call read the node's clock (under the guard): it stands for the batch.
-      if (writerAnswers.clockUs !== undefined) answers.clockUs = writerAnswers.clockUs;
+      const answers: ExtendAnswers = batch.map((_, i) => readAnswers[i]?.[0] ?? writerAnswers[w++]!);
+      // Under the guard each call read the node's clock: the first one stands for the batch.
+      const clockUs = writerAnswers.clockUs ?? readAnswers.find((r) => r?.clockUs !== undefined)?.clockUs;
+      if (clockUs !== undefined) answers.clockUs = clockUs;
       return answers;
     });
   }

@@ -80,11 +80,13 @@ export interface Voter {
    */
   letGoOneWay?(keys: readonly string[], value: string, how: LetGo): boolean;
   /**
-   * Optional (voters with one server and one clock behind them): the clock guard found this voter's
-   * clock stepped forward, ahead of a quorum of the others: puts it under the restart guard for
-   * every client for `forMs` (scripts/clock-mark.ts). Undefined when this voter cannot.
+   * Optional: the clock guard found this voter's clock stepped forward, ahead of a quorum of the
+   * others: puts it under the restart guard for every client for `forMs` (scripts/clock-mark.ts).
+   * A voter with several servers behind it (a Redis Cluster) marks those whose clocks are past
+   * `steppedPastMs` (epoch ms, the voters' time plus the clock guard; undefined: all of them).
+   * Undefined when this voter cannot.
    */
-  markClockStep?(forMs: number): Promise<ClockMark> | undefined;
+  markClockStep?(forMs: number, steppedPastMs?: number): Promise<ClockMark> | undefined;
   /** Reads a lock key, its lease and its fence counter (writes nothing). */
   inspect(lockKey: string): Promise<KeyView>;
   /**

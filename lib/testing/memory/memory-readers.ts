@@ -89,7 +89,9 @@ export function readRaiseFence(host: ReaderHost, key: string, value: string, tok
   const s = host.state;
   if (s.get(key) !== READ_MARKER || s.readerEnds(key, value) === undefined) return false;
   const fence = key + FENCE_SUFFIX;
-  if ((s.counter(fence) ?? 0) < token) s.setCounter(fence, token);
+  const current = s.counter(fence);
+  if (current === undefined) return false; // gone since the grant: not created (scripts/read.ts)
+  if (current < token) s.setCounter(fence, token);
   return true;
 }
 

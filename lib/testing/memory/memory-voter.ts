@@ -176,9 +176,11 @@ export class MemoryVoter implements Voter, ReaderHost {
   async raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean> {
     if (isReader(value)) return readRaiseFence(this, keys[0]!, value, tokens[0]!);
     if (keys.some((key) => this.state.get(key) !== value)) return false;
+    // A counter gone since the grant is not created (scripts/fence.ts, RAISE_FENCE).
+    if (keys.some((key) => this.state.counter(key + FENCE_SUFFIX) === undefined)) return false;
     keys.forEach((key, i) => {
       const fence = key + FENCE_SUFFIX;
-      if ((this.state.counter(fence) ?? 0) < tokens[i]!) this.state.setCounter(fence, tokens[i]!);
+      if (this.state.counter(fence)! < tokens[i]!) this.state.setCounter(fence, tokens[i]!);
     });
     return true;
   }
@@ -277,6 +279,14 @@ export class MemoryVoter implements Voter, ReaderHost {
         s.set(key, TURN_MARK + head, this.turnMs);
         s.publish(channel, encodeWakeMessage({ kind: 'turn', value: head, cause }));
         return true;
+      }
+      if (s.counter(key + FENCE_SUFFIX) === undefined) {
+        // No counter (a reset state): a turn to claim, as scripts/queue.ts gives (its node may
+        // be under its restart guard, which only an acquire reads).
+        s.set(key, TURN_MARK + head, this.turnMs);
+        if (s.publish(channel, encodeWakeMessage({ kind: 'turn', value: head, cause }))) return true;
+        s.del(key);
+        continue;
       }
       const clockUs = s.clockUs();
       s.set(key, head, this.turnMs);

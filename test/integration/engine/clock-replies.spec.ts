@@ -1,6 +1,6 @@
 /**
  * The clock guard sees a step in the first reply after it, whatever the operation (issue 26):
- * an extension (one lock: EXTEND; several in one tick: EXTEND_MANY) and a semaphore's slot search
+ * an extension (one lock: EXTEND; several in one tick: EXTEND_MANY; a reader's: READ_EXTEND) and a semaphore's slot search
  * carry the voter's clock like a plain grant, so the stepped voter stops counting there at once.
  * Real redis-server voters whose wall clocks the clock shim steps.
  */
@@ -73,6 +73,26 @@ describe('clock guard: a step seen first in an extension reply or a semaphore gr
     expect(steps()).toHaveLength(1);
     expect(steps()[0]!.node).toContain(String(cluster.redis.port(4)));
     await Promise.all(locks.map((l) => l.release()));
+  });
+
+  test("a read lock extended (READ_EXTEND): the reply carries the voter's clock, the stepped voter is excluded from the reader's extension majority", async () => {
+    const { engine: e, steps, logger } = await engine();
+    const lock = await e.acquire('read-extend', { mode: 'read' });
+    expect(steps()).toEqual([]);
+    // Voters 3 and 4 no longer hold the reader: only voters 0, 1 and 2 can extend it.
+    for (const i of [3, 4]) {
+      await cluster.redis.client(i).del('redlock:{read-extend}', 'redlock:{read-extend}:readers');
+    }
+    clocks.step(nodeClock(2), 5000); // less than the lease: voter 2 still holds the reader
+    // Voter 2's extension reply shows the step: it does not count, and 2 of 5 are no majority.
+    await expect(lock.extend()).rejects.toMatchObject({ name: 'LockLostError' });
+    await eventually(() => steps().length > 0);
+    expect(steps()).toHaveLength(1);
+    expect(steps()[0]!.node).toContain(String(cluster.redis.port(2)));
+    expect(logger.lines.find((l) => l.includes('stepped forward'))).toMatch(
+      /stepped forward by (49\d\d|5000) ms/,
+    );
+    await lock.release();
   });
 
   test('a hand-over from a voter the clock guard excludes does not count', async () => {

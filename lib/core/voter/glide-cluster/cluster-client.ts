@@ -172,6 +172,14 @@ export class GlideClusterScriptClient extends GuardedClusterClient {
     ).catch(() => undefined);
   }
 
+  protected slotsByShard(): ReadonlyMap<string, readonly number[]> {
+    return this.shards;
+  }
+
+  protected runOnShard(script: LuaScript, routeKey: string, args: readonly string[], timeoutMs: number) {
+    return this.runScript(script, [], args, routeKey, timeoutMs);
+  }
+
   /** Runs a script by SHA (EVAL on NOSCRIPT), on the primary of `routeKey`'s slot, bounded by `timeoutMs`. */
   private runScript(
     script: LuaScript,

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { CLUSTER_SCRIPTS, runScript, type LuaScript } from '../../scripts/index.js';
-import { settleWithin } from '../../timeouts.js';
+import { settleWithin, TIMED_OUT } from '../../timeouts.js';
 import type { ShardServer } from '../cluster-preflight.js';
 import { ClusterScriptClient } from '../cluster-script-client.js';
 import { describeError } from '../describe-error.js';
@@ -9,7 +9,8 @@ import type { VoterContext } from '../voter.js';
 import type { Corkable, WriteWindow } from '../write-batching.js';
 import type { ClusterConnection } from './connection.js';
 import { ShardIdentities } from './shard-identities.js';
-import { seedSlotMarkers } from './slot-markers.js';
+import { seedSlotMarkers, slotsByMaster } from './slot-markers.js';
+import { keySlot } from './slots.js';
 import { ClusterSubscriber } from './subscriber.js';
 
 /**
@@ -200,5 +201,20 @@ export class IoredisClusterClient extends ClusterScriptClient {
 
   protected seedMarkers(): Promise<void> {
     return seedSlotMarkers(this.client, this.guardKey, this.guardMs).catch(() => undefined);
+  }
+
+  protected slotsByShard(): ReadonlyMap<string, readonly number[]> {
+    return slotsByMaster(this.client);
+  }
+
+  /** Runs `script` on the master node that serves `routeKey`'s slot (by its slot map). */
+  protected runOnShard(script: LuaScript, routeKey: string, args: readonly string[], timeoutMs: number) {
+    const owner = this.client.slots[keySlot(routeKey)]?.[0];
+    const node = this.client.nodes('master').find((n) => `${n.options.host}:${n.options.port}` === owner);
+    if (!node) return Promise.reject(new Error(`no master serves the slot of ${routeKey}`));
+    return settleWithin(runScript(node, script, [], args), timeoutMs).then((reply) => {
+      if (reply === TIMED_OUT) throw new Error(`master ${owner} did not answer within ${timeoutMs} ms`);
+      return reply;
+    });
   }
 }

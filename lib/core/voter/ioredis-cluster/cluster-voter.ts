@@ -26,6 +26,11 @@ import type { ClusterSubscriber } from './subscriber.js';
  *   (`<prefix>__restart_guard__{<tag of the slot>}`, 16384 small keys, seeded when the voter
  *   first connects) and goes to the acquire script as its last key. A marker travels with its
  *   slot's keys when a slot is resharded, so it always vouches for exactly the data beside it.
+ * - The clock guard's marking for every client (../cluster-script-client.ts, markClockStep): the
+ *   engine reads one clock per voter, from the master that serves each lock's slot, and a master
+ *   whose clock steps is marked as a single server is, on all of its slots: each master, told the
+ *   voters' time plus the clock guard, marks itself only when its own clock is past it, so the
+ *   masters that did not step keep voting.
  * - Wake-ups: the scripts PUBLISH on the cluster, which delivers to subscribers on any node
  *   (cluster-wide pub/sub), but counts only the shard's own subscribers in its reply, which the
  *   hand-over reads to skip waiters whose engine is gone: so the voter subscribes on every master

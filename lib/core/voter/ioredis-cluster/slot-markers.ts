@@ -46,8 +46,8 @@ export async function seedMarkersByShard(
   );
 }
 
-/** Seeds the markers of `client`'s cluster (ioredis: its slot map, a call on each master node). */
-export async function seedSlotMarkers(client: Cluster, guardKey: string, guardMs: number): Promise<void> {
+/** The slots each master of an ioredis `client` serves, by its address (`host:port`), from its slot map. */
+export function slotsByMaster(client: Cluster): Map<string, number[]> {
   const bySlotOwner = new Map<string, number[]>();
   client.slots.forEach((owners, slot) => {
     const master = owners[0];
@@ -56,6 +56,12 @@ export async function seedSlotMarkers(client: Cluster, guardKey: string, guardMs
     slots.push(slot);
     bySlotOwner.set(master, slots);
   });
+  return bySlotOwner;
+}
+
+/** Seeds the markers of `client`'s cluster (ioredis: its slot map, a call on each master node). */
+export async function seedSlotMarkers(client: Cluster, guardKey: string, guardMs: number): Promise<void> {
+  const bySlotOwner = slotsByMaster(client);
   const nodes = new Map(
     client.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]),
   );

@@ -105,15 +105,7 @@ export class NodeRedisClusterClient extends GuardedClusterClient {
 
   /** The masters and the slots each serves, from the cluster's slot map. */
   masters(): Promise<ReadonlyMap<string, readonly number[]>> {
-    const bySlotOwner = new Map<string, number[]>();
-    (this.topology.slots ?? []).forEach((shard, slot) => {
-      const address = shard?.master?.address;
-      if (address === undefined) return;
-      const slots = bySlotOwner.get(address);
-      if (slots) slots.push(slot);
-      else bySlotOwner.set(address, [slot]);
-    });
-    return Promise.resolve(bySlotOwner);
+    return Promise.resolve(this.slotsByShard());
   }
 
   /** INFO, CONFIG GET and scripts on the master at `address`, through the cluster's client of it. */
@@ -203,11 +195,30 @@ export class NodeRedisClusterClient extends GuardedClusterClient {
   }
 
   protected async seedMarkers(): Promise<void> {
-    const bySlotOwner = (await this.masters()) as Map<string, number[]>;
     // Keyless, sent to the shard of the chunk's first marker (all of a chunk are that shard's).
-    await seedMarkersByShard(bySlotOwner, this.guardKey, this.guardMs, (_shard, script, markers, args) =>
-      runNodeRedisScript(this.connection, script, [], args, 5000, markers[0]).then(() => true),
+    await seedMarkersByShard(
+      this.slotsByShard(),
+      this.guardKey,
+      this.guardMs,
+      (_shard, script, markers, args) =>
+        runNodeRedisScript(this.connection, script, [], args, 5000, markers[0]).then(() => true),
     ).catch(() => undefined);
+  }
+
+  protected slotsByShard(): ReadonlyMap<string, readonly number[]> {
+    const bySlotOwner = new Map<string, number[]>();
+    (this.topology.slots ?? []).forEach((shard, slot) => {
+      const address = shard?.master?.address;
+      if (address === undefined) return;
+      const slots = bySlotOwner.get(address);
+      if (slots) slots.push(slot);
+      else bySlotOwner.set(address, [slot]);
+    });
+    return bySlotOwner;
+  }
+
+  protected runOnShard(script: LuaScript, routeKey: string, args: readonly string[], timeoutMs: number) {
+    return runNodeRedisScript(this.connection, script, [], args, timeoutMs, routeKey);
   }
 
   private get topology(): ClusterTopology {
