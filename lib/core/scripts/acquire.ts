@@ -76,7 +76,7 @@ if not granted then
       end
     end
     local now = redis.call('TIME')
-    return {0, busy, holder, tonumber(now[1]) * 1000000 + tonumber(now[2])}
+    return {0, busy, holder, now[1] * 1000000 + now[2]}
   end
   -- Every key is free, our turn, or already handed to us.
   for i = 1, n do
