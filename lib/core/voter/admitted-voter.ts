@@ -19,8 +19,9 @@ export class AdmittedVoter<C extends AdmittedClient> extends ScriptVoter<C> {
     ttlMs: number,
     ticket: string,
     seedUs?: number,
+    expectedClockUs?: number,
   ): Promise<AcquireVote> {
-    return super.acquire(keys, value, ttlMs, ticket, seedUs).catch((err: unknown) => {
+    return super.acquire(keys, value, ttlMs, ticket, seedUs, expectedClockUs).catch((err: unknown) => {
       if (!(err instanceof ServerChangedError)) throw err;
       // The new connection may not even be up yet (node-redis replays its queue before 'ready'):
       // wait until it is checked, then let go of the grant there, then vote as the check says.
@@ -29,7 +30,7 @@ export class AdmittedVoter<C extends AdmittedClient> extends ScriptVoter<C> {
         .then(() => this.letGo(keys, value, RELEASE))
         .catch(() => undefined)
         .then(() => this.adapter.whenChecked())
-        .then(() => super.acquire(keys, value, ttlMs, ticket, seedUs));
+        .then(() => super.acquire(keys, value, ttlMs, ticket, seedUs, expectedClockUs));
     });
   }
 }
