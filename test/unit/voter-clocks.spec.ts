@@ -144,6 +144,9 @@ describe('VoterClocks: grants within the expected window (no clock in the reply)
     expect(clocks.expectedUs(0, 1001)).toBe((base - 1 + 1001) * 1000); // readAt 2: 999 ms old
     expect(clocks.expectedUs(0, 1003)).toBeUndefined(); // older than 1 s: a full reading again
     expect(clocks.expectedUs(1, 500)).toBeUndefined();
+    // A reading whose round trip was longer than the window: the grants would miss it.
+    clocks.note(1, 0, 1 + CLOCK_WINDOW_US / 1000, base * 1000);
+    expect(clocks.expectedUs(1, 500)).toBeUndefined();
     const small = new VoterClocks(1, 8 * (CLOCK_WINDOW_US / 1000) - 1);
     small.note(0, 0, 2, base * 1000);
     expect(small.expectedUs(0, 10)).toBeUndefined();

@@ -134,12 +134,16 @@ export class VoterClocks {
    * offset was at most CLOCK_WINDOW_US from the last reading's, below any step {@link note} reports
    * (the threshold plus drift); a clock that stepped is outside the window, and its reply carries
    * the clock. Undefined (the reply carries the clock) without a reading, when the threshold is
-   * below 8 windows, and when the last reading is older than WINDOW_REFERENCE_MS: the reference of
-   * the step check stays a reading at most that old, as when every grant carried the clock.
+   * below 8 windows, when the last reading is older than WINDOW_REFERENCE_MS (the reference of the
+   * step check stays a reading at most that old, as when every grant carried the clock), and when
+   * its round trip was longer than the window.
    */
   expectedUs(index: number, sentAt: number): number | undefined {
     if (this.stepThresholdMs * 1000 < 8 * CLOCK_WINDOW_US) return undefined;
     if (!(sentAt - this.readAt[index]! <= WINDOW_REFERENCE_MS)) return undefined; // NaN: never read
+    // Round trips longer than the window (a loaded machine or a far voter) would miss it: the reply
+    // carries the clock anyway, so send nothing (the next reading tells when they are short again).
+    if (this.high[index]! - this.low[index]! > CLOCK_WINDOW_US / 1000) return undefined;
     return Math.round((sentAt + (this.low[index]! + this.high[index]!) / 2) * 1000);
   }
 
