@@ -95,18 +95,35 @@ export class Acquirer {
     const { ttl } = request.opts;
     const started = performance.now();
     const seedUs = this.parts.seedProposalUs();
+    const { clocks } = this.parts;
+    // The clock guard, one resource: where each voter's clock is expected (a grant within the
+    // window of it replies without the clock: VoterClocks.expectedUs).
+    const expected =
+      request.opts.clockGuard > 0 && request.lockKeys.length === 1
+        ? new Array<number | undefined>(voters.count)
+        : undefined;
     const round = await voters.round(
-      (voter) => voter.acquire(request.lockKeys, value, ttl, request.ticket, seedUs),
+      expected
+        ? (voter, index) =>
+            voter.acquire(
+              request.lockKeys,
+              value,
+              ttl,
+              request.ticket,
+              seedUs,
+              (expected[index] = clocks.expectedUs(index, started)),
+            )
+        : (voter) => voter.acquire(request.lockKeys, value, ttl, request.ticket, seedUs),
       this.classify,
       follower
         ? {
             observe: (index, vote) => {
-              this.noteReply(index, vote, started);
+              this.noteReply(index, vote, started, expected?.[index]);
               follower.observe(index, vote, started);
             },
           }
         : request.opts.wait > 0 || request.opts.clockGuard > 0
-          ? { observe: (index, vote) => this.noteReply(index, vote, started) }
+          ? { observe: (index, vote) => this.noteReply(index, vote, started, expected?.[index]) }
           : this.plainRound,
     );
 
@@ -253,13 +270,18 @@ export class Acquirer {
 
   /**
    * The voters' clocks in their replies: busy replies (waiting tickets) and, under the clock guard,
-   * grants. A voter whose clock stepped forward is excluded before its vote is counted (the round
-   * observes a reply before it classifies it).
+   * grants (a grant without the clock, to a request that said where the clock was expected, was
+   * within the window of it: `expectedUs`). A voter whose clock stepped forward is excluded before
+   * its vote is counted (the round observes a reply before it classifies it).
    */
-  private noteReply(index: number, vote: AcquireVote | undefined, sentAt: number): void {
+  private noteReply(index: number, vote: AcquireVote | undefined, sentAt: number, expectedUs?: number): void {
     if (vote?.kind === 'busy') this.parts.voters.noteClock(index, sentAt, performance.now(), vote.clockUs);
-    else if (vote?.kind === 'granted' && vote.clockUs !== undefined) {
-      this.parts.voters.noteClock(index, sentAt, performance.now(), vote.clockUs);
+    else if (vote?.kind === 'granted') {
+      if (vote.clockUs !== undefined)
+        this.parts.voters.noteClock(index, sentAt, performance.now(), vote.clockUs);
+      else if (expectedUs !== undefined) {
+        this.parts.voters.noteClockWithin(index, sentAt, performance.now(), expectedUs);
+      }
     } else this.noteLateAbstention(index, vote);
   }
 }

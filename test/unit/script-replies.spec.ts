@@ -59,6 +59,16 @@ describe('the TypeScript side of the Lua contract (no Redis)', () => {
 
   test('under the clock guard grants, slot grants and extension replies carry the clock', () => {
     const clock = 1_700_000_000_123_456;
+    // One resource: {token, clock} (a plain lock), {2, token, clock} (a reader's grant); the pair
+    // is never read as an abstention, nor as a grant of several resources whose first token is 1 or 2.
+    expect(decodeAcquireReply([1_700_000_000_000_077, clock])).toEqual({
+      kind: 'granted',
+      tokens: [1_700_000_000_000_077],
+      clockUs: clock,
+    });
+    expect(decodeAcquireReply([1, clock])).toEqual({ kind: 'granted', tokens: [1], clockUs: clock });
+    expect(decodeAcquireReply([2, clock])).toEqual({ kind: 'granted', tokens: [2], clockUs: clock });
+    expect(decodeAcquireReply([-1, 59_000])).toEqual({ kind: 'abstaining', forMs: 59_000 });
     expect(decodeAcquireReply([2, 77, clock])).toEqual({ kind: 'granted', tokens: [77], clockUs: clock });
     expect(decodeAcquireReply([2, 5, 9, clock])).toEqual({ kind: 'granted', tokens: [5, 9], clockUs: clock });
     expect(decodeSlotReply([2, 1, 42, clock, 0, 1])).toEqual({

@@ -1,4 +1,5 @@
 import { VoterClocks } from '../../lib/core/quorum/voter-clocks.js';
+import { CLOCK_WINDOW_US } from '../../lib/core/scripts/acquire.js';
 
 describe("VoterClocks: the voters' time as an engine knows it", () => {
   it('knows nothing before a reading: no ticket (the first attempt does not queue)', () => {
@@ -129,5 +130,64 @@ describe('VoterClocks: confirming a step against the other voters (marking for e
     slow.note(2, sent, sent + 40_000, (at + 31_000) * 1000);
     for (const i of [0, 1, 3, 4]) slow.note(i, sent, sent + 40_000, at * 1000);
     expect(slow.confirmed).toEqual([]);
+  });
+});
+
+describe('VoterClocks: grants within the expected window (no clock in the reply)', () => {
+  const base = 1_000_000_000;
+
+  it('expects a clock only after a recent reading, with a threshold of at least 8 windows', () => {
+    const clocks = new VoterClocks(2, 500);
+    expect(clocks.expectedUs(0, 0)).toBeUndefined(); // never read
+    clocks.note(0, 0, 2, base * 1000); // offset between base - 2 and base
+    expect(clocks.expectedUs(0, 500)).toBe((base - 1 + 500) * 1000);
+    expect(clocks.expectedUs(0, 1001)).toBe((base - 1 + 1001) * 1000); // readAt 2: 999 ms old
+    expect(clocks.expectedUs(0, 1003)).toBeUndefined(); // older than 1 s: a full reading again
+    expect(clocks.expectedUs(1, 500)).toBeUndefined();
+    // A reading whose round trip was longer than the window: the grants would miss it.
+    clocks.note(1, 0, 1 + CLOCK_WINDOW_US / 1000, base * 1000);
+    expect(clocks.expectedUs(1, 500)).toBeUndefined();
+    const small = new VoterClocks(1, 8 * (CLOCK_WINDOW_US / 1000) - 1);
+    small.note(0, 0, 2, base * 1000);
+    expect(small.expectedUs(0, 10)).toBeUndefined();
+  });
+
+  it('a grant within the window keeps the last reading as the reference: a later step is measured from it', () => {
+    const clocks = new VoterClocks(1, 500);
+    clocks.note(0, 0, 1, base * 1000);
+    for (let at = 100; at <= 900; at += 100) clocks.noteWithin(0, at, at + 1, clocks.expectedUs(0, at)!);
+    // The reading at 0 is still the reference: 1 s later, 600 ms more than expected is a step.
+    expect(clocks.note(0, 1000, 1001, (base + 1600) * 1000)).toBeGreaterThan(500);
+  });
+
+  it('confirms a stepped voter against others that granted within their windows in the same round', () => {
+    const clocks = new VoterClocks(5, 500);
+    for (let i = 0; i < 5; i++) clocks.note(i, 0, 1, base * 1000);
+    const sent = 500;
+    const expected = [0, 1, 2, 3, 4].map((i) => clocks.expectedUs(i, sent)!);
+    const confirmed: number[] = [];
+    for (const i of [0, 1]) {
+      clocks.noteWithin(i, sent, sent + 1, expected[i]!);
+      confirmed.push(...clocks.confirmed);
+    }
+    // Voter 2 stepped 30 s ahead (its clock was outside the window: the reply carries it).
+    expect(clocks.note(2, sent, sent + 1, (base + 500 + 30_000) * 1000)).toBeGreaterThan(29_000);
+    confirmed.push(...clocks.confirmed);
+    for (const i of [3, 4]) {
+      clocks.noteWithin(i, sent, sent + 1, expected[i]!);
+      confirmed.push(...clocks.confirmed);
+    }
+    expect(confirmed).toEqual([2]);
+  });
+
+  it('compares a suspect with the top of the others’ windows: no confirmation within the window', () => {
+    // Voter 0 is ahead of the others by just over the threshold, less than it plus the window.
+    const clocks = new VoterClocks(3, 500);
+    for (let i = 0; i < 3; i++) clocks.note(i, 0, 0, base * 1000);
+    const sent = 500;
+    const expected = [0, 1, 2].map((i) => clocks.expectedUs(i, sent)!);
+    clocks.note(0, sent, sent, (base + 500 + 501) * 1000);
+    for (const i of [1, 2]) clocks.noteWithin(i, sent, sent, expected[i]!);
+    expect(clocks.confirmed).toEqual([]);
   });
 });

@@ -50,6 +50,14 @@ export class ClockGuard {
     if (confirmed.length > 0) for (const i of confirmed) this.markForEveryClient(i);
   }
 
+  /** Voter `index` granted within the window of `expectedUs` (VoterClocks.noteWithin): no step. */
+  noteWithin(index: number, sentAt: number, receivedAt: number, expectedUs: number): void {
+    const clocks = this.clocks;
+    clocks.noteWithin(index, sentAt, receivedAt, expectedUs);
+    const confirmed = clocks.confirmed;
+    if (confirmed.length > 0) for (const i of confirmed) this.markForEveryClient(i);
+  }
+
   /**
    * Voter `index`'s clock stepped forward by `stepMs`, as a reply that carries no reading of its own
    * showed (a hand-over, timed against the waiter's earlier reading): excluded as in {@link noteClock}.

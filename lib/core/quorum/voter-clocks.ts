@@ -1,5 +1,13 @@
+import { CLOCK_WINDOW_US } from '../scripts/acquire.js';
+
 /** Drift between a voter's clock and this machine's monotonic clock never taken for a step: 1000 ppm. */
 const DRIFT_ALLOWANCE = 0.001;
+
+/**
+ * How old a voter's last full reading may be for a grant to be judged against it by the window
+ * alone (see {@link VoterClocks.expectedUs}): its drift allowance then adds at most 1 ms.
+ */
+const WINDOW_REFERENCE_MS = 1000;
 
 /**
  * How long a voter whose clock stepped stays a suspect, ms: the other voters' replies in the
@@ -34,6 +42,11 @@ export class VoterClocks {
    * names the round it was read in: the readings of one round are compared with each other.
    */
   private readonly roundOf: Float64Array;
+  /**
+   * Per voter: the highest its offset can have been in that round (the `high` of a reading; for a
+   * grant within the expected window, the window's top): what a suspect of the round is compared with.
+   */
+  private readonly roundHigh: Float64Array;
   /**
    * Suspects: per voter whose clock this engine saw step forward, the round of that reading (NaN:
    * none), the bounds of its offset then, and how many other voters of that round its clock was
@@ -73,6 +86,7 @@ export class VoterClocks {
     this.readAt = new Float64Array(count).fill(Number.NaN);
     this.scratch = new Float64Array(count);
     this.roundOf = new Float64Array(count).fill(Number.NaN);
+    this.roundHigh = new Float64Array(count);
     this.suspectRound = new Float64Array(count).fill(Number.NaN);
     this.suspectLow = new Float64Array(count);
     this.suspectHigh = new Float64Array(count);
@@ -104,6 +118,7 @@ export class VoterClocks {
     this.high[index] = high;
     this.readAt[index] = receivedAt;
     this.roundOf[index] = sentAt;
+    this.roundHigh[index] = high;
     this.offsets[index] = clockMs - (sentAt + receivedAt) / 2;
     this.median = undefined;
     if (this.confirmedNow.length > 0) this.confirmedNow.length = 0;
@@ -113,7 +128,40 @@ export class VoterClocks {
   }
 
   /**
-   * The voters confirmed by the last {@link note}: a voter whose clock this engine saw step forward
+   * Where this engine expects voter `index`'s clock, µs, for a request sent at `sentAt`: the middle
+   * of its last reading's bounds. A grant within CLOCK_WINDOW_US of it then replies without the
+   * clock (scripts/acquire.ts), and {@link noteWithin} records it. That reply is proof enough: its
+   * offset was at most CLOCK_WINDOW_US from the last reading's, below any step {@link note} reports
+   * (the threshold plus drift); a clock that stepped is outside the window, and its reply carries
+   * the clock. Undefined (the reply carries the clock) without a reading, when the threshold is
+   * below 8 windows, when the last reading is older than WINDOW_REFERENCE_MS (the reference of the
+   * step check stays a reading at most that old, as when every grant carried the clock), and when
+   * its round trip was longer than the window.
+   */
+  expectedUs(index: number, sentAt: number): number | undefined {
+    if (this.stepThresholdMs * 1000 < 8 * CLOCK_WINDOW_US) return undefined;
+    if (!(sentAt - this.readAt[index]! <= WINDOW_REFERENCE_MS)) return undefined; // NaN: never read
+    // Round trips longer than the window (a loaded machine or a far voter) would miss it: the reply
+    // carries the clock anyway, so send nothing (the next reading tells when they are short again).
+    if (this.high[index]! - this.low[index]! > CLOCK_WINDOW_US / 1000) return undefined;
+    return Math.round((sentAt + (this.low[index]! + this.high[index]!) / 2) * 1000);
+  }
+
+  /**
+   * Voter `index` granted within CLOCK_WINDOW_US of `expectedUs` ({@link expectedUs}) a request sent
+   * at `sentAt`: no step. Its reading stays the reference; the round learns the highest its offset
+   * can have been, to compare it with that round's suspects (see {@link confirmed}).
+   */
+  noteWithin(index: number, sentAt: number, receivedAt: number, expectedUs: number): void {
+    const high = (expectedUs + CLOCK_WINDOW_US) / 1000 - sentAt;
+    this.roundOf[index] = sentAt;
+    this.roundHigh[index] = high;
+    if (this.confirmedNow.length > 0) this.confirmedNow.length = 0;
+    if (this.suspects > 0) this.compareWithSuspects(index, sentAt, high, receivedAt);
+  }
+
+  /**
+   * The voters confirmed by the last {@link note} or {@link noteWithin}: a voter whose clock this engine saw step forward
    * and whose clock, in that same round, was ahead of at least a quorum of the other voters' by
    * more than the threshold, round trips allowed for (the bounds of each reading). Evidence of the
    * voters against each other, not against this engine's clock: a client whose own clock stood
@@ -132,7 +180,8 @@ export class VoterClocks {
     this.suspectHigh[index] = high;
     let ahead = 0;
     for (let j = 0; j < this.roundOf.length; j++) {
-      if (j !== index && this.roundOf[j] === sentAt && low - this.high[j]! > this.stepThresholdMs) ahead++;
+      if (j !== index && this.roundOf[j] === sentAt && low - this.roundHigh[j]! > this.stepThresholdMs)
+        ahead++;
     }
     this.suspectAhead[index] = ahead;
     if (ahead >= this.quorum) this.confirm(index);

@@ -141,6 +141,11 @@ export class Voters {
     this.clockGuard.noteClock(index, sentAt, receivedAt, clockUs);
   }
 
+  /** Voter `index` granted within the window of `expectedUs` (VoterClocks.expectedUs): no step. */
+  noteClockWithin(index: number, sentAt: number, receivedAt: number, expectedUs: number): void {
+    this.clockGuard.noteWithin(index, sentAt, receivedAt, expectedUs);
+  }
+
   /**
    * The clock guard: voter `index`'s clock stepped forward by `stepMs` (more than the guard), as a
    * hand-over showed: it does not count toward this engine's quorums for now (see ClockGuard).

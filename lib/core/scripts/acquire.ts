@@ -26,6 +26,13 @@ export type AcquireVote =
   | { readonly kind: 'abstaining'; readonly forMs: number };
 
 /**
+ * How far, in µs, a voter's clock may be from where the engine expects it (ARGV[6] of the acquire
+ * script) for a one-resource grant under the clock guard to reply with its token alone: that
+ * reply says the clock was within this of the expectation (quorum/voter-clocks.ts, expectedUs).
+ */
+export const CLOCK_WINDOW_US = 2000;
+
+/**
  * Acquire on one node, all-or-none over its resources.
  * KEYS, for n resources: lock keys 1..n, then on a Redis Cluster their fence counters n+1..2n and
  * queues 2n+1..3n (key-layout.ts: a single server derives those from the lock keys), then the
@@ -33,7 +40,8 @@ export type AcquireVote =
  * single server derives it too where the key prefix allows: key-layout.ts).
  * ARGV: value, settings (settings.ts), ttl ms, ticket ('' = do not queue: the caller will not
  * wait), and optionally the seed the caller proposes for a missing fence counter (microseconds,
- * see fence.ts).
+ * see fence.ts; '' for none) and, under the clock guard, where the engine expects this node's
+ * clock (microseconds, see CLOCK_WINDOW_US).
  *
  * A caller that will wait joins the queue of each busy resource, by its ticket. A lock released
  * while someone waits goes to the first waiter in line (see queue.ts), so a release wakes one
@@ -43,7 +51,9 @@ export type AcquireVote =
  * Replies (decodeAcquireReply reads them): the token when one resource is granted (an integer:
  * the usual grant builds no table), {1, token1..tokenN} when several are, {2, token1..tokenN,
  * clock} when the engine runs the clock guard (its settings ask for the node's clock with every
- * grant), {0, ms, holder, clock} when busy, {-1, ms} when the node abstains under the restart guard.
+ * grant; {token, clock} when one resource is granted, the token alone when the clock was where the
+ * engine expected it), {0, ms, holder, clock} when busy, {-1, ms} when the node abstains under the
+ * restart guard.
  */
 function acquireScript(keys: KeyLayout): LuaScript {
   return luaScript(
@@ -75,7 +85,7 @@ if not granted then
       end
     end
     local now = redis.call('TIME')
-    return {0, busy, holder, tonumber(now[1]) * 1000000 + tonumber(now[2])}
+    return {0, busy, holder, now[1] * 1000000 + now[2]}
   end
   -- Every key is free, our turn, or already handed to us.
   for i = 1, n do
@@ -102,16 +112,23 @@ for i = 1, n do
   end
   if not out then
     if not clock then return token end
-    -- One resource under the clock guard: one table, built whole (cheaper than growing one).
+    -- One resource under the clock guard. Arithmetic converts TIME's strings itself (two tonumber
+    -- calls cost more). Within ${CLOCK_WINDOW_US} us of where the engine expects this clock (ARGV[6]), the
+    -- token alone says so: no table to build and convert (quorum/voter-clocks.ts, expectedUs).
     local now = time or redis.call('TIME')
-    return {2, token, tonumber(now[1]) * 1000000 + tonumber(now[2])}
+    local us = now[1] * 1000000 + now[2]
+    if ARGV[6] then
+      local off = us - ARGV[6]
+      if off >= -${CLOCK_WINDOW_US} and off <= ${CLOCK_WINDOW_US} then return token end
+    end
+    return {token, us}
   end
   out[i + 1] = token
 end
 if clock then
   local now = time or redis.call('TIME')
   out[1] = 2
-  out[n + 2] = tonumber(now[1]) * 1000000 + tonumber(now[2])
+  out[n + 2] = now[1] * 1000000 + now[2]
 end
 return out
 `,
@@ -128,10 +145,13 @@ export function decodeAcquireReply(reply: unknown): AcquireVote {
   if (typeof reply === 'number') return new Granted([reply]);
   if (!Array.isArray(reply)) throw new TypeError(`unexpected acquire reply ${String(reply)}`);
   const tag = reply[0] as number;
+  // One resource under the clock guard (nearly every lock then): {token, clock}. Told apart by its
+  // length and sign: {-1, ms} is the only other pair, and several resources make 3 or more.
+  if (reply.length === 2 && tag > 0) return new Granted([tag], reply[1] as number);
   if (tag === 1) return new Granted((reply as number[]).slice(1));
   if (tag === 2) {
     const clockUs = reply[reply.length - 1] as number;
-    // One resource (nearly every lock): no slice.
+    // One resource (a reader's grant: read.ts): no slice.
     return new Granted(reply.length === 3 ? [reply[1] as number] : (reply as number[]).slice(1, -1), clockUs);
   }
   if (tag === 0) return new Busy(reply[1] as number, String(reply[2]), reply[3] as number);

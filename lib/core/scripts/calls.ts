@@ -93,8 +93,24 @@ export class ScriptCalls {
     return marker === this.derivedMarker ? lockKeys : this.acquireKeys(lockKeys, marker);
   }
 
-  /** The acquire script's arguments (acquire.ts). */
-  acquireArgs(value: string, ttlMs: number, ticket: string, seedUs?: number): readonly string[] {
+  /**
+   * The acquire script's arguments (acquire.ts); with `expectedClockUs` (the clock guard: where the
+   * engine expects this voter's clock, one value per voter) a list of this call's own.
+   */
+  acquireArgs(
+    value: string,
+    ttlMs: number,
+    ticket: string,
+    seedUs?: number,
+    expectedClockUs?: number,
+  ): readonly string[] {
+    if (expectedClockUs !== undefined) {
+      const shared = this.acquireArgs(value, ttlMs, ticket, seedUs);
+      const args = [...shared];
+      if (seedUs === undefined) args.push('');
+      args.push(expectedClockUs.toFixed(0));
+      return args;
+    }
     const last = this.lastAcquire;
     if (
       last &&

@@ -86,7 +86,7 @@ export const CLUSTER_SCRIPTS: EngineScripts = Object.freeze({
 
 export type { ScriptSettings } from './settings.js';
 export { ScriptCalls, fencedKeys, inspectKeys, resourceKeys } from './calls.js';
-export { decodeAcquireReply, type AcquireVote } from './acquire.js';
+export { CLOCK_WINDOW_US, decodeAcquireReply, type AcquireVote } from './acquire.js';
 export { decodeSlotReply, type SlotVote } from './semaphore.js';
 export { decodeReadersReply } from './read.js';
 export {

@@ -21,8 +21,9 @@ export class AdmittedVoter<C extends ScriptClient & { whenChecked(): Promise<voi
     ttlMs: number,
     ticket: string,
     seedUs?: number,
+    expectedClockUs?: number,
   ): Promise<AcquireVote> {
-    return super.acquire(keys, value, ttlMs, ticket, seedUs).catch((err: unknown) => {
+    return super.acquire(keys, value, ttlMs, ticket, seedUs, expectedClockUs).catch((err: unknown) => {
       if (!(err instanceof ServerChangedError)) throw err;
       // The new connection may not even be up yet (node-redis replays its queue before 'ready'):
       // wait until it is checked, then let go of the grant there, then vote as the check says.
@@ -31,7 +32,7 @@ export class AdmittedVoter<C extends ScriptClient & { whenChecked(): Promise<voi
         .then(() => this.letGo(keys, value, RELEASE))
         .catch(() => undefined)
         .then(() => this.adapter.whenChecked())
-        .then(() => super.acquire(keys, value, ttlMs, ticket, seedUs));
+        .then(() => super.acquire(keys, value, ttlMs, ticket, seedUs, expectedClockUs));
     });
   }
 }

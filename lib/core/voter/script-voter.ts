@@ -110,11 +110,12 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     ttlMs: number,
     ticket: string,
     seedUs?: number,
+    expectedClockUs?: number,
   ): Promise<AcquireVote> {
     // A server still being checked may yet be told to abstain: vote once the check is done.
     const checking = this.adapter.checking;
-    if (checking) return checking.then(() => this.vote(keys, value, ttlMs, ticket, seedUs));
-    return this.vote(keys, value, ttlMs, ticket, seedUs);
+    if (checking) return checking.then(() => this.vote(keys, value, ttlMs, ticket, seedUs, expectedClockUs));
+    return this.vote(keys, value, ttlMs, ticket, seedUs, expectedClockUs);
   }
 
   acquireSlot(
@@ -281,6 +282,7 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     ttlMs: number,
     ticket: string,
     seedUs: number | undefined,
+    expectedClockUs: number | undefined,
   ): Promise<AcquireVote> {
     const abstainMs = this.adapter.abstainingForMs?.(keys) ?? 0;
     if (abstainMs > 0) return Promise.resolve({ kind: 'abstaining', forMs: abstainMs });
@@ -298,7 +300,7 @@ export class ScriptVoter<C extends ScriptClient = ScriptClient> implements Voter
     } catch (err) {
       return Promise.reject(err as Error);
     }
-    const args = this.calls.acquireArgs(value, ttlMs, ticket, seedUs);
+    const args = this.calls.acquireArgs(value, ttlMs, ticket, seedUs, expectedClockUs);
     const sent = this.adapter.run(this.scripts.acquire, withMarker, args, decodeAcquireReply);
     if (this.acquiring) this.track(value, sent);
     return sent;

@@ -42,7 +42,10 @@ export interface Voter {
   /**
    * Takes the lock keys for `value` (all or none), queueing it with `ticket` when busy ('' = do not
    * queue). `seedUs`: the token the attempt proposes for a resource's first grant (the same on
-   * every voter, so that they agree; see scripts/fence.ts).
+   * every voter, so that they agree; see scripts/fence.ts). `expectedClockUs` (the clock guard):
+   * where the engine expects this voter's clock; a voter may then leave the clock out of a
+   * one-resource grant that was within CLOCK_WINDOW_US of it (scripts/acquire.ts), and one that
+   * ignores it replies with its clock as usual.
    */
   acquire(
     keys: readonly string[],
@@ -50,6 +53,7 @@ export interface Voter {
     ttlMs: number,
     ticket: string,
     seedUs?: number,
+    expectedClockUs?: number,
   ): Promise<AcquireVote>;
   /**
    * Optional (a voter without it cannot serve semaphores): a semaphore's slot search, atomic on the

@@ -5,6 +5,8 @@
  * Real redis-server voters whose wall clocks the clock shim steps.
  */
 import type { LockEvent, Redlock } from '../../../lib/index.js';
+import { CLOCK_WINDOW_US } from '../../../lib/core/scripts/acquire.js';
+import { SCRIPTS } from '../../../lib/core/scripts/index.js';
 import { ClockFiles, nodeClock } from '../../support/clock-shim.js';
 import { MemoryLogger, TestCluster, sleep } from '../../support/cluster.js';
 
@@ -93,6 +95,47 @@ describe('clock guard: a step seen first in an extension reply or a semaphore gr
       /stepped forward by (49\d\d|5000) ms/,
     );
     await lock.release();
+  });
+
+  test('a plain grant within the expected window carries no clock, and a step is still seen in the first grant after it', async () => {
+    // The script itself, on a real voter: the token alone within CLOCK_WINDOW_US of ARGV[6], the
+    // clock outside it and without it.
+    const client = cluster.redis.client(0);
+    const time = async () => {
+      const [s, us] = (await client.time()) as [string, string];
+      return Number(s) * 1_000_000 + Number(us);
+    };
+    const grant = async (expected?: number) => {
+      const settings = '10000 604800000 200 10400 c';
+      const args = ['script-probe', settings, '1000', '', ''];
+      if (expected !== undefined) args.push(expected.toFixed(0));
+      const reply = await client.evalsha(SCRIPTS.acquire.sha, 1, 'redlock:{window}', ...args);
+      await client.del('redlock:{window}');
+      return reply;
+    };
+    await client.script('LOAD', SCRIPTS.acquire.source);
+    await grant(); // seeds the fence counter: the grants below take the usual path
+    // Expected 0.5 ms after this client read the clock: within 2 ms of the script's reading unless
+    // the machine stalls the call; one try in ten is enough to show the short reply.
+    let short: unknown;
+    for (let i = 0; i < 10 && typeof short !== 'number'; i++) short = await grant((await time()) + 500);
+    expect(typeof short).toBe('number');
+    expect(await grant((await time()) - 10 * CLOCK_WINDOW_US)).toEqual([
+      expect.any(Number),
+      expect.any(Number),
+    ]);
+    expect(await grant()).toEqual([expect.any(Number), expect.any(Number)]);
+
+    // The engine: grants in a row (the first after the bootstrap reading within the window), then
+    // voter 3 steps 1 s (more than the guard, 500 ms): the next grant excludes it.
+    const { engine: e, steps } = await engine();
+    for (let i = 0; i < 20; i++) await (await e.acquire('window')).release();
+    expect(steps()).toEqual([]);
+    clocks.step(nodeClock(3), 1000);
+    await (await e.acquire('window')).release();
+    await eventually(() => steps().length > 0);
+    expect(steps()).toHaveLength(1);
+    expect(steps()[0]!.node).toContain(String(cluster.redis.port(3)));
   });
 
   test('a hand-over from a voter the clock guard excludes does not count', async () => {
