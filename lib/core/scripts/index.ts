@@ -84,6 +84,25 @@ export const CLUSTER_SCRIPTS: EngineScripts = Object.freeze({
   all: Object.values(byOperationOnCluster),
 });
 
+const letGoScripts: ReadonlySet<LuaScript> = new Set(
+  [SCRIPTS, CLUSTER_SCRIPTS].flatMap((scripts) => [
+    scripts.release,
+    scripts.requeue,
+    scripts.leaveQueue,
+    scripts.readLetGo,
+  ]),
+);
+
+/**
+ * Whether `script` lets go of a lock value (release, requeue, leave the line, a reader's let-go),
+ * on a server or a Cluster. Such a script frees only what holds the caller's value, so a voter
+ * sends it even while it would not vote there (a connection not admitted, a master not checked):
+ * it may follow an acquire already written to that connection, which it must run behind.
+ */
+export function isLetGo(script: LuaScript): boolean {
+  return letGoScripts.has(script);
+}
+
 export type { ScriptSettings } from './settings.js';
 export { ScriptCalls, fencedKeys, inspectKeys, resourceKeys } from './calls.js';
 export { CLOCK_WINDOW_US, decodeAcquireReply, type AcquireVote } from './acquire.js';

@@ -1,5 +1,5 @@
 import type { RedlockLogger } from '../logger.js';
-import { SCRIPTS, type LuaScript } from '../scripts/index.js';
+import { isLetGo, type LuaScript } from '../scripts/index.js';
 import { settleWithin, startTimeout } from '../timeouts.js';
 import { describeError, faultRetryMs, isFinalFault, nodeErrorLine, nodeFault } from './describe-error.js';
 import { ADMISSION_RETRY_MS, admitServer, type AdmissionSettings } from './ioredis/admission.js';
@@ -18,23 +18,6 @@ export class ServerChangedError extends Error {
     this.name = 'ServerChangedError';
   }
 }
-
-/**
- * The scripts that let go of a lock value (release, requeue, leave the line, a reader's let-go):
- * sent on the connection as it is, even while it is not admitted (a probe just found the node not
- * answering, or its new connection is being checked). A let-go follows an acquire that was already
- * written to the connection and may still run there (a paused node runs it when it resumes); held
- * back, the let-go would never be sent, and the late grant would hold the key for its whole lease
- * (S8 with GLIDE voters: 7 of 12 failed uncontended acquires met such a key). Sent, it runs behind
- * that acquire on the same connection. A let-go frees only what holds the caller's value, so it is
- * harmless on a server that changed.
- */
-const LET_GO_SCRIPTS: ReadonlySet<LuaScript> = new Set([
-  SCRIPTS.release,
-  SCRIPTS.requeue,
-  SCRIPTS.leaveQueue,
-  SCRIPTS.readLetGo,
-]);
 
 /**
  * The part of a {@link ScriptClient} that is the same for every client of one Redis server:
@@ -159,8 +142,11 @@ export abstract class AdmittedClient implements ScriptClient {
     args: readonly (string | number)[],
     decode: (reply: unknown) => T,
   ): Promise<T> {
-    // A let-go is sent whatever the admission says (LET_GO_SCRIPTS says why).
-    if (!this.admitted && !LET_GO_SCRIPTS.has(script)) {
+    // A let-go is sent whatever the admission says: it may follow an acquire already written to
+    // this connection, which a paused node runs when it resumes; held back, the let-go would never
+    // be sent and that late grant would hold the key for its whole lease (S8 with GLIDE voters: 7
+    // of 12 failed uncontended acquires met such a key). Sent, it runs behind that acquire.
+    if (!this.admitted && !isLetGo(script)) {
       const checked = (): Promise<T> =>
         this.admitted
           ? this.send(script, keys, args, decode)

@@ -1,4 +1,4 @@
-import { CLUSTER_SCRIPTS, type LuaScript } from '../scripts/index.js';
+import { CLUSTER_SCRIPTS, isLetGo, type LuaScript } from '../scripts/index.js';
 import { RUN_ID } from '../scripts/identity.js';
 import { ServerChangedError } from './admitted-client.js';
 import { ClusterScriptClient } from './cluster-script-client.js';
@@ -116,13 +116,4 @@ export abstract class GuardedClusterClient extends ClusterScriptClient implement
       throw new ServerChangedError();
     });
   }
-}
-
-function isLetGo(script: LuaScript): boolean {
-  return (
-    script === CLUSTER_SCRIPTS.release ||
-    script === CLUSTER_SCRIPTS.requeue ||
-    script === CLUSTER_SCRIPTS.leaveQueue ||
-    script === CLUSTER_SCRIPTS.readLetGo
-  );
 }
