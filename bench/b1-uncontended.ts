@@ -222,6 +222,7 @@ function targets(measured: Record<string, Figures>, floor: Figures): TargetCheck
       pick((f) => f.p50),
       'lower',
       ms,
+      (id) => measured[id]?.perRound.p50,
     ),
   );
   out.push(
@@ -230,6 +231,7 @@ function targets(measured: Record<string, Figures>, floor: Figures): TargetCheck
       pick((f) => f.cost.totalCpuUs),
       'lower',
       us,
+      (id) => measured[id]?.perRound.cpuUs,
     ),
   );
   return out;

@@ -173,7 +173,15 @@ export const b2: Benchmark = {
           `${describePaired(pairedRatio(perRound('ours'), perRound('redlock5')))})`,
       });
     }
-    targets.push(...baselineCheck('throughput', opsCells, 'higher', (v) => `${Math.round(v)} ops/s`));
+    targets.push(
+      ...baselineCheck(
+        'throughput',
+        opsCells,
+        'higher',
+        (v) => `${Math.round(v)} ops/s`,
+        (id) => tallies.get(id)?.rounds.map((r) => r.opsPerSecond),
+      ),
+    );
     return {
       id: 'B2',
       title: this.title,

@@ -255,7 +255,15 @@ export const b3: Benchmark = {
         detail: `ours ${ours.waitP99.toFixed(1)} ms vs redlock@5 ${peer.waitP99.toFixed(1)} ms (1/${(peer.waitP99 / ours.waitP99).toFixed(1)})`,
       });
     }
-    targets.push(...baselineCheck('utilisation', utilisationCells, 'higher', (v) => `${v.toFixed(1)}%`));
+    targets.push(
+      ...baselineCheck(
+        'utilisation',
+        utilisationCells,
+        'higher',
+        (v) => `${v.toFixed(1)}%`,
+        (id) => perLibrary.get(id)?.map((r) => r.utilisation),
+      ),
+    );
     const notes = [
       `floor column: one holder alone, ${workMs} ms timer of work, then one script that PUBLISHes on every node ` +
         `and a subscriber per node that waits for the ${Math.floor(ctx.urls.length / 2) + 1}th message, as the ` +

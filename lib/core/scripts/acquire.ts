@@ -30,7 +30,7 @@ export type AcquireVote =
  * script) for a one-resource grant under the clock guard to reply with its token alone: that
  * reply says the clock was within this of the expectation (quorum/voter-clocks.ts, expectedUs).
  */
-export const CLOCK_WINDOW_US = 2000;
+export const CLOCK_WINDOW_US = 16_000;
 
 /**
  * Acquire on one node, all-or-none over its resources.
@@ -39,9 +39,12 @@ export const CLOCK_WINDOW_US = 2000;
  * restart-guard marker (the node's, or on a Redis Cluster the marker of the lock keys' slot; a
  * single server derives it too where the key prefix allows: key-layout.ts).
  * ARGV: value, settings (settings.ts), ttl ms, ticket ('' = do not queue: the caller will not
- * wait), and optionally the seed the caller proposes for a missing fence counter (microseconds,
- * see fence.ts; '' for none) and, under the clock guard, where the engine expects this node's
- * clock (microseconds, see CLOCK_WINDOW_US).
+ * wait), the seed the caller proposes for a missing fence counter (microseconds, see fence.ts; ''
+ * for none, and may be left out when no argument follows) and, when the engine runs the clock
+ * guard, a sixth: where the engine expects this node's clock (microseconds, see CLOCK_WINDOW_US;
+ * '' when it has no expectation). The argument count says whether the guard runs (six
+ * arguments): a length, where reading a flag from the settings would be a string function call
+ * on every grant.
  *
  * A caller that will wait joins the queue of each busy resource, by its ticket. A lock released
  * while someone waits goes to the first waiter in line (see queue.ts), so a release wakes one
@@ -50,10 +53,10 @@ export const CLOCK_WINDOW_US = 2000;
  *
  * Replies (decodeAcquireReply reads them): the token when one resource is granted (an integer:
  * the usual grant builds no table), {1, token1..tokenN} when several are, {2, token1..tokenN,
- * clock} when the engine runs the clock guard (its settings ask for the node's clock with every
- * grant; {token, clock} when one resource is granted, the token alone when the clock was where the
- * engine expected it), {0, ms, holder, clock} when busy, {-1, ms} when the node abstains under the
- * restart guard.
+ * clock} when the engine runs the clock guard (its six arguments ask for the node's clock with
+ * every grant; {token, clock} when one resource is granted, the token alone when the clock was
+ * where the engine expected it), {0, ms, holder, clock} when busy, {-1, ms} when the node abstains
+ * under the restart guard.
  */
 function acquireScript(keys: KeyLayout): LuaScript {
   return luaScript(
@@ -95,8 +98,8 @@ if not granted then
     end
   end
 end
--- The clock guard (the settings argument ends with 'c') wants the node's clock with every grant.
-local clock = string.byte(ARGV[2], -1) == 99
+-- The clock guard (a sixth argument) wants the node's clock with every grant.
+local clock = #ARGV >= 6
 local out = n > 1 and {1}
 -- The node's clock, once read (a missing counter is seeded from it): the grant's reading too.
 local time = nil
@@ -113,11 +116,12 @@ for i = 1, n do
   if not out then
     if not clock then return token end
     -- One resource under the clock guard. Arithmetic converts TIME's strings itself (two tonumber
-    -- calls cost more). Within ${CLOCK_WINDOW_US} us of where the engine expects this clock (ARGV[6]), the
-    -- token alone says so: no table to build and convert (quorum/voter-clocks.ts, expectedUs).
+    -- calls cost more). Within ${CLOCK_WINDOW_US} us of where the engine expects this clock (ARGV[6]; ''
+    -- for none), the token alone says so: no table to build and convert (quorum/voter-clocks.ts,
+    -- expectedUs).
     local now = time or redis.call('TIME')
     local us = now[1] * 1000000 + now[2]
-    if ARGV[6] then
+    if ARGV[6] ~= '' then
       local off = us - ARGV[6]
       if off >= -${CLOCK_WINDOW_US} and off <= ${CLOCK_WINDOW_US} then return token end
     end

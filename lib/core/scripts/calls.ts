@@ -51,6 +51,8 @@ export class ScriptCalls {
   readonly fenceIdleMs: string;
   /** The bytes of the last one-way call, encoded once for every voter of a release (voter/one-way.ts). */
   readonly oneWay = new OneWayWires();
+  /** Whether the engine runs the clock guard: the acquire script then gets six arguments. */
+  private readonly clockGuard: boolean;
   /** The marker a single server's acquire script derives, not sent (key-layout.ts); undefined: none. */
   private readonly derivedMarker: string | undefined;
   private lastKeys: { lockKeys: readonly string[]; keys: readonly string[] } | undefined;
@@ -61,6 +63,7 @@ export class ScriptCalls {
   private lastRelease: { value: string; args: readonly string[] } | undefined;
 
   constructor(settings: ScriptSettings) {
+    this.clockGuard = settings.clockReadings === true;
     this.settings = lockSettingsArg(settings);
     this.handOverSettings = handOverSettingsArg(settings);
     this.readSettings = readSettingsArg(settings);
@@ -95,7 +98,9 @@ export class ScriptCalls {
 
   /**
    * The acquire script's arguments (acquire.ts); with `expectedClockUs` (the clock guard: where the
-   * engine expects this voter's clock, one value per voter) a list of this call's own.
+   * engine expects this voter's clock, one value per voter) a list of this call's own. Under the
+   * clock guard there are always six, the last two '' when absent: the count tells the script that
+   * the guard runs.
    */
   acquireArgs(
     value: string,
@@ -104,13 +109,23 @@ export class ScriptCalls {
     seedUs?: number,
     expectedClockUs?: number,
   ): readonly string[] {
-    if (expectedClockUs !== undefined) {
-      const shared = this.acquireArgs(value, ttlMs, ticket, seedUs);
-      const args = [...shared];
-      if (seedUs === undefined) args.push('');
-      args.push(expectedClockUs.toFixed(0));
-      return args;
-    }
+    const shared = this.sharedAcquireArgs(value, ttlMs, ticket, seedUs);
+    if (expectedClockUs === undefined) return shared;
+    const args = shared.slice();
+    if (args.length < 5) args.push('');
+    // Whole ms in µs (VoterClocks.expectedUs): String, not toFixed, so that V8's number-to-string
+    // cache serves the repeats.
+    args[5] = String(expectedClockUs);
+    return args;
+  }
+
+  /** The acquire arguments every voter of an attempt shares (all but the expected clock). */
+  private sharedAcquireArgs(
+    value: string,
+    ttlMs: number,
+    ticket: string,
+    seedUs?: number,
+  ): readonly string[] {
     const last = this.lastAcquire;
     if (
       last &&
@@ -123,6 +138,10 @@ export class ScriptCalls {
     }
     const args = [value, this.settings, String(Math.ceil(ttlMs)), ticket];
     if (seedUs !== undefined) args.push(seedUs.toFixed(0));
+    if (this.clockGuard) {
+      if (seedUs === undefined) args.push('');
+      args.push('');
+    }
     this.lastAcquire = { value, ttlMs, ticket, seedUs, args };
     return args;
   }

@@ -28,7 +28,9 @@ export interface ScriptSettings {
   readonly seedWindowMs: number;
   /**
    * Whether grants carry the node's clock (the clock guard of the engine is on): the settings
-   * argument then ends with ` c`, which the acquire script reads as its last character.
+   * argument then ends with ` c`, which a semaphore's slot search and a reader's acquire read as
+   * its last character (the acquire script, on every lock's path, counts its arguments instead:
+   * acquire.ts).
    */
   readonly clockReadings?: boolean;
 }

@@ -93,7 +93,11 @@ export abstract class GuardedClusterClient extends ClusterScriptClient implement
     const checking = this.identities.checking ?? this.identities.survey();
     return checking.then(() => {
       const still = this.identities.uncheckedFor(keys);
-      return still === undefined ? super.run(script, keys, args, decode) : Promise.reject(new Error(still));
+      if (still !== undefined) return Promise.reject(new Error(still));
+      // The voter read the master's abstention before this wait (ScriptVoter), and the check may
+      // have found its server changed: it votes again instead (admitted-voter.ts), and abstains.
+      if (this.identities.abstainingForMs(keys) > 0) return Promise.reject(new ServerChangedError());
+      return super.run(script, keys, args, decode);
     });
   }
 

@@ -108,12 +108,22 @@ export class MasterIdentities {
     return 0;
   }
 
-  /** Why a call on `keys` may not run (its master was not checked), undefined when it may. */
+  /**
+   * Why a call on `keys` may not run (its master was not checked, or the last survey found no
+   * master for its slot), undefined when it may.
+   */
   uncheckedFor(keys: readonly string[]): string | undefined {
     if (!this.on) return undefined;
     if (this.firstSurvey) return "connected; checking the cluster's masters before they vote";
+    if (keys.length === 0) return undefined;
+    const slot = keySlot(keys[0]!);
+    const owner = this.owners[slot];
+    // A survey taken while the cluster restarted can show some slots without a master: a grant
+    // there would run on a server nobody checked, with no run_id to compare behind it (send()
+    // compares only with a checked one), so it does not count until a survey finds the master.
+    if (owner === undefined) return `slot ${slot}: no master known for it; surveying the cluster`;
     if (this.uncheckedMasters === 0) return undefined;
-    return this.masterOf(keys)?.unchecked;
+    return this.masters.get(owner)?.unchecked;
   }
 
   /** The run_id the master of `key`'s slot was checked with; undefined when none (guard off, INFO denied). */
