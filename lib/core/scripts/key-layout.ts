@@ -19,11 +19,11 @@ import {
  *   number, the marker with GUARD_MARKER_NAME's '_': the last key's last byte tells which, read
  *   only when there are two keys or more (one lock key alone, the usual acquire, calls no string
  *   function: string.sub of the whole suffix cost 1.2k of the 85.7k instructions of an acquire +
- *   release under callgrind, on every acquire). A server that is not a cluster
- *   node has no slots to route by, so undeclared keys cost nothing there; and the names share the
- *   lock key's hash tag, so on a cluster node given as a plain node (preflight refuses it, unless
- *   it is off) they are still in the declared key's slot, which Redis 7 allows. Declaring them cost B2 2/3 more bytes per operation (3,379 instead
- *   of 2,001) and 14 % of its throughput.
+ *   release under callgrind, on every acquire). A server that is not a cluster node has no slots
+ *   to route by, so undeclared keys cost nothing there; and the names share the lock key's hash
+ *   tag, so on a cluster node given as a plain node (preflight refuses it, unless it is off) they
+ *   are still in the declared key's slot, which Redis 7 allows. Declaring them cost B2 2/3 more
+ *   bytes per operation (3,379 instead of 2,001) and 14 % of its throughput.
  * - `declared` (a Redis Cluster voter): every key the script touches is declared, lock keys
  *   1..n, fence counters n+1..2n, queues 2n+1..3n, as Redis Cluster's contract requires
  *   (scripts/calls.ts builds the list).
