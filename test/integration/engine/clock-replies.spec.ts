@@ -105,8 +105,9 @@ describe('clock guard: a step seen first in an extension reply or a semaphore gr
       const [s, us] = (await client.time()) as [string, string];
       return Number(s) * 1_000_000 + Number(us);
     };
+    const settings0 = '10000 604800000 200 10400';
     const grant = async (expected?: number) => {
-      const settings = '10000 604800000 200 10400 c';
+      const settings = `${settings0} c`;
       // Six arguments: the engine runs the clock guard ('' for no expectation).
       const args = [
         'script-probe',
@@ -122,8 +123,8 @@ describe('clock guard: a step seen first in an extension reply or a semaphore gr
     };
     await client.script('LOAD', SCRIPTS.acquire.source);
     await grant(); // seeds the fence counter: the grants below take the usual path
-    // Expected 0.5 ms after this client read the clock: within the window of the script's reading unless
-    // the machine stalls the call; one try in ten is enough to show the short reply.
+    // Expected 0.5 ms after this client read the clock: within the window of the script's reading
+    // unless the machine stalls the call; one try in ten is enough to show the short reply.
     let short: unknown;
     for (let i = 0; i < 10 && typeof short !== 'number'; i++) short = await grant((await time()) + 500);
     expect(typeof short).toBe('number');
@@ -132,6 +133,19 @@ describe('clock guard: a step seen first in an extension reply or a semaphore gr
       expect.any(Number),
     ]);
     expect(await grant()).toEqual([expect.any(Number), expect.any(Number)]);
+    // Five arguments: the engine runs no clock guard, and the token comes alone whatever the clock.
+    const plain = await client.evalsha(
+      SCRIPTS.acquire.sha,
+      1,
+      'redlock:{window}',
+      'script-probe',
+      settings0,
+      '1000',
+      '',
+      '',
+    );
+    await client.del('redlock:{window}');
+    expect(typeof plain).toBe('number');
 
     // The engine: grants in a row (the first after the bootstrap reading within the window), then
     // voter 3 steps 1 s (more than the guard, 500 ms): the next grant excludes it.
