@@ -110,9 +110,9 @@ export class ScriptCalls {
     expectedClockUs?: number,
   ): readonly string[] {
     const shared = this.sharedAcquireArgs(value, ttlMs, ticket, seedUs);
-    if (expectedClockUs === undefined) return shared;
+    // Without the guard there is no sixth argument to fill (and the engine sends no expectation).
+    if (expectedClockUs === undefined || !this.clockGuard) return shared;
     const args = shared.slice();
-    if (args.length < 5) args.push('');
     // Whole ms in µs (VoterClocks.expectedUs): String, not toFixed, so that V8's number-to-string
     // cache serves the repeats.
     args[5] = String(expectedClockUs);

@@ -52,6 +52,13 @@ export class MasterIdentities {
   private firstSurvey = true;
   /** A reply came from a server not checked for its slot: the survey in flight looks for it. */
   private changeSeen = false;
+  /**
+   * The last key whose slot was computed, and that slot: one acquire asks for the same lock key's
+   * slot up to four times (uncheckedFor, abstainingForMs, checkedRunId, confirm), and keySlot
+   * encodes the key and runs CRC16 each time.
+   */
+  private lastKey = '';
+  private lastKeySlot = keySlot('');
 
   constructor(
     /** The voter's label (read when a line is logged: the adapter sets it after building this). */
@@ -116,7 +123,7 @@ export class MasterIdentities {
     if (!this.on) return undefined;
     if (this.firstSurvey) return "connected; checking the cluster's masters before they vote";
     if (keys.length === 0) return undefined;
-    const slot = keySlot(keys[0]!);
+    const slot = this.slotOf(keys[0]!);
     const owner = this.owners[slot];
     // A survey taken while the cluster restarted can show some slots without a master: a grant
     // there would run on a server nobody checked, with no run_id to compare behind it (send()
@@ -129,7 +136,7 @@ export class MasterIdentities {
   /** The run_id the master of `key`'s slot was checked with; undefined when none (guard off, INFO denied). */
   checkedRunId(key: string): string | undefined {
     if (!this.on) return undefined;
-    const owner = this.owners[keySlot(key)];
+    const owner = this.owners[this.slotOf(key)];
     return owner === undefined ? undefined : this.masters.get(owner)?.runId;
   }
 
@@ -140,7 +147,7 @@ export class MasterIdentities {
    */
   confirm(key: string, runId: unknown): boolean {
     if (!this.on) return true;
-    const owner = this.owners[keySlot(key)];
+    const owner = this.owners[this.slotOf(key)];
     const known = owner === undefined ? undefined : this.masters.get(owner)?.runId;
     if (known === String(runId)) return true;
     if (owner !== undefined) {
@@ -152,9 +159,17 @@ export class MasterIdentities {
     return false;
   }
 
+  private slotOf(key: string): number {
+    if (this.lastKey !== key) {
+      this.lastKey = key;
+      this.lastKeySlot = keySlot(key);
+    }
+    return this.lastKeySlot;
+  }
+
   private masterOf(keys: readonly string[]): Master | undefined {
     if (keys.length === 0) return undefined;
-    const owner = this.owners[keySlot(keys[0]!)];
+    const owner = this.owners[this.slotOf(keys[0]!)];
     return owner === undefined ? undefined : this.masters.get(owner);
   }
 
