@@ -239,9 +239,8 @@ describe('semaphores and the restart guard', () => {
       expect(second.permit).not.toBe(first.permit);
       // Node 0 took no part: it abstained (the slot's counter was missing: the guard's marker too).
       // The search may decide before node 0's reply arrives: wait for that reply.
-      for (const end = performance.now() + 2000; engine.status()[0]!.abstainingUntil === undefined; await sleep(10)) {
-        if (performance.now() > end) break;
-      }
+      const end = performance.now() + 2000;
+      while (engine.status()[0]!.abstainingUntil === undefined && performance.now() < end) await sleep(10);
       expect(engine.status()[0]!.abstainingUntil).toBeGreaterThan(Date.now() + 1000);
       expect(await nodes.redis.client(0).get(slot('guarded', second.permit!))).toBeNull();
       expect(await engine.tryAcquire('guarded', { permits: 2 })).toBeNull();
