@@ -326,9 +326,9 @@ describe('read-write locks and the restart guard', () => {
       await nodes.redis.client(0).flushall(); // node 0 forgets the writer, its counter and its marker
       // Without the guard, node 0 and nothing else would grant; with it node 0 abstains: no read.
       expect(await other.tryAcquire('guarded', { mode: 'read' })).toBeNull();
-      expect(await nodes.redis.client(0).hlen(readersKey('guarded'))).toBe(0);
       // The round decided on the two refusals: node 0's reply may arrive a moment later.
       await eventually(async () => other.status()[0]!.abstainingUntil !== undefined);
+      expect(await nodes.redis.client(0).hlen(readersKey('guarded'))).toBe(0);
       expect(other.status()[0]!.abstainingUntil).toBeGreaterThan(Date.now() + 1000);
       // Writer gone: the two others grant the read (node 0 still abstains).
       await writer.release();
