@@ -1,7 +1,7 @@
 import { settleWithin, startTimeout, TIMED_OUT } from '../timeouts.js';
 import { describeError } from './describe-error.js';
 import { ADMISSION_RETRY_MS, checkIdentity, type AdmissionSettings } from './ioredis/admission.js';
-import { parseInfo, readServerFacts } from './ioredis/preflight.js';
+import { parseInfo, readServerFacts, trustedAcrossRestarts, type ServerFacts } from './ioredis/preflight.js';
 import { keySlot, slotMarkerKey } from './ioredis-cluster/slots.js';
 import type { ServerCommands } from './server-commands.js';
 
@@ -209,6 +209,23 @@ export class MasterIdentities {
     );
   }
 
+  /**
+   * How long a master abstains after a check that passed: what the check's script says, but at
+   * least the guard when this client itself saw the master's server change (a run_id other than
+   * the one it checked before), unless the new server is trusted across restarts. The script
+   * reads the marker and identity record, which other clients write too: one that checked the new
+   * server first (its check's reply lost to a time-out, or a client with a shorter guard) leaves
+   * the record already updated, and one with the guard off seeds the markers to '0'. The script
+   * then says 'same' and whatever the marker has left, down to nothing, while this client knows
+   * that the server changed; nor does a check end an abstention that still runs.
+   */
+  private abstentionAfterCheck(master: Master, facts: ServerFacts, scriptSaysMs: number): number {
+    const running = master.abstainUntil > 0 ? master.abstainUntil - performance.now() : 0;
+    const sawChange = master.runId !== undefined && facts.runId !== undefined && facts.runId !== master.runId;
+    const floor = sawChange && !trustedAcrossRestarts(facts) ? this.settings.guardMs : 0;
+    return Math.max(scriptSaysMs, floor, running);
+  }
+
   /** Runs the identity check on the master at `address`, beside the marker of its lowest slot. */
   private check(address: string, master: Master, slot: number, server: ServerCommands): Promise<void> {
     if (master.pending) return master.pending;
@@ -221,14 +238,15 @@ export class MasterIdentities {
         checkIdentity(server, label, facts, this.settings, marker).then((result) => ({ result, facts })),
       )
       .then(
-        ({ result: { abstainMs, why }, facts }) => {
+        ({ result, facts }) => {
           if (attempt !== master.checks) return;
+          const abstainMs = this.abstentionAfterCheck(master, facts, result.abstainMs);
           master.runId = facts.runId;
           this.setUnchecked(master, undefined);
           // Monotonic: a step of this machine's wall clock neither ends the guard nor stretches it.
           master.abstainUntil = abstainMs > 0 ? performance.now() + abstainMs : 0;
           if (abstainMs > 0)
-            this.onAbstention(abstainMs, why === undefined ? '' : `shard ${address}: ${why}`);
+            this.onAbstention(abstainMs, result.why === undefined ? '' : `shard ${address}: ${result.why}`);
         },
         (err: unknown) => {
           if (attempt !== master.checks) return;

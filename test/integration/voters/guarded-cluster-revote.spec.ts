@@ -46,6 +46,11 @@ class OneMasterCluster extends GuardedClusterClient {
     this.recordReady();
   }
 
+  /** The adapter's probe: reads the masters' run_ids now. */
+  probe(): Promise<void> {
+    return this.surveyMasters();
+  }
+
   private get address(): string {
     return `127.0.0.1:${this.nodes.port(0)}`;
   }
@@ -105,14 +110,14 @@ class OneMasterCluster extends GuardedClusterClient {
   }
 }
 
-describe('cluster identity guard: a call that waited for a check that found the server changed', () => {
+describe('cluster identity guard of node-redis and GLIDE cluster voters, on a real server', () => {
   let nodes: RedisNodes;
   beforeAll(async () => {
     nodes = await RedisNodes.start(1, { persistence: 'aof-everysec' });
   });
   afterAll(() => nodes.close());
 
-  test('rejects with ServerChangedError instead of granting on the changed server', async () => {
+  test('a call that waited for a check that found the server changed rejects with ServerChangedError instead of granting', async () => {
     const context = voterContext({ ...DEFAULT_SETTINGS, guardMs: GUARD_MS });
     const adapter = new OneMasterCluster(nodes, context);
     const voter = new ScriptVoter(adapter, context);
@@ -158,5 +163,31 @@ describe('cluster identity guard: a call that waited for a check that found the 
     // A vote from now on (AdmittedVoter's vote again too): an abstention, nothing sent.
     expect(await voter.acquire([lockKey('after')], 'v4', 10_000, '')).toMatchObject({ kind: 'abstaining' });
     expect(await nodes.client(0).exists(lockKey('after'))).toBe(0);
+  });
+
+  test('a client that saw its master change abstains for the guard, also when another client already updated the record', async () => {
+    const context = voterContext({ ...DEFAULT_SETTINGS, guardMs: GUARD_MS });
+    const adapter = new OneMasterCluster(nodes, context);
+    const voter = new ScriptVoter(adapter, context);
+    const key = `${PREFIX}{converted}`;
+    const identitySlotMarker = slotMarkerKey(context.settings.guardKey, 0);
+    const admin = nodes.client(0);
+    await admin.mset({ [identitySlotMarker]: '0', [adapter.markerKey([key])]: '0' });
+    await admin.del(`${identitySlotMarker}:id`);
+    adapter.connect();
+    await adapter.whenChecked();
+    expect(adapter.abstainingForMs([key])).toBe(0);
+
+    await nodes.restart(0);
+    const runId = /run_id:(\w+)/.exec(await admin.info('server'))![1]!;
+    // What other clients leave behind: one checked the new server first and wrote its run_id in
+    // the record (its marker push then undone by a client with the guard off, which seeds '0').
+    await admin.mset({ [`${identitySlotMarker}:id`]: `${runId} 0`, [identitySlotMarker]: '0' });
+
+    // The script says "same server, nothing left"; this client checked another run_id before.
+    await adapter.probe();
+    expect(adapter.abstainingForMs([key])).toBeGreaterThan(GUARD_MS - 500);
+    expect(await voter.acquire([key], 'v1', 10_000, '')).toMatchObject({ kind: 'abstaining' });
+    expect(await admin.exists(key)).toBe(0);
   });
 });
