@@ -15,12 +15,15 @@ import { RedisNodes } from '../../../lib/testing/index.js';
 import { DEFAULT_SETTINGS, PREFIX, voterContext } from '../../conformance/harness.js';
 
 /*
- * The identity guard of node-redis and GLIDE cluster voters (voter/guarded-cluster-client.ts) when a
- * call waited for a master's check and the check found the server changed. The voter reads the
- * master's abstention before it calls (ScriptVoter), so a call that waited must not run on: it
- * rejects with ServerChangedError, and AdmittedVoter votes again (and abstains). Without that, the
- * call ran on the changed server, whose restart-guard markers came with its data (AOF), and its
- * grant counted.
+ * The identity guard of node-redis and GLIDE cluster voters (voter/guarded-cluster-client.ts,
+ * voter/master-identities.ts) after a master's server changed:
+ * - a call that waited for the master's check, which found the server changed: the voter read the
+ *   master's abstention before it called (ScriptVoter), so the call must not run on; it rejects
+ *   with ServerChangedError, and AdmittedVoter votes again (and abstains). Without that, the call
+ *   ran on the changed server, whose restart-guard markers came with its data (AOF), and its grant
+ *   counted;
+ * - a client that saw the run_id change abstains for the guard even when the identity script says
+ *   "same server, nothing left" (other clients updated the record and reset the marker first).
  *
  * One real redis-server (AOF everysec, so a crash keeps the markers) stands for a cluster of one
  * master that serves every slot; the adapter routes every call to it. Only the cluster's slot map
