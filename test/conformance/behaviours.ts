@@ -500,8 +500,14 @@ export const BEHAVIOURS: Behaviour[] = [
       const unguarded = await voterWith({ guardMs: 0 });
       const old = await grant(unguarded, key('ig'), e.value());
       await unguarded.letGo([key('ig')], (await unguarded.inspect(key('ig'))).holder!, RELEASE);
+      // The voter under test votes before the change, so that the abstention it shows after is
+      // the identity guard's. (One still under a new server's guard, counted from its boot, sends
+      // nothing to the server: it sees the change only at its next probe, and its identity guard
+      // then starts up to a probe interval later than the vote below, which showed the other.)
+      await grant(voter, key('ig-before'), e.value());
       // The guard counts from the voter's first sight of the new server, which may come while
-      // changeServer still waits for the rest (a Cluster's masters one by one, its health).
+      // changeServer still waits for the rest (a Cluster's masters one by one, its health), and
+      // never after the vote below: the final grant, guard + 20 ms after it, finds it passed.
       const changing = performance.now();
       await changeServer();
       await until(() => voter.connected, 'the voter to reconnect and check its server', 3000);

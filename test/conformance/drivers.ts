@@ -124,6 +124,11 @@ export function standalone(name: string, factory: StandaloneFactory): VoterDrive
     async reset() {
       for (const client of clients.splice(0)) client.disconnect();
       await admin().flushall();
+      // A server in service, as a guard-off client leaves it (its restart-guard marker says the
+      // guard has passed): a row's voter votes from its first connection, so that an abstention
+      // it shows is the row's own (a loss of data, a change of server), not a new server's guard
+      // counted from the voter's boot, which a row could mistake for its own.
+      await admin().set(DEFAULT_SETTINGS.guardKey, '0');
     },
     advance: sleep,
     async serverTimeUs() {
@@ -178,6 +183,25 @@ export function cluster(
     return client;
   };
   const masters = () => shards!.nodes.ports.map((_, i) => shards!.nodes.client(i));
+  /**
+   * Every slot's restart-guard marker says the guard has passed (a cluster in service), as a first
+   * voter with the guard off seeds them: at the start, so that no row's voter spends its row
+   * seeding 16,384 of them, and after every row, so that a row that lost the data (FLUSHALL) or
+   * changed the servers leaves none abstaining for the next row's voter from its boot.
+   */
+  const settleMarkers = async () => {
+    const client = shards!.client();
+    await new Promise((resolve) => client.once('ready', resolve));
+    try {
+      await seedSlotMarkers(
+        client as unknown as Parameters<typeof seedSlotMarkers>[0],
+        DEFAULT_SETTINGS.guardKey,
+        0,
+      );
+    } finally {
+      client.disconnect();
+    }
+  };
   return {
     name,
     clock: 'real',
@@ -187,30 +211,21 @@ export function cluster(
     async start() {
       // AOF: a restarted master keeps its data and its slots (changeServer).
       shards = await RedisClusterNodes.start(3, { persistence: 'aof-everysec' });
-      // The slots' restart-guard markers, as a first voter seeds them (guard off): now, so that
-      // no row's voter spends its row seeding 16,384 of them (rows keep them: see reset).
-      const client = shards.client();
-      await new Promise((resolve) => client.once('ready', resolve));
-      await seedSlotMarkers(
-        client as unknown as Parameters<typeof seedSlotMarkers>[0],
-        DEFAULT_SETTINGS.guardKey,
-        0,
-      );
-      client.disconnect();
+      await settleMarkers();
     },
     async createVoter(context) {
       return factory(shards!.startupNodes, context, own);
     },
     async reset() {
       for (const close of closers.splice(0)) close();
-      // Only the rows' keys: the slots' restart-guard markers stay, or every new voter would
-      // seed 16,384 of them again while its row runs (and time it).
+      // Only the rows' keys: the slots' restart-guard markers stay, settled again.
       await Promise.all(
         masters().map(async (client) => {
           const keys = (await client.keys(`${PREFIX}{*`)) as string[];
           await Promise.all(keys.map((key) => client.del(key)));
         }),
       );
+      await settleMarkers();
     },
     advance: sleep,
     async serverTimeUs() {
