@@ -27,6 +27,8 @@ export class IoredisClient extends AdmittedClient {
   subscriber: Redis | undefined;
   private readonly writes: WriteBatcher;
   private readonly owned: boolean;
+  /** A client passed in unconnected (`lazyConnect`) that this engine connected: closed with it. */
+  private connectedHere = false;
   private readonly onError = (err: Error) => this.connectionFailed(err);
   private readonly onReady = () => this.connectionUp();
   private readonly onClose = () => this.connectionDown();
@@ -80,7 +82,9 @@ export class IoredisClient extends AdmittedClient {
   }
 
   protected startConnecting(): void {
-    if (this.client.status === 'wait') this.client.connect().catch(() => undefined);
+    if (this.client.status !== 'wait') return;
+    this.connectedHere = !this.owned;
+    this.client.connect().catch(() => undefined);
   }
 
   /** Writes the call one-way where this connection allows it (one-way.ts). */
@@ -106,7 +110,8 @@ export class IoredisClient extends AdmittedClient {
   }
 
   /**
-   * Closes the connections we opened; detaches our listeners from a client passed in. QUIT waits
+   * Closes the connections we opened (a client passed in unconnected included); detaches our
+   * listeners from a client passed in. QUIT waits
    * for pending replies, at most `timeoutMs`: a hung (e.g. SIGSTOPped) node never answers, and
    * must not stall shutdown. The subscriber connection is always ours.
    */
@@ -114,7 +119,7 @@ export class IoredisClient extends AdmittedClient {
     this.stopAdmissions();
     await Promise.all([
       this.subscriber && quitConnection(this.subscriber, timeoutMs),
-      this.owned && quitConnection(this.client, timeoutMs),
+      (this.owned || this.connectedHere) && quitConnection(this.client, timeoutMs),
     ]);
     this.client.off('error', this.onError);
     this.client.off('ready', this.onReady);

@@ -26,6 +26,11 @@ import {
 export class NodeRedisClient extends AdmittedClient {
   readonly label: string;
   private readonly owned: boolean;
+  /**
+   * A client passed in unconnected that this engine connected: its connection is the engine's,
+   * closed with it (else node-redis would go on reconnecting to a node that is down, after close).
+   */
+  private connectedHere = false;
   private readonly nodeTimeout: number;
   /** The socketEpoch of the connection admitted last (undefined: not known). */
   private admittedEpoch: number | undefined;
@@ -95,7 +100,9 @@ export class NodeRedisClient extends AdmittedClient {
   }
 
   protected startConnecting(): void {
-    if (!this.connection.client.isOpen) this.connection.client.connect().catch(() => undefined);
+    if (this.connection.client.isOpen) return;
+    this.connectedHere = !this.owned;
+    this.connection.client.connect().catch(() => undefined);
   }
 
   protected prepareConnection(): void {
@@ -129,7 +136,7 @@ export class NodeRedisClient extends AdmittedClient {
     this.stopAdmissions();
     await Promise.all([
       this.subscriber && closeNodeRedis(this.subscriber, timeoutMs),
-      this.owned && closeNodeRedis(this.connection.client, timeoutMs),
+      (this.owned || this.connectedHere) && closeNodeRedis(this.connection.client, timeoutMs),
     ]);
     const client = this.connection.client;
     client.off('error', this.onError);
