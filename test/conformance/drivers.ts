@@ -131,6 +131,7 @@ export function standalone(name: string, factory: StandaloneFactory): VoterDrive
       await admin().set(DEFAULT_SETTINGS.guardKey, '0');
     },
     advance: sleep,
+    now: () => performance.now(),
     async serverTimeUs() {
       const [s, us] = (await admin().time()) as [string | number, string | number];
       return Number(s) * 1_000_000 + Number(us);
@@ -228,6 +229,7 @@ export function cluster(
       await settleMarkers();
     },
     advance: sleep,
+    now: () => performance.now(),
     async serverTimeUs() {
       const [s, us] = (await masters()[0]!.time()) as [string | number, string | number];
       return Number(s) * 1_000_000 + Number(us);
@@ -279,6 +281,7 @@ export function memory(
     async advance(ms) {
       clock.advance(ms);
     },
+    now: () => clock.now(),
     async serverTimeUs() {
       return state.clockUs();
     },

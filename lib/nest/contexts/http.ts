@@ -10,7 +10,8 @@ interface HeaderSink {
 }
 
 /**
- * A busy lock becomes 409 Conflict, a lost quorum 503 Service Unavailable, both with a
+ * A busy lock becomes 409 Conflict, a lost quorum or an engine shutting down 503 Service
+ * Unavailable, each with a
  * `Retry-After` header in whole seconds (at least 1) that agrees with the body's `retryAfterMs`
  * and message (see `retry-after.ts` for how the hint is chosen). The body is the payload of the
  * other contexts without its `code`, under Nest's usual `statusCode` and `error`.
