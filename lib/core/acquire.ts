@@ -223,6 +223,7 @@ export class Acquirer {
         tokens,
         ttl: opts.ttl,
         holdAtLeast: opts.holdAtLeast,
+        holder: opts.holder,
         validityMs,
         now,
         mode: opts.mode,

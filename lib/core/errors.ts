@@ -101,6 +101,23 @@ function formatDelay(ms: number): string {
   return ms < 1000 ? `${Math.ceil(ms)} ms` : `${Math.ceil(ms / 1000)} s`;
 }
 
+/**
+ * The engine is shutting down (the module's `onApplicationShutdown`, or `Redlock.close()`): no new
+ * lock is granted. Acquires in flight or waiting reject with it, and running locked work's signal
+ * aborts with it: finish up, another instance takes over. HTTP 503 with Retry-After; the same
+ * `code` in RPC, WebSocket and GraphQL payloads.
+ */
+export class EngineClosedError extends RedlockError {
+  /** Stable, machine-readable code: what RPC, WebSocket and GraphQL clients receive as `code`. */
+  readonly code = 'ENGINE_CLOSED' as const;
+
+  constructor() {
+    super(
+      'The lock engine is closed (shutting down): no new lock is granted here; retry on another instance.',
+    );
+  }
+}
+
 /** The lock is no longer held: an extension did not reach a majority, or its validity ran out. */
 export class LockLostError extends RedlockError {
   constructor(

@@ -56,6 +56,7 @@ export {
   LockNotAcquiredError,
   QuorumUnavailableError,
   LockLostError,
+  EngineClosedError,
   NodeConfigurationError,
   LockUsageError,
   LockUpgradeError,

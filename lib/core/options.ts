@@ -76,6 +76,12 @@ export interface RedlockOptions {
   failWithoutQuorum?: boolean;
   /** Upper bound for how long a watchdog keeps extending one lock, in ms. Default 600000 (10 min). */
   maxHold?: number;
+  /**
+   * At shutdown (`close()`, the module's `onApplicationShutdown`), how long running locked work may
+   * go on, in ms: its locks stay held (the watchdog extends them) while it ends, and are released
+   * when it has, or when this runs out (logged). Default 10000, below Kubernetes' 30 s grace period.
+   */
+  drainTimeout?: number;
   /** Where the engine reports unreachable or abstaining nodes. Default: warnings to stderr. */
   logger?: RedlockLogger;
   /**
@@ -160,6 +166,11 @@ export interface LockOptions {
    * themselves always report a busy lock (an error, or `null` from `tryAcquire`).
    */
   onBusy?: 'throw' | 'skip';
+  /**
+   * Who holds the lock, for log lines (the NestJS `@DistributedLock` passes `Class.method`): e.g.
+   * the line of a lock that shutdown released while its work still ran.
+   */
+  holder?: string;
   /** Cancels waiting for the lock. */
   signal?: AbortSignal;
 }
@@ -178,6 +189,7 @@ export interface ResolvedOptions {
   readonly connectTimeout: number;
   readonly failWithoutQuorum: boolean;
   readonly maxHold: number;
+  readonly drainTimeout: number;
   readonly preflight: PreflightMode;
   readonly confirmRelease: boolean;
   /** The clock guard, ms; false when off; undefined: the default (see {@link clockGuardFor}). */
@@ -199,6 +211,8 @@ export interface ResolvedLockOptions {
   readonly watchdog: boolean;
   readonly maxHold: number;
   readonly holdAtLeast: number;
+  /** Who holds it, for log lines; undefined when not said. */
+  readonly holder: string | undefined;
   /** The clock guard of this lock, ms (0 when off): its validity is shortened by it. */
   readonly clockGuard: number;
   readonly signal?: AbortSignal;
@@ -222,6 +236,7 @@ export const DEFAULTS = {
   connectTimeout: 5_000,
   failWithoutQuorum: false,
   maxHold: 600_000,
+  drainTimeout: 10_000,
   preflight: 'error',
   confirmRelease: false,
   clockGuard: 500,

@@ -3,13 +3,13 @@ import { Acquirer, type AcquireRequest, type Attempt } from './acquire.js';
 import { bootstrap } from './bootstrap.js';
 import { buildEngineParts } from './build-parts.js';
 import type { EngineParts } from './engine-parts.js';
-import { LockNotAcquiredError, QuorumUnavailableError, RedlockError } from './errors.js';
+import { EngineClosedError, LockNotAcquiredError, QuorumUnavailableError, RedlockError } from './errors.js';
 import { LockEvents, type LockEvent } from './events.js';
 import { PERMITS_MARK, READ_MARKER } from './keys.js';
 import { Leases } from './lease/leases.js';
 import { JoinedLock, type Lock } from './lock.js';
 import { LockContext } from './lock-context.js';
-import { consoleLogger } from './logger.js';
+import { consoleLogger, type RedlockLogger } from './logger.js';
 import type { LockOptions, RedlockOptions, ResolvedOptions } from './options.js';
 import { Preflight } from './preflight.js';
 import { inspectKey, inspectSemaphore, type LockInspection } from './quorum/inspect.js';
@@ -38,7 +38,7 @@ export class Redlock {
   private readonly parts: EngineParts;
   private readonly acquirer: Acquirer;
   private readonly slots: SlotAcquirer;
-  /** The permits of every key this engine used as a semaphore (see semaphore-uses.ts). */
+  /** The keys this engine uses as semaphores or read-write locks (see semaphore-uses.ts). */
   private readonly semaphores = new SemaphoreUses();
   private readonly leases: Leases;
   private readonly wakes: WakeChannel;
@@ -48,7 +48,19 @@ export class Redlock {
   private readonly preflight: Preflight | undefined;
   private detachTelemetry: Promise<(() => void) | undefined> | undefined;
   private readonly telemetry: RedlockOptions['telemetry'];
-  private closed = false;
+  private readonly logger: RedlockLogger;
+  /** Aborts with EngineClosedError when shutdown begins: waiting acquires end on it. */
+  private readonly shutdown = new AbortController();
+  /** The shutdown in progress or done (see {@link close}). */
+  private closing: Promise<void> | undefined;
+  /**
+   * The callers of acquires in flight, by the function that rejects them: shutdown rejects them at
+   * once, and a grant that lands for one of them afterwards is released.
+   */
+  private readonly acquiring = new Set<(err: Error) => void>();
+  /** Acquires whose attempts still run (also those rejected by shutdown), and who waits for none. */
+  private attempting = 0;
+  private onIdle: (() => void) | undefined;
 
   /**
    * Every lock event (acquired, busy, unavailable, extended, released, lost) and node event
@@ -59,12 +71,15 @@ export class Redlock {
   constructor(options: RedlockOptions) {
     const resolved = resolveOptions(options);
     const logger = options.logger ?? consoleLogger;
+    this.logger = logger;
     this.telemetry = options.telemetry;
     this.preflight = resolved.preflight === 'off' ? undefined : new Preflight(resolved.preflight, logger);
     this.options = resolved;
     this.parts = buildEngineParts(options.nodes, resolved, logger, this.events, this.preflight);
     const { voters, turnMs } = this.parts;
-    this.leases = new Leases(voters, resolved, this.parts.drift, this.events);
+    this.leases = new Leases(voters, resolved, this.parts.drift, this.events, logger, (lock) => {
+      if (lock.mode === 'read' || lock.permit !== undefined) this.semaphores.end(lock.resources[0]!);
+    });
     this.acquirer = new Acquirer(this.parts, this.leases);
     this.slots = new SlotAcquirer(this.parts, this.acquirer, this.leases);
     this.wakes = new WakeChannel(voters, this.parts.values.channel, resolved.nodeTimeout, turnMs);
@@ -180,13 +195,27 @@ export class Redlock {
   }
 
   /**
-   * Stops every watchdog, releases every lock still held, and closes the connections this engine
-   * opened (never clients that were passed in).
+   * Shuts the engine down, in order: new acquires, and those in flight or waiting, reject with
+   * EngineClosedError (waiters leave the queues on the nodes; a grant that lands now is released at
+   * once); every held lock's signal aborts with it, while the locks stay held and extended until
+   * their work ends (`using`: when its callback settles; a bare acquire: at its `release()`), at
+   * most `drainTimeout`; then what is still held is released (logged), the let-gos are flushed, and
+   * the connections this engine opened close (never clients passed in). Locks kept by
+   * `holdAtLeast` are left to expire. Idempotent: every call resolves when it is done.
    */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await this.leases.releaseAll();
+  close(): Promise<void> {
+    this.closing ??= this.shutDown();
+    return this.closing;
+  }
+
+  private async shutDown(): Promise<void> {
+    const reason = new EngineClosedError();
+    this.shutdown.abort(reason);
+    for (const reject of this.acquiring) reject(reason);
+    this.acquiring.clear();
+    await this.leases.drain(reason, this.options.drainTimeout);
+    // Attempts still running end within their round (waiters at once): their grants are released.
+    if (this.attempting > 0) await new Promise<void>((resolve) => (this.onIdle = resolve));
     this.wakes.close();
     await this.parts.voters.close();
     (await this.detachTelemetry)?.();
@@ -199,9 +228,10 @@ export class Redlock {
     options: LockOptions | undefined,
     watchdogByDefault: boolean,
   ): Promise<Lock> {
-    if (!this.events.observed) return this.takeQuietly(resources, options, watchdogByDefault);
+    if (!this.events.observed)
+      return this.untilShutdown(this.takeQuietly(resources, options, watchdogByDefault));
     const started = performance.now();
-    return this.takeQuietly(resources, options, watchdogByDefault).then(
+    return this.untilShutdown(this.takeQuietly(resources, options, watchdogByDefault)).then(
       (lock) => {
         if (lock instanceof JoinedLock) return lock; // the enclosing holder's grant was counted
         const durationMs = performance.now() - started;
@@ -230,6 +260,32 @@ export class Redlock {
   }
 
   /**
+   * The lock `taking` resolves with, unless shutdown begins first: then the caller is rejected at
+   * once with EngineClosedError, and the lock, when it comes, is released.
+   */
+  private untilShutdown(taking: Promise<Lock>): Promise<Lock> {
+    this.attempting++;
+    return new Promise<Lock>((resolve, reject) => {
+      this.acquiring.add(reject);
+      taking.then(
+        (lock) => {
+          this.attemptEnded();
+          if (this.acquiring.delete(reject)) resolve(lock);
+          else void lock.release();
+        },
+        (err: unknown) => {
+          this.attemptEnded();
+          if (this.acquiring.delete(reject)) reject(err);
+        },
+      );
+    });
+  }
+
+  private attemptEnded(): void {
+    if (--this.attempting === 0) this.onIdle?.();
+  }
+
+  /**
    * Not an async function: one acquire already passes through the waiting loop and the attempt,
    * each a promise of its own, and this runs on every lock. Bad input still rejects, not throws.
    */
@@ -245,9 +301,17 @@ export class Redlock {
       return Promise.reject(err);
     }
     if (request instanceof JoinedLock) return Promise.resolve(request);
-    if (request.semaphore || request.opts.mode === 'read') return this.takeOther(request);
+    if (request.semaphore || request.opts.mode === 'read') {
+      // Known as such while this acquire runs and its lock is held (the lock's end: Leases' onEnd).
+      const [name] = request.names;
+      this.semaphores.begin(name!, request.opts.permits, request.opts.mode);
+      return this.takeOther(request).catch((err: unknown) => {
+        this.semaphores.end(name!);
+        throw err;
+      });
+    }
     if (request.opts.wait > 0)
-      return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure);
+      return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure, this.shutdown.signal);
     const value = this.parts.values.next(request.names.length > 1);
     return this.acquirer.attempt(request, value).then((attempt) => {
       if (attempt.outcome === 'granted') return attempt.lock;
@@ -267,7 +331,15 @@ export class Redlock {
       ? (value: string) => this.slots.attempt({ ...request, semaphore }, value)
       : (value: string) => this.acquirer.attempt(request, value);
     if (request.opts.wait > 0)
-      return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure, attempt);
+      return waitForLock(
+        this.parts,
+        this.acquirer,
+        this.wakes,
+        request,
+        this.failure,
+        this.shutdown.signal,
+        attempt,
+      );
     return attempt(this.parts.values.next(false, request.opts.mode === 'read')).then((result) => {
       if (result.outcome === 'granted') return result.lock;
       throw this.failure(result, 1, request);
@@ -280,13 +352,14 @@ export class Redlock {
     options: LockOptions | undefined,
     watchdogByDefault: boolean,
   ): AcquireRequest | JoinedLock {
-    if (this.closed) throw new RedlockError('The Redlock engine is closed (application shutting down).');
     const names = normaliseResources(resources);
     const opts = resolveLockOptions(this.options, options, watchdogByDefault);
     if (opts.permits > 1 || opts.mode === 'read' || this.semaphores.any)
       this.semaphores.check(names, opts.permits, opts.mode);
+    // Work that runs through the drain still joins the locks it holds; nothing new is granted.
     const joined = this.context.join(names, opts.mode);
     if (joined) return joined;
+    if (this.closing) throw new EngineClosedError();
     this.parts.clocks.guardLocksOf(opts.clockGuard);
     if (opts.permits > 1) return slotRequest(this.parts, names, opts);
     const sorted = names.length === 1 ? names : [...names].sort();

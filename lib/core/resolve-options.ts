@@ -91,6 +91,7 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
     connectTimeout: nonNegative('connectTimeout', options.connectTimeout ?? DEFAULTS.connectTimeout),
     failWithoutQuorum: flag('failWithoutQuorum', options.failWithoutQuorum ?? DEFAULTS.failWithoutQuorum),
     maxHold: positiveOrInfinity('maxHold', options.maxHold ?? DEFAULTS.maxHold),
+    drainTimeout: nonNegative('drainTimeout', options.drainTimeout ?? DEFAULTS.drainTimeout),
     preflight: preflightMode(options.preflight ?? DEFAULTS.preflight),
     confirmRelease: flag('confirmRelease', options.confirmRelease ?? DEFAULTS.confirmRelease),
     clockGuard,
@@ -146,11 +147,21 @@ export function resolveLockOptions(
     watchdog: o.watchdog ?? watchdogDefault,
     maxHold: o.maxHold === undefined ? engine.maxHold : positiveOrInfinity('maxHold', o.maxHold),
     holdAtLeast: resolveHoldAtLeast(engine, o.holdAtLeast),
+    holder: o.holder === undefined ? undefined : holderName(o.holder),
     clockGuard: clockGuardFor(engine.clockGuard, ttl),
     signal: o.signal,
     permits: o.permits === undefined ? 1 : resolvePermits(o.permits, o.mode),
     mode: o.mode ?? 'write',
   };
+}
+
+function holderName(holder: unknown): string {
+  if (typeof holder === 'string') return holder;
+  throw new RedlockOptionsError(
+    'holder',
+    `got ${show(holder)}`,
+    'Use a name for log lines, e.g. "Jobs.nightly".',
+  );
 }
 
 function resolvePermits(permits: number, mode: string | undefined): number {

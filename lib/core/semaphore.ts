@@ -255,6 +255,7 @@ export class SlotAcquirer {
           tokens,
           ttl,
           holdAtLeast,
+          holder: request.opts.holder,
           validityMs: validity,
           now,
           permit: slot,

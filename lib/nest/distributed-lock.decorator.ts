@@ -126,7 +126,8 @@ export function DistributedLock(
     const tokenIndex = Reflect.getMetadata(FENCING_TOKEN_PARAM, target, propertyKey) as number | undefined;
     const signalIndex = Reflect.getMetadata(LOCK_SIGNAL_PARAM, target, propertyKey) as number | undefined;
     const returnsObservable = Reflect.getMetadata('design:returntype', target, propertyKey) === Observable;
-    const { onBusy = 'throw', ...lockOptions } = options;
+    const { onBusy = 'throw', ...ownOptions } = options;
+    const lockOptions = { holder: where, ...ownOptions };
     if (onBusy !== 'throw' && onBusy !== 'skip') {
       // A typo must not quietly turn a scheduled job's 'skip' into errors every tick.
       throw new RedlockOptionsError(

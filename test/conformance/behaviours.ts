@@ -49,6 +49,15 @@ function within(x: number | null, lo: number, hi: number, what: string): void {
 }
 
 /**
+ * The least a duration of `ms` set after `since` (the scene's clock, read before the command that
+ * set it) can have left now: less the time that passed since, as the scene's clock tells it (a
+ * busy machine stretches a row's steps; a lease never shrinks faster), and 1 ms of rounding.
+ */
+function leastLeft(ms: number, since: number, now: number): number {
+  return ms - (now - since) - 1;
+}
+
+/**
  * Grants a fresh key with a proposed seed 3/4 of the seed window above the voter's clock, and
  * expects the proposal as the token. A voter whose clock overtook the proposal before the grant
  * (a stalled machine) rightly gives its clock instead (>= the proposal): tried again on a new key,
@@ -91,13 +100,14 @@ export const BEHAVIOURS: Behaviour[] = [
     id: 'grant',
     title:
       'grant: a free key is taken for its lease, with a token; several keys all at once; the lease runs out',
-    async run({ voter, key, keys, engine, advance, slack }) {
+    async run({ voter, key, keys, engine, advance, now }) {
       const e = engine();
       const [a, b, m] = [e.value(), e.value(), e.value(true)];
+      const granting = now();
       const token = await grant(voter, key('g'), a, SHORT);
       const view = await voter.inspect(key('g'));
       expect(view.holder).toBe(a);
-      within(view.ttlMs, SHORT - slack, SHORT, 'lease after the grant');
+      within(view.ttlMs, leastLeft(SHORT, granting, now()), SHORT, 'lease after the grant');
       expect(view.fence).toBe(token);
       const pair = keys('g2', 2);
       expect(tokensOf(await voter.acquire(pair, m, LONG, ''))).toHaveLength(2);
@@ -111,9 +121,10 @@ export const BEHAVIOURS: Behaviour[] = [
     id: 'busy',
     title:
       'busy: a held key answers busy with retryAfter and holder; all or none; not queued without a ticket',
-    async run({ voter, key, keys, engine, advance, serverTimeUs, slack }) {
+    async run({ voter, key, keys, engine, advance, serverTimeUs, now }) {
       const e = engine();
       const [a, b, c] = [e.value(), e.value(true), e.value()];
+      const granting = now();
       await grant(voter, key('b'), a, 1000);
       await advance(200);
       const before = await serverTimeUs();
@@ -121,7 +132,7 @@ export const BEHAVIOURS: Behaviour[] = [
       const after = await serverTimeUs();
       if (vote.kind !== 'busy') throw new Error(`expected busy, got ${JSON.stringify(vote)}`);
       expect(vote.holder).toBe(a);
-      within(vote.retryAfterMs, 800 - slack, 800, 'retryAfter');
+      within(vote.retryAfterMs, leastLeft(1000, granting, now()), 800, 'retryAfter');
       within(vote.clockUs, before, after, "busy vote's clock");
       // All or none: a lock of two keys, one of them held, takes neither.
       const [free, held] = keys('b2', 2);
@@ -137,13 +148,15 @@ export const BEHAVIOURS: Behaviour[] = [
     id: 'extend',
     title:
       'extend: the holder renews its lease (single and batch); a wrong value is refused; a lapsed lease is not renewed',
-    async run({ voter, key, keys, engine, advance, slack }) {
+    async run({ voter, key, keys, engine, advance, now }) {
       const e = engine();
       const [a, b, c, m, x] = [e.value(), e.value(), e.value(), e.value(true), e.value()];
       await grant(voter, key('e1'), a, 1000);
       await advance(400);
+      let extending = now();
       expect(await voter.extend([{ keys: [key('e1')], value: a, ttlMs: 2000 }])).toEqual([true]);
-      within((await voter.inspect(key('e1'))).ttlMs, 2000 - slack, 2000, 'lease after extend');
+      const extended = (await voter.inspect(key('e1'))).ttlMs;
+      within(extended, leastLeft(2000, extending, now()), 2000, 'lease after extend');
       expect(await voter.extend([{ keys: [key('e1')], value: b, ttlMs: LONG }])).toEqual([false]);
       const view = await voter.inspect(key('e1'));
       expect(view.holder).toBe(a);
@@ -153,6 +166,7 @@ export const BEHAVIOURS: Behaviour[] = [
       await grant(voter, key('e3'), c);
       const pair = keys('e4', 2);
       tokensOf(await voter.acquire(pair, m, 1000, ''));
+      extending = now();
       const answers = await voter.extend([
         { keys: [key('e1')], value: a, ttlMs: 3000 },
         { keys: [key('e2')], value: c, ttlMs: 3000 },
@@ -161,7 +175,8 @@ export const BEHAVIOURS: Behaviour[] = [
       ]);
       expect(answers).toEqual([true, false, true, true]);
       const views = await Promise.all([key('e3'), ...pair].map((k) => voter.inspect(k)));
-      for (const v of views) within(v.ttlMs, 3000 - slack, 3000, 'lease after a batch extend');
+      const least = leastLeft(3000, extending, now());
+      for (const v of views) within(v.ttlMs, least, 3000, 'lease after a batch extend');
       const refused = await voter.inspect(key('e2'));
       expect(refused.holder).toBe(b);
       within(refused.ttlMs, 0, LONG, "lease of the refused batch item's key");
@@ -317,7 +332,7 @@ export const BEHAVIOURS: Behaviour[] = [
     id: 'hand-off',
     title:
       'hand-off: a release hands the lock to the first waiter by ticket, for the turn lease, with the next token, published on its channel',
-    async run({ voter, key, engine, serverTimeUs, settings, slack }) {
+    async run({ voter, key, engine, serverTimeUs, settings, now }) {
       const [e1, e2, gone] = [engine(), engine(), engine()];
       await e1.listen(voter);
       await e2.listen(voter);
@@ -334,6 +349,7 @@ export const BEHAVIOURS: Behaviour[] = [
         expect((await voter.acquire([key('h')], value, LONG, ticket)).kind).toBe('busy');
       }
       const before = await serverTimeUs();
+      const releasing = now();
       await voter.letGo([key('h')], a, RELEASE);
       const first = await handedTo(e2, w2);
       // Each hand-over issues the next token (the skipped waiter's turn used one up too).
@@ -342,7 +358,7 @@ export const BEHAVIOURS: Behaviour[] = [
       within(first.clockUs, before, await serverTimeUs(), "hand-over message's clock");
       const view = await voter.inspect(key('h'));
       expect(view).toMatchObject({ holder: w2, fence: first.token });
-      within(view.ttlMs, settings.turnMs - slack, settings.turnMs, 'turn lease');
+      within(view.ttlMs, leastLeft(settings.turnMs, releasing, now()), settings.turnMs, 'turn lease');
       await voter.letGo([key('h')], w2, RELEASE);
       expect(await handedTo(e1, w3)).toMatchObject({ cause: w2, token: first.token + 1 });
       await voter.letGo([key('h')], w3, RELEASE);
@@ -358,8 +374,9 @@ export const BEHAVIOURS: Behaviour[] = [
     id: 'slot-search',
     title:
       "slot search: a semaphore's slot is the first free one in the caller's order (its own first), one fence per slot; busy queues in the shared line; a release gives the first waiter a turn; other permits conflict",
-    async run({ voter, key, engine, slack }) {
+    async run({ voter, key, engine, now }) {
       if (!voter.acquireSlot) throw new Error('this voter cannot serve semaphores');
+      const started = now(); // before the first slot's grant
       const e = engine();
       await e.listen(voter);
       const lock = key('sem');
@@ -384,7 +401,7 @@ export const BEHAVIOURS: Behaviour[] = [
       const busy = await take(slots, d, '100');
       if (busy.kind !== 'busy') throw new Error(`expected busy, got ${JSON.stringify(busy)}`);
       expect([a, b, c]).toContain(busy.holder);
-      within(busy.retryAfterMs, LONG - slack - 50, LONG, 'retryAfter');
+      within(busy.retryAfterMs, leastLeft(LONG, started, now()), LONG, 'retryAfter');
       // A release of any slot gives its turn to the first in line, who takes that slot.
       await voter.letGo([slots[1]!], b, RELEASE);
       await until(() => e.messages.some((m) => m.value === d), 'the turn to reach the waiter');
@@ -596,16 +613,17 @@ export const BEHAVIOURS: Behaviour[] = [
     title:
       "inspect: holder, remaining lease and fence counter, read-only (a free key's counter stays missing)",
     async run(scene) {
-      const { voter, key, engine, advance, serverTimeUs, slack } = scene;
+      const { voter, key, engine, advance, serverTimeUs, now } = scene;
       const e = engine();
       const a = e.value();
       // (A server voter's view also carries its clock, clockUs: what the clock guard reads at connect.)
       expect(await voter.inspect(key('i'))).toMatchObject({ holder: null, ttlMs: null, fence: null });
+      const granting = now();
       const token = await grant(voter, key('i'), a, 1000);
       await advance(300);
       const view = await voter.inspect(key('i'));
       expect(view).toMatchObject({ holder: a, fence: token });
-      within(view.ttlMs, 700 - slack, 700, 'remaining lease');
+      within(view.ttlMs, leastLeft(1000, granting, now()), 700, 'remaining lease');
       await voter.letGo([key('i')], a, RELEASE);
       expect(await voter.inspect(key('i'))).toMatchObject({ holder: null, ttlMs: null, fence: token });
       expect(await grant(voter, key('i'), e.value(), LONG, (await serverTimeUs()) + 50_000)).toBe(token + 1);

@@ -135,6 +135,7 @@ export function standalone(name: string, factory: StandaloneFactory): VoterDrive
       await admin().set(DEFAULT_SETTINGS.guardKey, '0');
     },
     advance: sleep,
+    now: () => performance.now(),
     async serverTimeUs() {
       const [s, us] = (await admin().time()) as [string | number, string | number];
       return Number(s) * 1_000_000 + Number(us);
@@ -232,6 +233,7 @@ export function cluster(
       await settleMarkers();
     },
     advance: sleep,
+    now: () => performance.now(),
     async serverTimeUs() {
       const [s, us] = (await masters()[0]!.time()) as [string | number, string | number];
       return Number(s) * 1_000_000 + Number(us);
@@ -283,6 +285,7 @@ export function memory(
     async advance(ms) {
       clock.advance(ms);
     },
+    now: () => clock.now(),
     async serverTimeUs() {
       return state.clockUs();
     },

@@ -70,6 +70,11 @@ export interface VoterDriver {
   reset(): Promise<void>;
   /** Moves this column's time forward by `ms` (steps the injected clock, or waits). */
   advance(ms: number): Promise<void>;
+  /**
+   * This column's time, ms, on the clock its leases run by (the injected clock, or real monotonic
+   * time): how far a row's durations can have shrunk since it read it.
+   */
+  now(): number;
   /** The server's clock in microseconds (what TIME gives the scripts). */
   serverTimeUs(): Promise<number>;
   /** The server loses all of its data, as in a restart without persistence (FLUSHALL). */
@@ -120,6 +125,8 @@ export interface Scene {
   keys(name: string, count: number): string[];
   engine(): Engine;
   advance(ms: number): Promise<void>;
+  /** The column's time, ms (see VoterDriver.now). */
+  now(): number;
   serverTimeUs(): Promise<number>;
   loseData(): Promise<void>;
   /** Resolves with the number of servers that changed (a Cluster's masters), 1 when not said. */
@@ -201,6 +208,7 @@ export async function runRow(
       keys: (name, count) => Array.from({ length: count }, (_, i) => `${PREFIX}{{${name}}r${i}}`),
       engine: () => new Engine(),
       advance: (ms) => driver.advance(ms),
+      now: () => driver.now(),
       serverTimeUs: () => driver.serverTimeUs(),
       loseData: () => driver.loseData(),
       changeServer: () => {

@@ -19,7 +19,7 @@ import { MessageBody, SubscribeMessage, WebSocketGateway, WsException } from '@n
 import { Test } from '@nestjs/testing';
 import { firstValueFrom } from 'rxjs';
 import { io, type Socket } from 'socket.io-client';
-import { DistributedLock, FencingToken, LockService, RedlockModule } from '../../lib/index.js';
+import { DistributedLock, FencingToken, LockService, Redlock, RedlockModule } from '../../lib/index.js';
 import { RedisNodes } from '../../lib/testing/index.js';
 import { freePort } from '../../lib/testing/free-port.js';
 import { sleep } from '../support/cluster.js';
@@ -224,6 +224,17 @@ describe('lock errors per execution context, real transports (3 real redis-serve
         for (const i of [0, 1]) redis.resume(i);
       }
     });
+
+    // Last in this block: it shuts the app's lock engine down.
+    test('an engine shutting down: the client receives exactly { code: ENGINE_CLOSED, message, retryAfterMs }', async () => {
+      await server.get(Redlock).close();
+      const err = await rpcError(client, 'rpc.locked');
+      expect(err).toEqual({
+        code: 'ENGINE_CLOSED',
+        message: 'This instance is shutting down; retry in 1 s.',
+        retryAfterMs: 1000,
+      });
+    });
   });
 
   describe('WebSocket: socket.io gateway + socket.io-client', () => {
@@ -319,6 +330,18 @@ describe('lock errors per execution context, real transports (3 real redis-serve
         status: 'error',
         message: 'Internal server error',
         cause: { pattern: 'plain-error', data: { a: 2 } },
+      });
+    });
+
+    // Last in this block: it shuts the app's lock engine down.
+    test('an engine shutting down: an `exception` event with exactly { code: ENGINE_CLOSED, message, retryAfterMs }', async () => {
+      await app.get(Redlock).close();
+      const exception = nextException(socket);
+      socket.emit('locked', { n: 4 });
+      expect(await exception).toEqual({
+        code: 'ENGINE_CLOSED',
+        message: 'This instance is shutting down; retry in 1 s.',
+        retryAfterMs: 1000,
       });
     });
   });

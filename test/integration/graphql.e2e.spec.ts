@@ -16,6 +16,7 @@ import { firstValueFrom, throwError } from 'rxjs';
 import request from 'supertest';
 import {
   DistributedLock,
+  EngineClosedError,
   FencingToken,
   LockErrorInterceptor,
   LockNotAcquiredError,
@@ -97,6 +98,13 @@ describe('GraphQL context: the mapping itself', () => {
     )) as GraphQLError;
     expect(abstaining.extensions).toEqual({ code: 'QUORUM_UNAVAILABLE', retryAfterMs: 2500 });
     expect(abstaining.message).toBe('Distributed lock quorum unavailable; retry in 3 s.');
+  });
+
+  test('EngineClosedError (shutdown): code ENGINE_CLOSED, retry in a second', async () => {
+    const closed = (await mapped(new EngineClosedError(), 'graphql')) as GraphQLError;
+    expect(closed).toBeInstanceOf(GraphQLError);
+    expect(closed.extensions).toEqual({ code: 'ENGINE_CLOSED', retryAfterMs: 1000 });
+    expect(closed.message).toBe('This instance is shutting down; retry in 1 s.');
   });
 
   test('anything else, and any unknown context type, is passed through as the same object', async () => {

@@ -97,7 +97,6 @@ export class Jobs {
 
 describe('@DistributedLock typing of onBusy', () => {
   test("onBusy 'skip' on a Promise<number> method does not compile, and the error says what to declare; T | undefined, void and Observables compile", () => {
-    const started = performance.now();
     const cases = [
       ["'skip'", 'Promise<number>', 'return 1;'],
       ["'skip'", 'Promise<number | undefined>', 'return 1;'],
@@ -115,8 +114,6 @@ describe('@DistributedLock typing of onBusy', () => {
     expect(accepted.map((errors, i) => ({ case: cases[i + 1]!.join(' '), errors }))).toEqual(
       cases.slice(1).map((c) => ({ case: c.join(' '), errors: [] })),
     );
-    // One program, about 3 s here: the check stays in the seconds.
-    expect(performance.now() - started).toBeLessThan(30_000);
   });
 
   test('the declarations above still run: the decorator wraps every method', () => {

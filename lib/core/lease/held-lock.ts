@@ -31,6 +31,8 @@ export interface Grant {
   readonly permit?: number;
   /** 'read' for a read-write lock's reader (its value ends with READ_MARK); default 'write'. */
   readonly mode?: 'write' | 'read';
+  /** Who holds it, for log lines (LockOptions.holder). */
+  readonly holder?: string;
   /** performance.now() when the validity was computed. */
   readonly now: number;
 }
@@ -40,6 +42,7 @@ export class HeldLock implements Lock {
   readonly fencingToken: number;
   /** Created on first use of `signal`: most holders never read it, and it costs per grant. */
   private controller: AbortController | undefined;
+  /** Why the signal aborted (or will, when first read): the end's reason, or shutdown's before it. */
   private endReason: unknown;
   private state: 'held' | 'released' | 'lost' = 'held';
   private cancelExpiry: CancelTimeout | undefined;
@@ -68,6 +71,8 @@ export class HeldLock implements Lock {
   /** The semaphore slot held; undefined for a plain lock. */
   readonly permit: number | undefined;
   readonly mode: 'write' | 'read';
+  /** Who holds it, for log lines; undefined when not said. */
+  readonly holder: string | undefined;
 
   constructor(
     private readonly owner: LockOwner,
@@ -83,6 +88,7 @@ export class HeldLock implements Lock {
     this.grantedAt = grant.now;
     this.permit = grant.permit;
     this.mode = grant.mode ?? 'write';
+    this.holder = grant.holder;
     this.fencingToken =
       grant.tokens.length === 1
         ? grant.tokens[0]!
@@ -106,9 +112,19 @@ export class HeldLock implements Lock {
   get signal(): AbortSignal {
     if (!this.controller) {
       this.controller = new AbortController();
-      if (this.state !== 'held') this.controller.abort(this.endReason);
+      if (this.endReason !== undefined) this.controller.abort(this.endReason);
     }
     return this.controller.signal;
+  }
+
+  /**
+   * Tells the holder to stop (shutdown began): the signal aborts with `reason` while the lock
+   * stays held, and extended by its watchdog, until it is released.
+   */
+  askToStop(reason: Error): void {
+    if (this.state !== 'held' || this.endReason !== undefined) return;
+    this.endReason = reason;
+    this.controller?.abort(reason);
   }
 
   /** True until released or lost. */
@@ -181,8 +197,9 @@ export class HeldLock implements Lock {
     return true;
   }
 
+  /** A signal already aborted (asked to stop) keeps that reason. */
   private end(reason: unknown): void {
-    this.endReason = reason;
+    this.endReason ??= reason;
     this.controller?.abort(reason);
   }
 

@@ -1,5 +1,6 @@
 import { LockLostError, RedlockOptionsError } from '../errors.js';
 import type { LockEvent, LockEvents } from '../events.js';
+import type { RedlockLogger } from '../logger.js';
 import type { ResolvedOptions } from '../options.js';
 import { clockGuardFor } from '../resolve-options.js';
 import { RELEASE } from '../scripts/index.js';
@@ -22,11 +23,17 @@ export class Leases implements LockOwner {
   /** How a holder's release lets go (one shared object: release is on every lock's path). */
   private readonly releasing: { readonly confirmed: boolean };
 
+  /** Resolves the drain (see {@link drain}) once no lock is held. */
+  private onEmpty: (() => void) | undefined;
+
   constructor(
     private readonly voters: Voters,
     private readonly options: ResolvedOptions,
     private readonly drift: (ttl: number) => number,
     private readonly events: LockEvents,
+    private readonly logger: RedlockLogger,
+    /** Hears each lock that ends (released or lost), once. */
+    private readonly onEnd: (lock: HeldLock) => void = () => undefined,
   ) {
     this.batchers = voters.list.map((voter) => new ExtendBatcher(voter));
     this.releasing = Object.freeze({ confirmed: options.confirmRelease });
@@ -164,7 +171,7 @@ export class Leases implements LockOwner {
    */
   async release(lock: HeldLock): Promise<void> {
     if (!lock.markReleased()) return;
-    this.held.delete(lock);
+    this.forget(lock);
     if (this.events.observed) this.emit('released', lock);
     const keepMs = lock.grantedAt + lock.holdAtLeast - performance.now();
     if (keepMs >= 1) {
@@ -179,14 +186,42 @@ export class Leases implements LockOwner {
 
   /** LockOwner: forgets a lost lock and frees what is left of it. */
   lost(lock: HeldLock, reason: string): void {
-    this.held.delete(lock);
+    this.forget(lock);
     if (this.events.observed) this.emit('lost', lock, reason);
     void this.voters.letGo(lock.keys, lock.value, RELEASE);
   }
 
-  /** Releases every lock still held (shutdown). */
-  async releaseAll(): Promise<void> {
-    await Promise.all([...this.held].map((lock) => lock.release()));
+  /**
+   * Shutdown: tells every holder to stop (each lock's signal aborts with `reason`) and waits until
+   * they released their locks, at most `timeoutMs`; the locks stay held meanwhile, their watchdogs
+   * extending them. Then releases what is still held, each logged once with its holder: its work
+   * still runs, and another instance may now take the lock. (A lock released before its
+   * holdAtLeast is left to expire then, as always.)
+   */
+  async drain(reason: Error, timeoutMs: number): Promise<void> {
+    for (const lock of this.held) lock.askToStop(reason);
+    if (this.held.size > 0) {
+      const empty = new Promise<void>((resolve) => (this.onEmpty = resolve));
+      await settleWithin(empty, timeoutMs);
+      this.onEmpty = undefined;
+    }
+    await Promise.all(
+      [...this.held].map((lock) => {
+        const holder = lock.holder === undefined ? '' : ` (held by ${lock.holder})`;
+        this.logger.warn(
+          `Shutdown released the lock on ${lock.resources.map((r) => JSON.stringify(r)).join(', ')}${holder} ` +
+            `while its work still ran: drainTimeout ${timeoutMs} ms ran out. Another instance may take it now; ` +
+            'stop the work when its signal aborts, or raise drainTimeout.',
+        );
+        return lock.release();
+      }),
+    );
+  }
+
+  private forget(lock: HeldLock): void {
+    this.held.delete(lock);
+    this.onEnd(lock);
+    if (this.held.size === 0) this.onEmpty?.();
   }
 
   private emit(

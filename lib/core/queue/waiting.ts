@@ -43,6 +43,8 @@ export async function waitForLock(
   wakes: WakeChannel,
   request: AcquireRequest,
   exhausted: WaitExhausted,
+  /** Aborts (with EngineClosedError) when the engine shuts down: the wait ends, its queues left. */
+  shutdown: AbortSignal,
   /**
    * Another kind of attempt (a semaphore's, or a reader's: their waiters are given turns, as for
    * several resources).
@@ -67,6 +69,7 @@ export async function waitForLock(
   try {
     for (;;) {
       opts.signal?.throwIfAborted();
+      shutdown.throwIfAborted();
       attempts++;
       const listening = wakes.listening;
       const attempt = await (attempter
@@ -76,6 +79,7 @@ export async function waitForLock(
         granted = true;
         return attempt.lock;
       }
+      shutdown.throwIfAborted();
       if (single?.renamed) {
         // Hand-overs to the retired value are not ours to count any more.
         single.renamed = false;
@@ -102,8 +106,15 @@ export async function waitForLock(
       }
       collisions = attempt.outcome === 'busy' && attempt.contended ? collisions + 1 : 0;
       const pause = pauseBeforeRetry(attempt, opts, collisions);
-      const wake = await subscription.wait(Math.min(pause, remaining, QUEUE_RECHECK_MS), opts.signal);
-      if (wake === 'aborted') opts.signal?.throwIfAborted();
+      const wake = await subscription.wait(
+        Math.min(pause, remaining, QUEUE_RECHECK_MS),
+        opts.signal,
+        shutdown,
+      );
+      if (wake === 'aborted') {
+        opts.signal?.throwIfAborted();
+        shutdown.throwIfAborted();
+      }
       if (wake === 'handed' && single) {
         const lock = await single.takeHandOffs(subscription.handedOver());
         if (lock) {

@@ -58,24 +58,27 @@ export class WakeSubscription {
     return [...this.handOffs.values()];
   }
 
-  /** Resolves when handed the lock or woken, after `ms`, or when `signal` aborts, whichever is first. */
-  wait(ms: number, signal?: AbortSignal): Promise<WakeReason> {
+  /**
+   * Resolves when handed the lock or woken, after `ms`, or when one of `signals` (the caller's, the
+   * engine's shutdown) aborts, whichever is first.
+   */
+  wait(ms: number, ...signals: Array<AbortSignal | undefined>): Promise<WakeReason> {
     if (this.pending) {
       const reason = this.pending;
       this.pending = undefined;
       return Promise.resolve(reason);
     }
-    if (signal?.aborted) return Promise.resolve('aborted');
+    if (signals.some((signal) => signal?.aborted)) return Promise.resolve('aborted');
     return new Promise((resolve) => {
       const done = (reason: WakeReason) => {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        for (const signal of signals) signal?.removeEventListener('abort', onAbort);
         this.resolveWait = undefined;
         resolve(reason);
       };
       const onAbort = () => done('aborted');
       const timer = setTimeout(() => done('timeout'), ms);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      for (const signal of signals) signal?.addEventListener('abort', onAbort, { once: true });
       this.resolveWait = done;
     });
   }

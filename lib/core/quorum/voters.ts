@@ -11,7 +11,6 @@ import type { VoterClocks } from './voter-clocks.js';
 
 /** Every answer, or failure, of a voter letting go counts as done (see Voters.letGo). */
 const countsAsDone = (): 'yes' => 'yes';
-const ignore = (): undefined => undefined;
 
 /** Reachability of one voter, as reported by `Redlock.connect`, `status` and `probe`. */
 export interface NodeStatus {
@@ -36,6 +35,9 @@ export class Voters {
   private readonly abstentions: Abstentions;
   /** The clock guard: the voters' clocks, the voters it excludes, the marking for every client. */
   private readonly clockGuard: ClockGuard;
+  /** Answered let-gos in flight (see {@link lettingGoSettled}). */
+  private lettingGo = 0;
+  private onLetGoSettled: (() => void) | undefined;
 
   constructor(
     readonly list: readonly Voter[],
@@ -116,12 +118,40 @@ export class Voters {
     }
     if (!replying) return this.writes.handedOver();
     const needed = Math.min(this.quorum, voters.length) - (voters.length - replying.length);
-    const send = (voter: Voter) => voter.letGo(keys, value, how).catch(ignore);
     if (needed <= 0) {
-      for (const voter of replying) void send(voter);
+      for (const voter of replying) void this.sendLetGo(voter, keys, value, how);
       return this.writes.handedOver();
     }
-    return quorumRound(replying, needed, this.nodeTimeout, send, countsAsDone);
+    return quorumRound(
+      replying,
+      needed,
+      this.nodeTimeout,
+      (voter) => this.sendLetGo(voter, keys, value, how),
+      countsAsDone,
+    );
+  }
+
+  /** One voter's answered let-go, counted until it settles (close() waits for those in flight). */
+  private sendLetGo(voter: Voter, keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
+    this.lettingGo++;
+    return voter.letGo(keys, value, how).then(this.letGoSettled, this.letGoSettled);
+  }
+
+  private readonly letGoSettled = (): undefined => {
+    if (--this.lettingGo === 0) this.onLetGoSettled?.();
+    return undefined;
+  };
+
+  /**
+   * Resolves once the let-gos sent so far have left this process (one-way ones handed to their
+   * sockets) and the answered ones settled, at most `timeoutMs` (a node that does not answer):
+   * shutdown waits for it before the connections close.
+   */
+  async lettingGoSettled(timeoutMs: number): Promise<void> {
+    await this.writes.handedOver();
+    if (this.lettingGo === 0) return;
+    await settleWithin(new Promise<void>((resolve) => (this.onLetGoSettled = resolve)), timeoutMs);
+    this.onLetGoSettled = undefined;
   }
 
   /**
@@ -268,8 +298,9 @@ export class Voters {
     );
   }
 
-  /** Closes every voter, each bounded by nodeTimeout. */
+  /** Closes every voter, each bounded by nodeTimeout, once the let-gos in flight have left. */
   async close(): Promise<void> {
+    await this.lettingGoSettled(this.nodeTimeout);
     this.abstentions.close();
     await Promise.all(this.list.map((v) => v.close(this.nodeTimeout)));
   }

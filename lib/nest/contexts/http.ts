@@ -10,11 +10,12 @@ interface HeaderSink {
 }
 
 /**
- * A busy lock becomes 409 Conflict, a lost quorum 503 Service Unavailable, both with a
- * `Retry-After` header in whole seconds (at least 1) that agrees with the body's `retryAfterMs`
- * and message (see `retry-after.ts` for how the hint is chosen). The body is the payload of the
- * other contexts, `code` included, under Nest's usual `statusCode` and `error`: the code tells a
- * client a busy lock from the app's own 409 (and a lost quorum from other 503s).
+ * A busy lock becomes 409 Conflict, a lost quorum or an engine shutting down 503 Service
+ * Unavailable, each with a `Retry-After` header in whole seconds (at least 1) that agrees with the
+ * body's `retryAfterMs` and message (see `retry-after.ts` for how the hint is chosen). The body is
+ * the payload of the other contexts, `code` included, under Nest's usual `statusCode` and `error`:
+ * the code tells a client a busy lock from the app's own 409 (and a lost quorum or a shutdown from
+ * other 503s).
  */
 export function toHttpException(
   err: MappedLockError,

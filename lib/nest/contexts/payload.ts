@@ -1,8 +1,8 @@
-import { LockNotAcquiredError, QuorumUnavailableError } from '../../core/index.js';
+import { EngineClosedError, LockNotAcquiredError, QuorumUnavailableError } from '../../core/index.js';
 import { retryAfterMs as computeRetryAfterMs, retryAfterSeconds } from './retry-after.js';
 
 /** The `code` of a lock error, as HTTP, RPC, WebSocket and GraphQL clients receive it. */
-export type LockErrorCode = 'LOCK_NOT_ACQUIRED' | 'QUORUM_UNAVAILABLE';
+export type LockErrorCode = 'LOCK_NOT_ACQUIRED' | 'QUORUM_UNAVAILABLE' | 'ENGINE_CLOSED';
 
 /**
  * What a client receives when a `@DistributedLock` method could not take its lock: the error of an
@@ -32,11 +32,15 @@ export interface LockErrorPayloadOptions {
 }
 
 /** The errors the interceptor maps; everything else a method throws passes through untouched. */
-export type MappedLockError = LockNotAcquiredError | QuorumUnavailableError;
+export type MappedLockError = LockNotAcquiredError | QuorumUnavailableError | EngineClosedError;
 
-/** True for the two errors the interceptor maps (the same check for every context). */
+/** True for the errors the interceptor maps (the same check for every context). */
 export function isMappedLockError(err: unknown): err is MappedLockError {
-  return err instanceof LockNotAcquiredError || err instanceof QuorumUnavailableError;
+  return (
+    err instanceof LockNotAcquiredError ||
+    err instanceof QuorumUnavailableError ||
+    err instanceof EngineClosedError
+  );
 }
 
 /**
@@ -50,6 +54,7 @@ export const QUORUM_UNAVAILABLE_MESSAGE = 'Distributed lock quorum unavailable; 
 export function clientMessage(err: MappedLockError, retryAfterMs: number | undefined): string {
   const seconds = retryAfterSeconds(retryAfterMs);
   if (err instanceof LockNotAcquiredError) return `The resource is busy; retry in ${seconds} s.`;
+  if (err instanceof EngineClosedError) return `This instance is shutting down; retry in ${seconds} s.`;
   return retryAfterMs === undefined
     ? QUORUM_UNAVAILABLE_MESSAGE
     : `Distributed lock quorum unavailable; retry in ${seconds} s.`;
@@ -70,6 +75,8 @@ export function lockErrorPayload(
     code: err.code,
     message,
     ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
-    ...(options.exposeDetails ? { detail: err.message, resources: [...err.resources] } : {}),
+    ...(options.exposeDetails
+      ? { detail: err.message, resources: 'resources' in err ? [...err.resources] : [] }
+      : {}),
   };
 }

@@ -1,4 +1,4 @@
-import { LockNotAcquiredError } from '../../core/index.js';
+import { EngineClosedError, LockNotAcquiredError } from '../../core/index.js';
 import { typicalHoldOf } from '../typical-hold.js';
 import type { MappedLockError } from './payload.js';
 
@@ -7,6 +7,12 @@ import type { MappedLockError } from './payload.js';
  * known (the interceptor passes the module's own value).
  */
 const DEFAULT_RETRY_DELAY_MS = 200;
+
+/**
+ * The hint for a call turned away because its instance shuts down: another instance (or this one
+ * restarted) serves it, typically within a second.
+ */
+const ENGINE_CLOSED_RETRY_MS = 1000;
 
 /**
  * When a client should try again, in ms: the ONE place where every context's retry hint (HTTP's
@@ -21,6 +27,8 @@ const DEFAULT_RETRY_DELAY_MS = 200;
  * late costs the user the whole difference. The remaining lease stays the upper bound: the lock
  * is free by then unless its holder extends it.
  *
+ * An instance that shuts down: a second (another instance serves the retry).
+ *
  * A lost quorum: the time until a quorum votes again when the engine knows it (voters abstaining
  * under the restart guard), else undefined (nodes are down: nobody can tell when they return).
  */
@@ -28,6 +36,7 @@ export function retryAfterMs(
   err: MappedLockError,
   retryDelayMs = DEFAULT_RETRY_DELAY_MS,
 ): number | undefined {
+  if (err instanceof EngineClosedError) return ENGINE_CLOSED_RETRY_MS;
   if (!(err instanceof LockNotAcquiredError)) return err.retryAfterMs;
   const typical = Math.max(retryDelayMs, Math.ceil(typicalHoldOf(err) ?? 0));
   return Math.max(1, Math.min(err.retryAfterMs, typical));

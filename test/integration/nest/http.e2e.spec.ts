@@ -21,6 +21,7 @@ import {
   LockNotAcquiredError,
   LockService,
   QuorumUnavailableError,
+  Redlock,
   RedlockModule,
 } from '../../../lib/index.js';
 import { RedisNodes } from '../../../lib/testing/index.js';
@@ -299,6 +300,20 @@ describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
     expect(res.body.retryAfterMs).toBe(7200);
     // The sentence agrees with Retry-After (never "retry shortly" beside a long wait).
     expect(res.body.message).toBe('Distributed lock quorum unavailable; retry in 8 s.');
+  });
+
+  // Last in this block: it shuts the app's lock engine down.
+  test('an engine shutting down (EngineClosedError): 503 with Retry-After 1', async () => {
+    await app.get(Redlock).close();
+    const res = await request(app.getHttpServer()).get('/counter/below').expect(503);
+    expect(res.headers['retry-after']).toBe('1');
+    expect(res.body).toEqual({
+      statusCode: 503,
+      error: 'Service Unavailable',
+      code: 'ENGINE_CLOSED',
+      message: 'This instance is shutting down; retry in 1 s.',
+      retryAfterMs: 1000,
+    });
   });
 });
 
