@@ -11,7 +11,7 @@ interface DrizzleSql {
 }
 interface DrizzleDb {
   execute(query: unknown): PromiseLike<unknown>;
-  transaction<T>(fn: (tx: DrizzleDb) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (tx: DrizzleDb) => Promise<T>, config?: { isolationLevel?: string }): Promise<T>;
 }
 
 /** Drizzle marks each class with its kind under this symbol; `is()` walks the same chain. */
@@ -55,7 +55,9 @@ export function drizzleRunner(handle: object, dialect: SqlDialect, inTransaction
     },
     transaction(fn) {
       if (inTransaction) return fn(runner);
-      return db.transaction((tx) => fn(drizzleRunner(tx, dialect, true)));
+      return db.transaction((tx) => fn(drizzleRunner(tx, dialect, true)), {
+        isolationLevel: 'read committed',
+      });
     },
   };
   return runner;

@@ -4,7 +4,7 @@ import { mysqlRows, pgRows, type SqlRow, type SqlRunner } from './runner.js';
 
 interface KnexLike {
   raw(sql: string, bindings: unknown[]): PromiseLike<unknown>;
-  transaction<T>(fn: (trx: KnexLike) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (trx: KnexLike) => Promise<T>, config?: { isolationLevel?: string }): Promise<T>;
   readonly isTransaction?: boolean;
   readonly client?: { readonly dialect?: unknown; readonly driverName?: unknown };
 }
@@ -34,7 +34,7 @@ export function knexRunner(handle: object, dialect: SqlDialect): SqlRunner {
     },
     transaction(fn) {
       if (knex.isTransaction === true) return fn(runner);
-      return knex.transaction((trx) => fn(knexRunner(trx, dialect)));
+      return knex.transaction((trx) => fn(knexRunner(trx, dialect)), { isolationLevel: 'read committed' });
     },
   };
   return runner;

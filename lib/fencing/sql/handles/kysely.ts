@@ -5,7 +5,11 @@ import type { SqlRow, SqlRunner } from './runner.js';
 
 interface KyselyLike {
   executeQuery(query: unknown): Promise<{ rows: unknown[] }>;
-  transaction(): { execute<T>(fn: (trx: KyselyLike) => Promise<T>): Promise<T> };
+  transaction(): {
+    setIsolationLevel(level: 'read committed'): {
+      execute<T>(fn: (trx: KyselyLike) => Promise<T>): Promise<T>;
+    };
+  };
   readonly isTransaction?: boolean;
 }
 /** The part of kysely the runner uses: a compiled query from text and parameters, and `sql` to learn the placeholders. */
@@ -43,7 +47,10 @@ function runnerFor(db: KyselyLike, dialect: SqlDialect, kysely: KyselyModule): S
     },
     transaction(fn) {
       if (db.isTransaction === true) return fn(runner);
-      return db.transaction().execute((trx) => fn(runnerFor(trx, dialect, kysely)));
+      return db
+        .transaction()
+        .setIsolationLevel('read committed')
+        .execute((trx) => fn(runnerFor(trx, dialect, kysely)));
     },
   };
   return runner;

@@ -88,6 +88,7 @@ async function ownTransaction<T>(
     run: (statement) => execute(connection, statement),
     transaction: (nested) => nested(inner),
   };
+  await connection.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED'); // the next transaction only
   await connection.beginTransaction();
   try {
     const result = await fn(inner);

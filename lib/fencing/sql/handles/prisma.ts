@@ -8,7 +8,7 @@ interface PrismaLike {
   $executeRawUnsafe(query: string, ...values: unknown[]): PromiseLike<unknown>;
   /** The root client only: an interactive transaction's client has no `$connect`. */
   $connect?: unknown;
-  $transaction?: <T>(fn: (tx: PrismaLike) => Promise<T>) => Promise<T>;
+  $transaction?: <T>(fn: (tx: PrismaLike) => Promise<T>, options?: { isolationLevel?: string }) => Promise<T>;
   /** The datasource's provider as the generated client records it (`postgresql`, `mysql`, ...). */
   readonly _activeProvider?: unknown;
 }
@@ -53,7 +53,7 @@ function runnerFor(client: PrismaLike, dialect: SqlDialect): SqlRunner {
     run: (statement) => run(client, dialect, statement),
     transaction(fn) {
       if (client.$connect === undefined || typeof client.$transaction !== 'function') return fn(runner);
-      return client.$transaction((tx) => fn(runnerFor(tx, dialect)));
+      return client.$transaction((tx) => fn(runnerFor(tx, dialect)), { isolationLevel: 'ReadCommitted' });
     },
   };
   return runner;

@@ -17,6 +17,9 @@ export interface SqlRunner {
   /**
    * Runs `fn` in one transaction: the handle's own when it is a transaction (then the app commits
    * or rolls back), else one opened here, committed when `fn` resolves and rolled back when it throws.
+   * One opened here is READ COMMITTED: InnoDB then takes no gap lock for a row that is missing, so
+   * two holders creating the same new row wait for each other instead of deadlocking (under
+   * REPEATABLE READ both lock the gap, and each one's INSERT waits for the other's).
    */
   transaction<T>(fn: (runner: SqlRunner) => Promise<T>): Promise<T>;
 }

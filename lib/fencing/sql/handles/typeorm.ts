@@ -10,11 +10,11 @@ interface Options {
   readonly options?: { readonly type?: unknown };
 }
 interface DataSource extends Queries, Options {
-  transaction<T>(run: (manager: EntityManager) => Promise<T>): Promise<T>;
+  transaction<T>(isolation: 'READ COMMITTED', run: (manager: EntityManager) => Promise<T>): Promise<T>;
   createQueryRunner(): unknown;
 }
 interface EntityManager extends Queries {
-  transaction<T>(run: (manager: EntityManager) => Promise<T>): Promise<T>;
+  transaction<T>(isolation: 'READ COMMITTED', run: (manager: EntityManager) => Promise<T>): Promise<T>;
   getRepository(target: unknown): unknown;
   readonly queryRunner?: { readonly isTransactionActive?: boolean };
   /** 1.x */
@@ -24,7 +24,7 @@ interface EntityManager extends Queries {
 }
 interface QueryRunner extends Queries {
   readonly isTransactionActive: boolean;
-  startTransaction(): Promise<void>;
+  startTransaction(isolation?: 'READ COMMITTED'): Promise<void>;
   commitTransaction(): Promise<void>;
   rollbackTransaction(): Promise<void>;
   readonly dataSource?: Options;
@@ -83,7 +83,7 @@ function runnerFor(handle: Queries, kind: Kind, dialect: SqlDialect): SqlRunner 
       if (kind === 'query-runner') {
         const qr = handle as QueryRunner;
         if (qr.isTransactionActive) return fn(runner);
-        await qr.startTransaction();
+        await qr.startTransaction('READ COMMITTED');
         try {
           const result = await fn(runner);
           await qr.commitTransaction();
@@ -95,7 +95,7 @@ function runnerFor(handle: Queries, kind: Kind, dialect: SqlDialect): SqlRunner 
       }
       if (kind === 'entity-manager' && (handle as EntityManager).queryRunner?.isTransactionActive)
         return fn(runner);
-      return (handle as EntityManager | DataSource).transaction((manager) =>
+      return (handle as EntityManager | DataSource).transaction('READ COMMITTED', (manager) =>
         fn(runnerFor(manager, 'entity-manager', dialect)),
       );
     },
