@@ -75,22 +75,14 @@ export function bind(statement: Statement, values: readonly unknown[]): BoundSta
 
 /**
  * `$1`, `$2`... as PostgreSQL drivers take them: one parameter per distinct argument, numbered in
- * order of first use (an argument used twice is one parameter).
+ * the order of the arguments (key, token, values), so that an argument used twice is one parameter.
  */
 export function numbered(s: BoundStatement): { text: string; values: unknown[] } {
-  const numbers = new Map<number, number>();
-  const values: unknown[] = [];
+  const used = [...new Set(s.args)].sort((a, b) => a - b);
+  const numbers = new Map(used.map((arg, i) => [arg, i + 1]));
   let text = s.pieces[0]!;
-  s.args.forEach((arg, i) => {
-    let n = numbers.get(arg);
-    if (n === undefined) {
-      values.push(s.values[arg]);
-      n = values.length;
-      numbers.set(arg, n);
-    }
-    text += `$${n}${s.pieces[i + 1]!}`;
-  });
-  return { text, values };
+  s.args.forEach((arg, i) => (text += `$${numbers.get(arg)!}${s.pieces[i + 1]!}`));
+  return { text, values: used.map((arg) => s.values[arg]) };
 }
 
 /** `?` placeholders, one value per placeholder in order (MariaDB drivers). */
