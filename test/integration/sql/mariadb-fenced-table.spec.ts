@@ -86,7 +86,10 @@ describe('FencedTable on a real MariaDB (dialect mysql)', () => {
           (results[i] as PromiseFulfilledResult<{ accepted: boolean }>).value.accepted,
       );
       for (const r of results)
-        if (r.status === 'rejected') (expect(String(r.reason)).toMatch(/Deadlock/), deadlocks++);
+        if (r.status === 'rejected') {
+          expect(String(r.reason)).toMatch(/Deadlock/);
+          deadlocks++;
+        }
       const highest = Math.max(...accepted);
       expect(await stored(name, key)).toMatchObject({ fence_token: highest, balance: highest });
       results.forEach((r, i) => {
