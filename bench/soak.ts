@@ -8,7 +8,9 @@
  * SIGKILLed and started again empty (no persistence). The restart guard is ON and short
  * (`restartGuard: 3000`): a restarted node abstains for 3 s, so the identity guard's path runs on
  * every restart, and the overlap check below stays meaningful (with the guard off, a restarted
- * node that granted one of exactly 3 votes could let a second holder in).
+ * node that granted one of exactly 3 votes could let a second holder in). Beside them, one more
+ * engine is closed under load and built again every 15 s (`Churn`): once its close() resolved, no
+ * lock key or queue entry of it may be left on the nodes.
  *
  * Measured twice, after a warm-up of 10 % of the run and at the end, at a quiescent point (every
  * loop paused between operations, no node restarting, every node voting again): heap used after
@@ -36,6 +38,7 @@ import { NestFactory } from '@nestjs/core';
 import type { Redis } from 'ioredis';
 import {
   DistributedLock,
+  EngineClosedError,
   FencingToken,
   LockLostError,
   LockNotAcquiredError,
@@ -74,6 +77,9 @@ const WATCHDOG_LOOPS = 2;
 const HTTP_LOOPS = 3;
 const HTTP_KEYS = 2;
 const INSPECT_LOOPS = 1;
+/** The churned engine (see {@link Churn}): closed and built again under load every CHURN_EVERY_S. */
+const CHURN_LOOPS = 3;
+const CHURN_EVERY_S = 15;
 
 /**
  * Pass criteria. Listener and subscription counts are structural (one set per connection, one
@@ -199,6 +205,10 @@ const counts = {
   inspects: 0,
   restarts: 0,
   events: 0,
+  churnHolds: 0,
+  churnCycles: 0,
+  /** Acquires refused (or ended) by their engine's shutdown: expected for the churned engine. */
+  closedRefusals: 0,
 };
 
 /** The first message of each expected error type, printed at the end so that a reader sees why. */
@@ -212,6 +222,7 @@ function classify(err: unknown, where: string): void {
   if (err instanceof LockNotAcquiredError) counts.busy++;
   else if (err instanceof QuorumUnavailableError) counts.unavailable++;
   else if (err instanceof LockLostError) counts.lost++;
+  else if (err instanceof EngineClosedError && where.startsWith('churn')) counts.closedRefusals++;
   else fail(`${where}: unexpected ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`);
 }
 
@@ -574,6 +585,84 @@ function startWorkload(engine: Redlock, port: number): Promise<void>[] {
   return loops;
 }
 
+/**
+ * An engine that is closed under load and built again, every CHURN_EVERY_S (issue 36): its loops
+ * hold, wait for and contend on keys of their own (a key prefix per generation), and once close()
+ * resolved no lock key and no queue entry of that generation may be left on any node that answers.
+ * It is closed at each snapshot too (the snapshots then compare the same engines) and built again
+ * after.
+ */
+class Churn {
+  private generation = 0;
+  engine: Redlock | undefined;
+  /** Lock keys and queue entries found on the nodes after a close() resolved (each must be 0). */
+  leftHeld = 0;
+  leftQueued = 0;
+
+  constructor(private readonly nodes: RedisNodes) {}
+
+  async open(): Promise<void> {
+    const engine = new Redlock({
+      nodes: this.nodes.urls,
+      keyPrefix: `churn${++this.generation}:`,
+      ttl: TTL_MS,
+      nodeTimeout: NODE_TIMEOUT_MS,
+      restartGuard: RESTART_GUARD_MS,
+      drainTimeout: 1000,
+      logger: quietLogger,
+    });
+    await engine.connect();
+    this.engine = engine;
+  }
+
+  async close(): Promise<void> {
+    const engine = this.engine;
+    if (!engine) return;
+    this.engine = undefined;
+    const prefix = engine.options.keyPrefix;
+    await engine.close();
+    counts.churnCycles++;
+    for (let i = 0; i < NODE_COUNT; i++) {
+      const client = this.nodes.client(i);
+      const keys = (await client.keys(`${prefix}{*`).catch(() => [])) as string[];
+      this.leftHeld += keys.filter((key) => key.endsWith('}')).length;
+      for (const queue of keys.filter((key) => key.endsWith(':queue'))) {
+        this.leftQueued += Number(await client.zcard(queue).catch(() => 0));
+      }
+    }
+  }
+
+  /** Closes the current generation and builds the next. */
+  async cycle(): Promise<void> {
+    await this.close();
+    await this.open();
+  }
+}
+
+function startChurn(churn: Churn): Promise<void>[] {
+  const loops: Promise<void>[] = [];
+  for (let i = 0; i < CHURN_LOOPS; i++) {
+    loops.push(
+      loop('churn', async () => {
+        const engine = churn.engine;
+        if (!engine) return sleep(50);
+        // Two loops contend on one key (waiters are queued when close() comes), one works alone.
+        const resource = i < 2 ? 'hot' : `own:${Math.floor(Math.random() * 100)}`;
+        await engine.using(resource, () => sleep(1 + Math.random() * 20), { wait: 3000 });
+        counts.churnHolds++;
+      }),
+    );
+  }
+  let ticks = 0;
+  loops.push(
+    loop('churn-cycle', async () => {
+      await sleep(1000);
+      if (++ticks % CHURN_EVERY_S === 0) await churn.cycle();
+    }),
+  );
+  return loops;
+}
+
 /** Kills one node at a time and starts it again (empty), every RESTART_EVERY_MS, until stopped. */
 function startRestarts(
   nodes: RedisNodes,
@@ -745,7 +834,9 @@ async function main(): Promise<number> {
     await untilGranted(engine, 20_000);
     await untilGranted(engines[1]!, 20_000);
 
-    const loops = startWorkload(engine, port);
+    const churn = new Churn(nodes);
+    await churn.open();
+    const loops = [...startWorkload(engine, port), ...startChurn(churn)];
     // Control (SOAK_INJECT=listeners): a listener leaked per restart, as a reconnect bug would.
     const injectListener = () =>
       (engine!.voters[0] as unknown as VoterConnections).client?.on('ready', () => {});
@@ -760,6 +851,7 @@ async function main(): Promise<number> {
     const quiesce = async () => {
       await restarts!.stop();
       await gate.pause(15_000);
+      await churn.close(); // the snapshots compare the same engines: the churned one is out of both
       await settle(engines, nodes, 10_000);
       await sleep(500); // HTTP sockets closing, released locks' hand-offs done
     };
@@ -772,6 +864,7 @@ async function main(): Promise<number> {
         `resources ${JSON.stringify(start.resources)}, listeners ${start.listenerDetail}`,
     );
     const holdsAtStart = safety.holds;
+    await churn.open();
     gate.release();
     restarts = startRestarts(nodes, RESTART_EVERY_MS / 2, injectListener);
 
@@ -797,6 +890,29 @@ async function main(): Promise<number> {
     events.unsubscribe();
 
     const rows = compare(start, end);
+    rows.push(
+      {
+        metric: 'churned engines closed under load',
+        start: '-',
+        end: String(counts.churnCycles),
+        limit: '>= 2',
+        ok: counts.churnCycles >= 2,
+      },
+      {
+        metric: '  lock keys left held after their close()',
+        start: '-',
+        end: String(churn.leftHeld),
+        limit: '0',
+        ok: churn.leftHeld === 0,
+      },
+      {
+        metric: '  queue entries left after their close()',
+        start: '-',
+        end: String(churn.leftQueued),
+        limit: '0',
+        ok: churn.leftQueued === 0,
+      },
+    );
     console.log(
       `\nSoak: ${SOAK_SECONDS} s of load (${warmupMs / 1000} s warm-up), ${NODE_COUNT} nodes, ` +
         `restartGuard ${RESTART_GUARD_MS} ms, one node killed + restarted every ${RESTART_EVERY_MS / 1000} s`,

@@ -4,6 +4,6 @@ import { NestFactory } from '@nestjs/core';
 import { AppModule } from './app.module.js';
 
 const app = await NestFactory.create(AppModule);
-// On SIGTERM / SIGINT: Nest closes the app, which releases held locks and closes the connections.
+// On SIGTERM / SIGINT: Nest closes the app; running locked work drains, then locks are released.
 app.enableShutdownHooks();
 await app.listen(Number(process.env.PORT ?? 3000));

@@ -82,7 +82,7 @@ export class Redlock {
     });
     this.acquirer = new Acquirer(this.parts, this.leases);
     this.slots = new SlotAcquirer(this.parts, this.acquirer, this.leases);
-    this.wakes = new WakeChannel(voters, this.parts.values.channel, resolved.nodeTimeout, turnMs);
+    this.wakes = new WakeChannel(voters, this.parts.values.channel, resolved.nodeTimeout, turnMs, logger);
   }
 
   /** The voters, in the order of `nodes` (health, instrumentation, tests). */
@@ -120,14 +120,21 @@ export class Redlock {
     resolveLockOptions(this.options, options, false);
   }
 
-  /** Each node's reachability from its connection's state (no I/O). */
+  /** Each node's reachability from its connection's state (no I/O), and its wake-up subscription. */
   status(): NodeStatus[] {
-    return this.parts.voters.status();
+    return this.withSubscriptions(this.parts.voters.status());
   }
 
   /** Asks each node (PING, bounded by nodeTimeout): a hung node shows as unreachable; others report latency. */
-  probe(): Promise<NodeStatus[]> {
-    return this.parts.voters.probe();
+  async probe(): Promise<NodeStatus[]> {
+    return this.withSubscriptions(await this.parts.voters.probe());
+  }
+
+  private withSubscriptions(statuses: NodeStatus[]): NodeStatus[] {
+    return statuses.map((status, i) => {
+      const subscriptionError = this.wakes.subscriptionError(i);
+      return subscriptionError === undefined ? status : { ...status, subscriptionError };
+    });
   }
 
   /**

@@ -1,5 +1,6 @@
+import type { RedlockLogger } from '../logger.js';
 import { decodeWakeMessage } from '../scripts/index.js';
-import { settleWithin } from '../timeouts.js';
+import { settleWithin, startTimeout, type CancelTimeout } from '../timeouts.js';
 import type { Voters } from '../quorum/voters.js';
 import type { HandOff } from './hand-off.js';
 import { WakeSubscription } from './wake-subscription.js';
@@ -9,6 +10,20 @@ const MAX_UNCLAIMED = 1000;
 
 /** A message for a waiter: a hand-over, or the cause of a turn. */
 type Delivery = HandOff | string;
+
+/** The first retry of a failed subscription comes after this, ms; each next one after twice as long. */
+const RESUBSCRIBE_FIRST_MS = 1000;
+/** The longest wait between retries of a failed subscription, ms. */
+const RESUBSCRIBE_MAX_MS = 30_000;
+
+/** One voter's subscription to the engine's channel. */
+interface VoterSubscription {
+  /** Why the last attempt failed; undefined while subscribed (or not tried yet). */
+  error: string | undefined;
+  /** Failed attempts in a row (the back-off). */
+  failures: number;
+  retry: CancelTimeout | undefined;
+}
 
 /**
  * Tells this engine's waiters when a lock is handed to them, instead of polling. When a lock is
@@ -32,6 +47,8 @@ export class WakeChannel {
    */
   private readonly retired = new Map<string, number>();
   private subscribed: Promise<unknown> | undefined;
+  /** Per voter, its subscription (created on first need). */
+  private readonly subscriptions: VoterSubscription[];
   /**
    * True once the voters acknowledged the subscription (or did not within the timeout). A wake-up
    * published before that is lost, so an attempt started earlier must be followed by another.
@@ -47,7 +64,18 @@ export class WakeChannel {
     private readonly timeoutMs: number,
     /** How long a voter hands a lock over for (the turn). */
     private readonly handOffLeaseMs: number,
-  ) {}
+    private readonly logger: RedlockLogger,
+  ) {
+    this.subscriptions = voters.list.map(() => ({ error: undefined, failures: 0, retry: undefined }));
+  }
+
+  /**
+   * Why this engine hears no wake-ups from voter `index` (its subscription failed; retried with
+   * back-off, its waiters poll it meanwhile); undefined when it does, or has not needed to yet.
+   */
+  subscriptionError(index: number): string | undefined {
+    return this.subscriptions[index]!.error;
+  }
 
   /**
    * Registers the waiter with lock value `value` (a wake-up that arrived for it since it was
@@ -68,9 +96,7 @@ export class WakeChannel {
       for (const m of messages) pass(subscription, m);
     }
     if (!this.subscribed && !this.closed) {
-      const acks = this.voters.list.map((voter, index) =>
-        voter.subscribe(this.channel, (message) => this.deliver(message, index)).catch(() => undefined),
-      );
+      const acks = this.voters.list.map((_, index) => this.subscribe(index));
       this.subscribed = settleWithin(Promise.all(acks), this.timeoutMs).then(() => {
         this.listening = true;
       });
@@ -83,9 +109,48 @@ export class WakeChannel {
     await this.subscribed;
   }
 
-  /** Stops delivering (the voters close the subscriptions with their connections). */
+  /** Stops delivering and retrying (the voters close the subscriptions with their connections). */
   close(): void {
     this.closed = true;
+    for (const subscription of this.subscriptions) subscription.retry?.();
+  }
+
+  /**
+   * Subscribes the channel on voter `index`; a failure (a refused SUBSCRIBE, no subscriber
+   * connection) is logged once per episode and tried again with back-off, and the voter's
+   * waiters meanwhile ask it again at least every QUEUE_RECHECK_MS, keeping their tickets.
+   * Never rejects.
+   */
+  private subscribe(index: number): Promise<void> {
+    const voter = this.voters.list[index]!;
+    const state = this.subscriptions[index]!;
+    state.retry = undefined;
+    return voter
+      .subscribe(this.channel, (message) => this.deliver(message, index))
+      .then(
+        () => {
+          if (state.error !== undefined) {
+            this.logger.log(
+              `Redis node ${voter.label}: wake-ups subscribed again; waiters are woken, not polling`,
+            );
+          }
+          state.error = undefined;
+          state.failures = 0;
+        },
+        (err: unknown) => {
+          if (this.closed) return;
+          const reason = voter.failureReason(err);
+          if (state.error === undefined) {
+            this.logger.warn(
+              `Redis node ${voter.label}: this engine cannot subscribe to its wake-ups (${reason}); its waiters ` +
+                'ask that node again every second meanwhile, keeping their place in line. Retrying with back-off.',
+            );
+          }
+          state.error = reason;
+          const delay = Math.min(RESUBSCRIBE_FIRST_MS * 2 ** state.failures++, RESUBSCRIBE_MAX_MS);
+          state.retry = startTimeout(delay, () => void this.subscribe(index));
+        },
+      );
   }
 
   private deliver(message: string, node: number): void {

@@ -21,6 +21,11 @@ export interface NodeStatus {
   readonly abstainingUntil?: number;
   /** Round-trip time of a PING, from `probe`. */
   readonly latencyMs?: number;
+  /**
+   * Why this engine hears no wake-ups from the node: its subscription failed (retried with
+   * back-off; waiters ask the node again every second meanwhile). Absent while it works.
+   */
+  readonly subscriptionError?: string;
 }
 
 /**

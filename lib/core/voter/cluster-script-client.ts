@@ -55,6 +55,10 @@ export abstract class ClusterScriptClient implements ScriptClient {
   /** Preflight's refusal (`preflight: 'error'`): the cluster does not vote while it stands. */
   private refusal: string | undefined;
   private reviewing: Promise<void> | undefined;
+  /** Set when the adapter closes: the slots' seeding stops at its next chunk. */
+  protected closing = false;
+  /** The seeding of the slots' markers in flight, if any. */
+  private seeding: Promise<void> | undefined;
 
   constructor(context: VoterContext) {
     this.guardKey = context.settings.guardKey;
@@ -191,7 +195,7 @@ export abstract class ClusterScriptClient implements ScriptClient {
     this.review();
     if (!this.seeded) {
       this.seeded = true;
-      void this.seedMarkers();
+      this.seeding = this.seedMarkers();
     }
     if (this.up) return;
     this.up = true;
@@ -214,6 +218,15 @@ export abstract class ClusterScriptClient implements ScriptClient {
         if (this.reviewing === review) this.reviewing = undefined;
       });
     this.reviewing = review;
+  }
+
+  /**
+   * The adapter closes: the seeding stops, and what is in flight of it ends first, at most
+   * `timeoutMs` (nothing of ours may reach a client passed in after close).
+   */
+  protected async stopSeeding(timeoutMs: number): Promise<void> {
+    this.closing = true;
+    if (this.seeding) await settleWithin(this.seeding, timeoutMs);
   }
 
   protected recordDown(): void {

@@ -69,6 +69,14 @@ export abstract class GuardedClusterClient extends ClusterScriptClient implement
     this.abstentionListeners.push(listener);
   }
 
+  /**
+   * Stops the identity guard's surveys and retries, and waits for the one in flight, at most
+   * `timeoutMs` (the adapter's close calls it first).
+   */
+  protected stopGuard(timeoutMs: number): Promise<void> {
+    return this.identities.close(timeoutMs);
+  }
+
   /** Reads the masters' run_ids now (the adapter's probe); never rejects. */
   protected surveyMasters(): Promise<void> {
     return this.identities.survey();

@@ -52,6 +52,8 @@ export class MasterIdentities {
   private firstSurvey = true;
   /** A reply came from a server not checked for its slot: the survey in flight looks for it. */
   private changeSeen = false;
+  /** After close(): no survey, check or retry any more. */
+  private closed = false;
   /**
    * The last key whose slot was computed, and that slot: one acquire asks for the same lock key's
    * slot up to four times (uncheckedFor, abstainingForMs, checkedRunId, confirm), and keySlot
@@ -75,6 +77,17 @@ export class MasterIdentities {
   }
 
   /**
+   * Stops surveying: no survey, check or retry starts after this (the engine closes), and the one
+   * in flight stops at its next step; resolves once it has, at most `timeoutMs`, so that nothing of
+   * ours reaches the client after the engine closed (a client passed in is closed by its owner next).
+   */
+  async close(timeoutMs: number): Promise<void> {
+    this.closed = true;
+    const inFlight = [this.surveying, ...[...this.masters.values()].map((master) => master.pending)];
+    await settleWithin(Promise.all(inFlight), timeoutMs);
+  }
+
+  /**
    * The checks in flight (and the survey that may start one), if any: an acquire waits for them.
    * Starts a survey when a master is not checked and nothing is in flight.
    */
@@ -94,7 +107,7 @@ export class MasterIdentities {
 
   /** Reads every master's run_id now; a master new or changed is checked. Never rejects. */
   survey(): Promise<void> {
-    if (!this.on) return Promise.resolve();
+    if (!this.on || this.closed) return Promise.resolve();
     if (this.surveying) return this.surveying;
     const survey = this.readMasters().finally(() => {
       if (this.surveying === survey) this.surveying = undefined;
@@ -185,6 +198,7 @@ export class MasterIdentities {
     } catch {
       return; // surveyed again on the next probe
     }
+    if (this.closed) return;
     const owners = new Array<string | undefined>(16384);
     for (const [address, slots] of masters) for (const slot of slots) owners[slot] = address;
     this.owners = owners;
@@ -201,7 +215,7 @@ export class MasterIdentities {
         const server = this.cluster.serverOf(address, timeoutMs);
         const info = await settleWithin(server.info('server'), timeoutMs).catch(() => TIMED_OUT);
         // Not answering: its calls fail on their own; its run_id is read again on the next survey.
-        if (info === TIMED_OUT) return;
+        if (info === TIMED_OUT || this.closed) return;
         const runId = parseInfo(String(info)).run_id;
         if (runId !== undefined && runId === master.runId && master.unchecked === undefined) return;
         await this.check(address, master, Math.min(...slots), server);
@@ -234,9 +248,13 @@ export class MasterIdentities {
     const marker = slotMarkerKey(this.settings.markerKey, slot);
     this.setUnchecked(master, master.unchecked ?? `shard ${address}: checking its server before it votes`);
     const pending = readServerFacts(server, this.settings.timeoutMs)
-      .then((facts) =>
-        checkIdentity(server, label, facts, this.settings, marker).then((result) => ({ result, facts })),
-      )
+      .then((facts) => {
+        if (this.closed) throw new Error('the engine closed');
+        return checkIdentity(server, label, facts, this.settings, marker).then((result) => ({
+          result,
+          facts,
+        }));
+      })
       .then(
         ({ result, facts }) => {
           if (attempt !== master.checks) return;
@@ -249,13 +267,13 @@ export class MasterIdentities {
             this.onAbstention(abstainMs, result.why === undefined ? '' : `shard ${address}: ${result.why}`);
         },
         (err: unknown) => {
-          if (attempt !== master.checks) return;
+          if (attempt !== master.checks || this.closed) return;
           const reason = `the identity check failed (${describeError(err)})`;
           this.setUnchecked(master, `shard ${address}: connected, but ${reason}`);
           this.settings.logger.warn(
             `Redis Cluster ${label}: ${reason}; its slots do not vote until it passes`,
           );
-          startTimeout(ADMISSION_RETRY_MS, () => void this.survey());
+          if (!this.closed) startTimeout(ADMISSION_RETRY_MS, () => void this.survey());
         },
       )
       .finally(() => {

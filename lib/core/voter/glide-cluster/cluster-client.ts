@@ -154,6 +154,7 @@ export class GlideClusterScriptClient extends GuardedClusterClient {
 
   /** Stops following the cluster and closes the subscribers (the client is the application's). */
   async close(timeoutMs: number): Promise<void> {
+    await Promise.all([this.stopGuard(timeoutMs), this.stopSeeding(timeoutMs)]);
     this.closed = true;
     if (this.probe) clearInterval(this.probe);
     await settleWithin(this.subscribers?.close() ?? Promise.resolve(), timeoutMs);
@@ -167,8 +168,12 @@ export class GlideClusterScriptClient extends GuardedClusterClient {
 
   protected seedMarkers(): Promise<void> {
     // Keyless, sent to the primary of the chunk's first marker (all of a chunk are that shard's).
-    return seedMarkersByShard(this.shards, this.guardKey, this.guardMs, (_shard, script, markers, args) =>
-      this.runScript(script, [], args, markers[0], 5000).then(() => true),
+    return seedMarkersByShard(
+      this.shards,
+      this.guardKey,
+      this.guardMs,
+      (_shard, script, markers, args) => this.runScript(script, [], args, markers[0], 5000).then(() => true),
+      () => this.closing,
     ).catch(() => undefined);
   }
 

@@ -159,6 +159,8 @@ export class IoredisClusterClient extends ClusterScriptClient {
 
   /** Closes the clusters we opened (bounded by `timeoutMs`); detaches from a client passed in. */
   async close(timeoutMs: number): Promise<void> {
+    this.identities.close();
+    await this.stopSeeding(timeoutMs);
     await Promise.all([this.subscriber?.close(), this.owned && quitConnection(this.client, timeoutMs)]);
     this.client.off('error', this.onError);
     this.client.off('node error', this.onNodeError);
@@ -200,7 +202,9 @@ export class IoredisClusterClient extends ClusterScriptClient {
   }
 
   protected seedMarkers(): Promise<void> {
-    return seedSlotMarkers(this.client, this.guardKey, this.guardMs).catch(() => undefined);
+    return seedSlotMarkers(this.client, this.guardKey, this.guardMs, () => this.closing).catch(
+      () => undefined,
+    );
   }
 
   protected slotsByShard(): ReadonlyMap<string, readonly number[]> {

@@ -50,6 +50,11 @@ export class ShardIdentities {
   private firstChecksStarted: (() => void) | undefined;
   /** The nodes watched, each with the count of its connections ('ready' events) so far. */
   private readonly connections = new WeakMap<Redis, number>();
+  /** The listeners put on each node watched, taken off at {@link close}. */
+  private readonly listeners = new Map<Redis, { ready: () => void; close: () => void }>();
+  /** Checks waiting for the cluster's 'ready', taken off at {@link close}. */
+  private readonly waitingForReady = new Set<() => void>();
+  private closed = false;
 
   constructor(
     private readonly client: Cluster,
@@ -88,19 +93,34 @@ export class ShardIdentities {
    * (a node the cluster client adds, '+node': a new master after a failover, a replica, a shard).
    */
   watch(node: Redis): void {
-    if (!this.on || this.connections.has(node)) return;
+    if (!this.on || this.closed || this.connections.has(node)) return;
     this.connections.set(node, 0);
-    node.on('ready', () => {
+    const ready = () => {
       this.connections.set(node, (this.connections.get(node) ?? 0) + 1);
       this.whenClusterReady(() => this.check(node));
-    });
+    };
     // A closed connection: whatever comes next (a reconnection, maybe to a restarted server) is
     // checked before the shard votes again.
-    node.on('close', () => {
+    const close = () => {
       const shard = this.shards.get(addressOf(node));
       if (shard)
         this.setUnchecked(shard, `shard ${addressOf(node)}: its connection closed; checking its server`);
-    });
+    };
+    node.on('ready', ready);
+    node.on('close', close);
+    this.listeners.set(node, { ready, close });
+  }
+
+  /** Stops watching: takes its listeners off the cluster's nodes (a client passed in lives on). */
+  close(): void {
+    this.closed = true;
+    for (const [node, { ready, close }] of this.listeners) {
+      node.off('ready', ready);
+      node.off('close', close);
+    }
+    this.listeners.clear();
+    for (const check of this.waitingForReady) this.client.off('ready', check);
+    this.waitingForReady.clear();
   }
 
   /** The checks in flight, if any: an acquire waits for them (they may tell its shard to abstain). */
@@ -146,8 +166,13 @@ export class ShardIdentities {
 
   /** Runs `check` once the cluster is ready (a master may reconnect while the slot map is refreshed). */
   private whenClusterReady(check: () => void): void {
-    if (this.client.status === 'ready') check();
-    else this.client.once('ready', check);
+    if (this.client.status === 'ready') return check();
+    const once = () => {
+      this.waitingForReady.delete(once);
+      check();
+    };
+    this.waitingForReady.add(once);
+    this.client.once('ready', once);
   }
 
   /** Whether `node` is (or will be: it connects on its first command) one of the cluster client's nodes. */
@@ -157,7 +182,7 @@ export class ShardIdentities {
 
   /** Runs the identity check on master `node`'s current connection. */
   private check(node: Redis): void {
-    if (!this.live(node)) return; // its own 'ready' (or the new node's) checks again
+    if (this.closed || !this.live(node)) return; // its own 'ready' (or the new node's) checks again
     const address = addressOf(node);
     const slot = this.client.slots.findIndex((owners) => owners?.[0] === address);
     if (slot < 0) return; // serves no slot (yet): nothing of the lock's lives there

@@ -32,12 +32,14 @@ export async function seedMarkersByShard(
   guardKey: string,
   guardMs: number,
   run: RunOnShard,
+  /** Says when to stop (the voter closes): checked before each chunk. */
+  stopped: () => boolean = () => false,
 ): Promise<void> {
   const guard = String(guardMs);
   await Promise.all(
     [...slotsByShard].map(async ([shard, slots]) => {
       const markers = slots.map((slot) => slotMarkerKey(guardKey, slot));
-      for (let from = 0; from < markers.length; from += SEED_CHUNK) {
+      for (let from = 0; from < markers.length && !stopped(); from += SEED_CHUNK) {
         const chunk = markers.slice(from, from + SEED_CHUNK);
         const ok = await run(shard, SEED_SLOT_MARKERS, chunk, [guard, ...chunk]).catch(() => true);
         if (!ok) return;
@@ -59,18 +61,32 @@ export function slotsByMaster(client: Cluster): Map<string, number[]> {
   return bySlotOwner;
 }
 
-/** Seeds the markers of `client`'s cluster (ioredis: its slot map, a call on each master node). */
-export async function seedSlotMarkers(client: Cluster, guardKey: string, guardMs: number): Promise<void> {
+/**
+ * Seeds the markers of `client`'s cluster (ioredis: its slot map, a call on each master node),
+ * until `stopped` says so.
+ */
+export async function seedSlotMarkers(
+  client: Cluster,
+  guardKey: string,
+  guardMs: number,
+  stopped?: () => boolean,
+): Promise<void> {
   const bySlotOwner = slotsByMaster(client);
   const nodes = new Map(
     client.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]),
   );
   const byNode = new Map<string, number[]>();
   for (const [owner, slots] of bySlotOwner) if (nodes.has(owner)) byNode.set(owner, slots);
-  await seedMarkersByShard(byNode, guardKey, guardMs, async (shard, script, _markers, args) => {
-    const target = nodes.get(shard);
-    if (!target || target.status === 'end') return false;
-    await runScript(target, script, [], args);
-    return true;
-  });
+  await seedMarkersByShard(
+    byNode,
+    guardKey,
+    guardMs,
+    async (shard, script, _markers, args) => {
+      const target = nodes.get(shard);
+      if (!target || target.status === 'end') return false;
+      await runScript(target, script, [], args);
+      return true;
+    },
+    stopped,
+  );
 }

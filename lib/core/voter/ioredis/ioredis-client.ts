@@ -25,6 +25,8 @@ export class IoredisClient extends AdmittedClient {
   readonly label: string;
   /** The connection that receives wake messages (a subscribed connection can run nothing else). */
   subscriber: Redis | undefined;
+  /** What each subscribed channel delivers to. */
+  private readonly channels = new Map<string, (message: string) => void>();
   private readonly writes: WriteBatcher;
   private readonly owned: boolean;
   /** A client passed in unconnected (`lazyConnect`) that this engine connected: closed with it. */
@@ -101,11 +103,13 @@ export class IoredisClient extends AdmittedClient {
     await this.client.ping();
   }
 
+  /** Subscribes `channel` (again after a failure: one listener per channel, whatever the tries). */
   async subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
-    this.subscriber ??= subscriberConnection(this.client);
-    this.subscriber.on('message', (from: string, message: string) => {
-      if (from === channel) onMessage(message);
-    });
+    if (!this.subscriber) {
+      this.subscriber = subscriberConnection(this.client);
+      this.subscriber.on('message', (from: string, message: string) => this.channels.get(from)?.(message));
+    }
+    this.channels.set(channel, onMessage);
     await this.subscriber.subscribe(channel);
   }
 

@@ -170,6 +170,7 @@ export class NodeRedisClusterClient extends GuardedClusterClient {
 
   /** Closes the subscribers and detaches from the cluster (the application's: never closed here). */
   async close(timeoutMs: number): Promise<void> {
+    await Promise.all([this.stopGuard(timeoutMs), this.stopSeeding(timeoutMs)]);
     clearInterval(this.survey);
     await settleWithin(this.subscribers?.close() ?? Promise.resolve(), timeoutMs);
     if (this.connection.owned) await closeNodeRedis(this.cluster, timeoutMs);
@@ -202,6 +203,7 @@ export class NodeRedisClusterClient extends GuardedClusterClient {
       this.guardMs,
       (_shard, script, markers, args) =>
         runNodeRedisScript(this.connection, script, [], args, 5000, markers[0]).then(() => true),
+      () => this.closing,
     ).catch(() => undefined);
   }
 
