@@ -92,7 +92,7 @@ export class ResultTable {
       // The other servers' rows stay (while they have as many columns as this one).
       const kept = sectionOf(text, servers)
         .split('\n')
-        .filter((line) => /^\| (Redis|Valkey) /.test(line) && !line.startsWith(`| ${server.label} |`))
+        .filter((line) => /^\| (Redis|Valkey) /.test(line) && line.split('|')[1]!.trim() !== server.label)
         .filter((line) => line.split(/(?<!\\)\|/).length === row.split(/(?<!\\)\|/).length);
       const rows = [...kept, row].sort((a, b) => a.localeCompare(b));
       const separator = `|---|${this.columns.map(() => '---').join('|')}|`;
