@@ -66,6 +66,7 @@ export function buildEngineParts(
       thresholdMs: clockGuardFor(resolved.clockGuard, resolved.ttl),
       excludeForMs: resolved.restartGuard === false ? resolved.ttl : resolved.restartGuard,
     },
+    (voter) => preflight?.serverOf(voter),
   );
   const { driftFactor } = resolved;
   const { clocks } = voters;

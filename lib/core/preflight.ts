@@ -12,6 +12,11 @@ export type PreflightMode = 'error' | 'warn' | 'off';
 export interface ServerReport {
   /** An id of the server process (Redis: run_id), to spot one server behind two addresses. */
   readonly serverId?: string;
+  /**
+   * Which server software and version answers, as INFO says (`Redis 7.4.1`, `Valkey 8.0.1`; a
+   * Cluster's masters: each distinct one, comma-separated). Shown by `status()` and health.
+   */
+  readonly server?: string;
   /** What the voter's own checks found (voter/ioredis/preflight.ts for Redis). */
   readonly findings: ReadonlyArray<{ severity: 'error' | 'notice'; problem: string; fix: string }>;
 }
@@ -29,6 +34,8 @@ export interface ServerReport {
 export class Preflight {
   /** Per voter: the run_id of its server and its label, for the duplicate check. */
   private readonly servers = new Map<object, { label: string; runId: string }>();
+  /** Per voter: its server's software and version, from its latest review. */
+  private readonly software = new Map<object, string>();
   /** Per voter: the errors of its latest review. */
   private readonly found = new Map<object, NodeConfigurationError[]>();
   /** Per voter, under 'warn': the problems its latest review logged. */
@@ -50,11 +57,13 @@ export class Preflight {
     const runId = report.serverId;
     const twin = runId && this.twinOf(voter, runId);
     if (runId) this.servers.set(voter, { label, runId });
+    if (report.server) this.software.set(voter, report.server);
     if (twin) {
+      const kind = report.server?.startsWith('Valkey') ? 'Valkey' : 'Redis';
       findings.push({
         severity: 'error',
         problem:
-          `it is the same Redis server as ${twin} (run_id ${runId}): one server listed twice (two host ` +
+          `it is the same ${kind} server as ${twin} (run_id ${runId}): one server listed twice (two host ` +
           'names or addresses) counts twice toward the majority, so fewer real servers than a quorum can grant a lock',
         fix: 'list every server once; a majority must be of independent servers',
       });
@@ -107,6 +116,11 @@ export class Preflight {
     this.bootstrapped = true;
     const errors = voters.flatMap((voter) => this.found.get(voter) ?? []);
     return this.mode === 'error' && errors.length > 0 ? NodeConfigurationError.of(errors) : undefined;
+  }
+
+  /** `voter`'s server software and version (`Valkey 8.0.1`), from its latest review, if it said. */
+  serverOf(voter: object): string | undefined {
+    return this.software.get(voter);
   }
 
   /** The label of another voter whose server has `runId`. */

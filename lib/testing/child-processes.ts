@@ -1,4 +1,5 @@
-import { spawnSync, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
+import { redisServerVersion, type RedisServerVersion } from './redis-server-binary.js';
 
 /** Server processes started by this process and still running. */
 const live = new Set<ChildProcess>();
@@ -40,13 +41,10 @@ export function endProcess(proc: ChildProcess, signal: NodeJS.Signals): Promise<
   });
 }
 
-/** Checks that redis-server can be run; otherwise says how to install it. */
-export function assertRedisServerInstalled(): void {
-  const probe = spawnSync('redis-server', ['--version'], { encoding: 'utf8' });
-  if (probe.error || probe.status !== 0) {
-    throw new Error(
-      'redis-server was not found on PATH. Install it: `sudo apt-get install -y redis-server` (Debian/Ubuntu) ' +
-        'or `brew install redis` (macOS), then run again.',
-    );
-  }
+/**
+ * Checks that the server binary (default: `$REDIS_SERVER_BIN`, else `redis-server`) can be run and
+ * is a Redis or Valkey server; otherwise says how to install one. Returns what it is.
+ */
+export function assertRedisServerInstalled(binary?: string): RedisServerVersion {
+  return redisServerVersion(binary);
 }

@@ -3,9 +3,10 @@ import { ioredis } from './ioredis-module.js';
 import type { IoRedisClusterTestClient } from './test-clients.js';
 import { keySlot } from '../core/voter/ioredis-cluster/slots.js';
 import { RedisNodes, type Persistence } from './redis-nodes.js';
+import { cliBeside } from './redis-server-binary.js';
 
 /**
- * A local Redis Cluster of real `redis-server` processes (one master per shard, no replicas), for
+ * A local Redis Cluster of real `redis-server` (or `valkey-server`) processes (one master per shard, no replicas), for
  * integration tests and benchmarks of code that locks over a cluster voter: started on free
  * ports, joined with `redis-cli --cluster create`, and ended by pid in {@link close} (a
  * {@link RedisNodes} set owns the processes and their data directories; kill, revive and friends
@@ -28,13 +29,20 @@ export class RedisClusterNodes {
    * `persistence` as for {@link RedisNodes} (default `none`); with `aof-everysec` or `aof-always` a
    * master restarted with `nodes.restart(i)` comes back with its data and its place in the cluster.
    * `env` as for {@link RedisNodes}: extra environment variables of master `index`'s process (e.g.
-   * a clock shim that steps its wall clock).
+   * a clock shim that steps its wall clock). `serverBinary` as for {@link RedisNodes} (default:
+   * `REDIS_SERVER_BIN`, else `redis-server`); the cluster is joined with the cli beside it
+   * (`valkey-cli` next to `valkey-server`), else `redis-cli` on PATH.
    */
   static async start(
     shards = 3,
-    options: { persistence?: Persistence; env?: (index: number) => Record<string, string> } = {},
+    options: {
+      persistence?: Persistence;
+      env?: (index: number) => Record<string, string>;
+      serverBinary?: string;
+    } = {},
   ): Promise<RedisClusterNodes> {
     const nodes = await RedisNodes.start(shards, {
+      serverBinary: options.serverBinary,
       persistence: options.persistence,
       env: options.env,
       extraArgs: [
@@ -52,8 +60,9 @@ export class RedisClusterNodes {
     const cluster = new RedisClusterNodes(nodes);
     try {
       if (shards >= 3) {
+        const cli = cliBeside(nodes.server.binary);
         const create = spawnSync(
-          'redis-cli',
+          cli,
           [
             '--cluster',
             'create',
@@ -65,7 +74,7 @@ export class RedisClusterNodes {
           { encoding: 'utf8', timeout: 20_000 },
         );
         if (create.status !== 0)
-          throw new Error(`redis-cli --cluster create failed:\n${create.stdout}${create.stderr}`);
+          throw new Error(`${cli} --cluster create failed:\n${create.stdout}${create.stderr}`);
       } else {
         // redis-cli wants 3 masters at least: join and split the slots by hand.
         const first = nodes.client(0);

@@ -6,6 +6,7 @@ import { ioredis } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
 import { assertRedisServerInstalled, endOnExit, endProcess } from './child-processes.js';
 import { freePort } from './free-port.js';
+import type { RedisServerVersion } from './redis-server-binary.js';
 
 export { assertRedisServerInstalled } from './child-processes.js';
 
@@ -14,6 +15,11 @@ export type Persistence = 'none' | 'aof-always' | 'aof-everysec';
 
 /** Options for the nodes {@link RedisNodes.start} launches. */
 export interface RedisNodesOptions {
+  /**
+   * The server binary to run: a path, or a name on PATH (`valkey-server`). Default: the
+   * `REDIS_SERVER_BIN` environment variable, else `redis-server`.
+   */
+  serverBinary?: string;
   /** Default `none` (`--save '' --appendonly no`): a restart loses everything. */
   persistence?: Persistence;
   /** Start with `--enable-debug-command local` (for DEBUG SLEEP and friends). */
@@ -26,7 +32,7 @@ export interface RedisNodesOptions {
   tls?: { certFile: string; keyFile: string; caFile: string };
   /** Address to bind (default 127.0.0.1). */
   host?: string;
-  /** Extra redis-server arguments for every node. */
+  /** Extra server arguments for every node. */
   extraArgs?: string[];
   /** How long one node may take to start, ms (default 10000). */
   startTimeout?: number;
@@ -37,7 +43,7 @@ export interface RedisNodesOptions {
   env?: (index: number) => Record<string, string>;
 }
 
-/** One running (or stopped) redis-server of a {@link RedisNodes} set. */
+/** One running (or stopped) server of a {@link RedisNodes} set. */
 export interface RedisNodeInfo {
   readonly index: number;
   readonly host: string;
@@ -58,11 +64,14 @@ const reserved = new Set<number>();
  * Starts real `redis-server` processes on free loopback ports, for integration tests of code that
  * locks (yours and ours), and injects faults into them: kill (SIGKILL), stop (SIGSTOP), resume,
  * restart on the same port with or without persistence. Every process is ended by its pid in
- * {@link close}, and on process exit if close was never reached.
+ * {@link close}, and on process exit if close was never reached. Another server binary (a
+ * `valkey-server`, a Redis built from source) is run with the `serverBinary` option or the
+ * `REDIS_SERVER_BIN` environment variable; {@link server} says which one runs.
  *
  * ```ts
  * const redis = await RedisNodes.start(5);
  * try { ... redis.urls ... } finally { await redis.close(); }
+ * const valkey = await RedisNodes.start(3, { serverBinary: 'valkey-server' });
  * ```
  */
 export class RedisNodes {
@@ -71,6 +80,8 @@ export class RedisNodes {
   private closed = false;
 
   private constructor(
+    /** The binary the nodes run, and which server and version it is (its `--version`). */
+    readonly server: RedisServerVersion,
     private readonly dir: string,
     private readonly options: RedisNodesOptions,
     private readonly host: string,
@@ -80,9 +91,12 @@ export class RedisNodes {
     this.procs = ports.map(() => undefined);
   }
 
-  /** Starts `count` nodes. Throws with install instructions when redis-server is not on PATH. */
+  /**
+   * Starts `count` nodes. Throws with install instructions when the server binary cannot be run
+   * (`redis-server` not on PATH, or the one `serverBinary` / `REDIS_SERVER_BIN` names).
+   */
   static async start(count = 5, options: RedisNodesOptions = {}): Promise<RedisNodes> {
-    assertRedisServerInstalled();
+    const server = assertRedisServerInstalled(options.serverBinary);
     const host = options.host ?? '127.0.0.1';
     const dir = mkdtempSync(join(tmpdir(), 'redis-nodes-'));
     const ports: number[] = [];
@@ -93,6 +107,7 @@ export class RedisNodes {
       reserved.add(port);
     }
     const nodes = new RedisNodes(
+      server,
       dir,
       options,
       host,
@@ -282,7 +297,7 @@ export class RedisNodes {
 
   private launch(index: number): Promise<void> {
     const env = this.options.env ? { ...process.env, ...this.options.env(index) } : undefined;
-    const proc = spawn('redis-server', this.args(index), { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const proc = spawn(this.server.binary, this.args(index), { stdio: ['ignore', 'pipe', 'pipe'], env });
     this.procs[index] = proc;
     endOnExit(proc);
     const timeout = this.options.startTimeout ?? 10_000;
@@ -305,14 +320,14 @@ export class RedisNodes {
       const onExit = (code: number | null) =>
         finish(
           new Error(
-            `redis-server on port ${this.port(index)} exited (${code}) while starting:\n${output.slice(-2000)}`,
+            `${this.server.name}-server on port ${this.port(index)} exited (${code}) while starting:\n${output.slice(-2000)}`,
           ),
         );
       const timer = setTimeout(() => {
         void endProcess(proc, 'SIGKILL');
         finish(
           new Error(
-            `redis-server on port ${this.port(index)} did not start within ${timeout} ms:\n${output.slice(-2000)}`,
+            `${this.server.name}-server on port ${this.port(index)} did not start within ${timeout} ms:\n${output.slice(-2000)}`,
           ),
         );
       }, timeout);

@@ -18,6 +18,11 @@ export interface SentinelGroupOptions {
   downAfterMs?: number;
   /** `failover-timeout`. Default 5000. */
   failoverTimeoutMs?: number;
+  /**
+   * The server binary of the primary, the replica and the Sentinels (`<binary> <config>
+   * --sentinel`), as for RedisNodes. Default: `REDIS_SERVER_BIN`, else `redis-server`.
+   */
+  serverBinary?: string;
 }
 
 const HOST = '127.0.0.1';
@@ -25,7 +30,8 @@ const HOST = '127.0.0.1';
 /**
  * A Sentinel-managed primary on real processes, for integration tests of failovers: one primary
  * and one replica (`redis-server`, without persistence), watched by 1 or 3 Sentinels
- * (`redis-server <generated config> --sentinel`) on free loopback ports. Every process is ended
+ * (`redis-server <generated config> --sentinel`) on free loopback ports; `serverBinary` (or
+ * `REDIS_SERVER_BIN`) runs another binary for all of them, e.g. `valkey-server`. Every process is ended
  * by its pid in {@link close}; the data servers are a {@link RedisNodes} set each.
  *
  * ```ts
@@ -50,8 +56,10 @@ export class SentinelGroup {
   /** Starts the primary, its replica (synced) and the Sentinels (watching both). */
   static async start(options: SentinelGroupOptions = {}): Promise<SentinelGroup> {
     const name = options.name ?? 'mymaster';
-    const primary = await RedisNodes.start(1);
+    const serverBinary = options.serverBinary;
+    const primary = await RedisNodes.start(1, { serverBinary });
     const replica = await RedisNodes.start(1, {
+      serverBinary,
       extraArgs: ['--replicaof', HOST, String(primary.port(0))],
     }).catch(async (err: unknown) => {
       await primary.close();
@@ -162,7 +170,8 @@ export class SentinelGroup {
         '',
       ].join('\n'),
     );
-    const proc = spawn('redis-server', [config, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const binary = this.servers[0].server.binary; // the data servers' own
+    const proc = spawn(binary, [config, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
     this.procs.push(proc);
     live.add(proc);
     proc.once('exit', () => live.delete(proc));

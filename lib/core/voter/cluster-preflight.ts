@@ -1,7 +1,13 @@
 import type { Redis } from 'ioredis';
 import type { NodeConfigurationError } from '../errors.js';
 import type { Preflight } from '../preflight.js';
-import { checkServer, readServerFacts, type Finding, type ServerReads } from './ioredis/preflight.js';
+import {
+  checkServer,
+  describeSoftware,
+  readServerFacts,
+  type Finding,
+  type ServerReads,
+} from './ioredis/preflight.js';
 
 /** One master of a cluster, as preflight reads it. */
 export interface ShardServer {
@@ -16,7 +22,8 @@ export interface ShardServer {
  * of one server (ioredis/preflight.ts: maxmemory-policy, the ACL's INFO and CONFIG GET, a replica)
  * on every master, each finding naming its shard, reviewed as ONE voter. `cluster-enabled` is what
  * a cluster voter is, so it is not a finding here. The server id is the smallest run_id of the
- * masters: the same cluster listed twice (two voters) shows as one server listed twice. A master
+ * masters: the same cluster listed twice (two voters) shows as one server listed twice; the
+ * masters' software and versions are reported together (`Valkey 8.0.1`). A master
  * that does not answer within `timeoutMs` is left out (a shard down makes the voter partly
  * unavailable, not refused; it is read again on the next connection).
  * Returns the refusal under `preflight: 'error'`, else undefined.
@@ -47,5 +54,6 @@ export async function reviewShards(
     const runId = facts.runId;
     if (runId !== undefined && (serverId === undefined || runId < serverId)) serverId = runId;
   }
-  return preflight.review(voter, label, { serverId, findings });
+  const server = describeSoftware(read.map((shard) => shard?.facts.software));
+  return preflight.review(voter, label, { serverId, server, findings });
 }

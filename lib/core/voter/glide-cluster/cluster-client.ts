@@ -1,10 +1,11 @@
 import { tryLoad, PACKAGE_NAME } from '../../clients/load.js';
 import { CLUSTER_SCRIPTS, type LuaScript } from '../../scripts/index.js';
+import { RUN_ID } from '../../scripts/identity.js';
 import { settleWithin, TIMED_OUT } from '../../timeouts.js';
 import type { ShardServer } from '../cluster-preflight.js';
 import { GuardedClusterClient } from '../guarded-cluster-client.js';
 import type { ServerCommands } from '../server-commands.js';
-import { createGlideSubscriber, type GlideFactory } from '../glide/glide-subscriber.js';
+import { closeGlideSubscriber, createGlideSubscriber, type GlideFactory } from '../glide/glide-subscriber.js';
 import { seedMarkersByShard } from '../ioredis-cluster/slot-markers.js';
 import { ShardSubscribers, type ShardSubscription } from '../shard-subscribers.js';
 import type { VoterContext } from '../voter.js';
@@ -15,7 +16,11 @@ import { parseClusterSlots } from './cluster-slots.js';
  * the members called are written out here, and the package is loaded only for the subscribers.
  *
  * - Scripts: EVALSHA through `customCommand`, routed to the primary of the first key's slot
- *   (`primarySlotKey`), EVAL there on NOSCRIPT (GLIDE names it `NoScriptError`).
+ *   (`primarySlotKey`), once SCRIPT LOAD has put the script on every primary (EVAL there on
+ *   NOSCRIPT: a master that restarted unseen, and the scripts are loaded again). GLIDE logs every
+ *   error reply at WARN through the application's logger: the voter avoids them. The scripts a
+ *   master's check runs (identity check, RUN_ID) go by EVAL: they are rare or short, and the first
+ *   calls on a master that restarted, whose script cache is empty.
  * - Bounds: GLIDE times every request out after its `requestTimeout` (250 ms by default) and has
  *   no offline queue; each call is bounded by nodeTimeout here besides.
  * - Health: GLIDE reconnects inside its core and says nothing; CLUSTER SLOTS, read once a second
@@ -71,6 +76,12 @@ export class GlideClusterScriptClient extends GuardedClusterClient {
   private shards = new Map<string, number[]>();
   private subscribers: ShardSubscribers | undefined;
   private readonly channelListeners = new Map<string, (message: string) => void>();
+  /** SHAs of the scripts every primary answered SCRIPT LOAD for. */
+  private readonly loaded = new Set<string>();
+  /** SCRIPT LOADs in flight, by SHA: a script's first calls wait for the one load. */
+  private readonly loading = new Map<string, Promise<void>>();
+  /** Commands sent on the application's client and not answered yet (close waits for them). */
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(client: object, context: VoterContext) {
     super(context);
@@ -112,12 +123,7 @@ export class GlideClusterScriptClient extends GuardedClusterClient {
       configGet: (parameter: string) => this.command(['CONFIG', 'GET', parameter], route, timeoutMs),
       runScript: (script, keys, args) => {
         const rest = [String(keys.length), ...keys, ...args.map(String)];
-        return this.command(['EVALSHA', script.sha, ...rest], route, timeoutMs).catch((err: unknown) => {
-          if (err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message)) {
-            return this.command(['EVAL', script.source, ...rest], route, timeoutMs);
-          }
-          throw err;
-        });
+        return this.command(['EVAL', script.source, ...rest], route, timeoutMs);
       },
       username: credentials?.username,
     };
@@ -152,18 +158,36 @@ export class GlideClusterScriptClient extends GuardedClusterClient {
     await this.subscribers.subscribe(channel);
   }
 
-  /** Stops following the cluster and closes the subscribers (the client is the application's). */
+  /**
+   * Stops following the cluster, closes the subscribers and waits for the commands still in
+   * flight on the application's client (the slot markers' seeding stops after its chunk in
+   * flight), at most `timeoutMs`: an application that closes its client right after would close
+   * it under them, and GLIDE logs `client closing - Connection reset by peer` then.
+   */
   async close(timeoutMs: number): Promise<void> {
     await Promise.all([this.stopGuard(timeoutMs), this.stopSeeding(timeoutMs)]);
     this.closed = true;
     if (this.probe) clearInterval(this.probe);
-    await settleWithin(this.subscribers?.close() ?? Promise.resolve(), timeoutMs);
+    const subscribers = this.subscribers?.close() ?? Promise.resolve();
+    await settleWithin(Promise.allSettled([subscribers, ...this.inFlight]), timeoutMs);
   }
 
   protected loadScripts(): void {
-    for (const script of CLUSTER_SCRIPTS.all) {
-      this.command(['SCRIPT', 'LOAD', script.source], 'allPrimaries', 5000).catch(() => undefined);
+    // The cluster (again) ready: perhaps with restarted masters, their caches empty.
+    this.loaded.clear();
+    for (const script of CLUSTER_SCRIPTS.all) this.load(script, 5000).catch(() => undefined);
+  }
+
+  /** SCRIPT LOAD of `script` on every primary (one in flight per script). */
+  private load(script: LuaScript, timeoutMs: number): Promise<void> {
+    let pending = this.loading.get(script.sha);
+    if (!pending) {
+      pending = this.command(['SCRIPT', 'LOAD', script.source], 'allPrimaries', timeoutMs)
+        .then(() => void this.loaded.add(script.sha))
+        .finally(() => this.loading.delete(script.sha));
+      this.loading.set(script.sha, pending);
     }
+    return pending;
   }
 
   protected seedMarkers(): Promise<void> {
@@ -185,7 +209,10 @@ export class GlideClusterScriptClient extends GuardedClusterClient {
     return this.runScript(script, [], args, routeKey, timeoutMs);
   }
 
-  /** Runs a script by SHA (EVAL on NOSCRIPT), on the primary of `routeKey`'s slot, bounded by `timeoutMs`. */
+  /**
+   * Runs a script on the primary of `routeKey`'s slot, bounded by `timeoutMs`: by SHA once loaded
+   * on every primary (EVAL on NOSCRIPT, and the scripts are loaded again); RUN_ID by its source.
+   */
   private runScript(
     script: LuaScript,
     keys: readonly string[],
@@ -195,17 +222,31 @@ export class GlideClusterScriptClient extends GuardedClusterClient {
   ): Promise<unknown> {
     const rest = [String(keys.length), ...keys, ...args.map(String)];
     const route: Route = routeKey === undefined ? 'randomNode' : { type: 'primarySlotKey', key: routeKey };
-    return this.command(['EVALSHA', script.sha, ...rest], route, timeoutMs).catch((err: unknown) => {
-      if (err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message)) {
-        return this.command(['EVAL', script.source, ...rest], route, timeoutMs);
-      }
-      throw err;
-    });
+    if (script === RUN_ID) {
+      // Behind the acquire it follows (guarded-cluster-client.ts), even when that one waits for
+      // its first load.
+      const send = () => this.command(['EVAL', script.source, ...rest], route, timeoutMs);
+      return this.loading.size === 0 ? send() : Promise.allSettled([...this.loading.values()]).then(send);
+    }
+    const bySha = () =>
+      this.command(['EVALSHA', script.sha, ...rest], route, timeoutMs).catch((err: unknown) => {
+        if (err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message)) {
+          this.loaded.clear();
+          return this.command(['EVAL', script.source, ...rest], route, timeoutMs);
+        }
+        throw err;
+      });
+    // Sent at once when loaded: an acquire and the RUN_ID behind it stay in order.
+    if (this.loaded.has(script.sha)) return bySha();
+    return this.load(script, timeoutMs).then(bySha, bySha);
   }
 
   /** Any command, with string replies, bounded by `timeoutMs`. */
   private command(args: readonly string[], route: Route, timeoutMs: number): Promise<unknown> {
     const sent = this.client.customCommand(args, { route, decoder: DECODER_STRING });
+    this.inFlight.add(sent);
+    const settled = () => void this.inFlight.delete(sent);
+    sent.then(settled, settled);
     return settleWithin(sent, timeoutMs).then((reply) => {
       if (reply === TIMED_OUT) throw new Error(`no reply to ${args[0]} within ${timeoutMs} ms`);
       return reply;
@@ -278,11 +319,11 @@ export class GlideClusterScriptClient extends GuardedClusterClient {
         for (const channel of more) all.add(channel);
         const previous = current;
         current = await create();
-        previous.close();
+        void closeGlideSubscriber(previous, timeoutMs);
       },
       close: async () => {
         closed = true;
-        current.close();
+        await closeGlideSubscriber(current, timeoutMs);
       },
     };
   }

@@ -2,7 +2,7 @@ import { SCRIPTS, type LuaScript } from '../../scripts/index.js';
 import { RUN_ID } from '../../scripts/identity.js';
 import { settleWithin, TIMED_OUT } from '../../timeouts.js';
 import { AdmittedClient, ServerChangedError } from '../admitted-client.js';
-import { createGlideSubscriber, type GlideFactory } from './glide-subscriber.js';
+import { closeGlideSubscriber, createGlideSubscriber, type GlideFactory } from './glide-subscriber.js';
 import type { ServerCommands } from '../server-commands.js';
 import type { VoterContext } from '../voter.js';
 
@@ -12,8 +12,12 @@ import type { VoterContext } from '../voter.js';
  * `createClient`, so it never opens one from a URL): nothing is loaded, the members it calls are
  * written out here.
  *
- * - Scripts: EVALSHA through `customCommand`, EVAL on NOSCRIPT (GLIDE's error message names it
- *   `NoScriptError`).
+ * - Scripts: EVALSHA through `customCommand`, once SCRIPT LOAD has put the script on the server
+ *   of the current connection (EVAL on NOSCRIPT: a server that restarted unseen). GLIDE logs every
+ *   error reply at WARN through its process-wide logger, which belongs to the application: the
+ *   voter avoids them instead. The run_id probe and the admission's scripts (identity check, ACL
+ *   probe) go by EVAL: they are short or rare, and they are the first calls on a server that
+ *   restarted, whose script cache is empty.
  * - Bounds: GLIDE times every request out after its `requestTimeout` (250 ms by default) and has no
  *   offline queue to wait in; the engine's rounds bound each call by nodeTimeout besides.
  * - Wake-ups: GLIDE applies pub/sub subscriptions when a client is created (a client without a
@@ -67,6 +71,12 @@ export class GlideScriptClient extends AdmittedClient {
   private alive = false;
   private probe: NodeJS.Timeout | undefined;
   private closed = false;
+  /** SHAs of the scripts loaded on the server of the current connection (SCRIPT LOAD answered). */
+  private readonly loaded = new Set<string>();
+  /** SCRIPT LOADs in flight, by SHA: a script's first calls wait for the one load. */
+  private readonly loading = new Map<string, Promise<void>>();
+  /** Commands sent on the application's client and not answered yet (close waits for them). */
+  private readonly inFlight = new Set<Promise<unknown>>();
 
   constructor(client: object, context: VoterContext) {
     super(context);
@@ -97,7 +107,7 @@ export class GlideScriptClient extends AdmittedClient {
     // trip; another run_id means GLIDE reconnected to a server that restarted (or took over)
     // before the acquire ran: the vote fails (the engine lets go of it) and the identity guard
     // checks the server before it votes again.
-    const current = this.runScript(RUN_ID, [], [], this.nodeTimeout);
+    const current = this.afterLoads(() => this.evalScript(RUN_ID, [], [], this.nodeTimeout));
     return Promise.all([call, current]).then(([reply, runId]) => {
       if (String(runId) === admittedOn) return decode(reply);
       this.serverChanged(); // checked now, by the identity guard
@@ -109,7 +119,7 @@ export class GlideScriptClient extends AdmittedClient {
     return {
       info: (section) => this.command(['INFO', section], timeoutMs).then(String),
       configGet: (parameter) => this.command(['CONFIG', 'GET', parameter], timeoutMs),
-      runScript: (script, keys, args) => this.runScript(script, keys, args, timeoutMs),
+      runScript: (script, keys, args) => this.evalScript(script, keys, args, timeoutMs),
       username: this.client.config?.credentials?.username,
     };
   }
@@ -123,12 +133,13 @@ export class GlideScriptClient extends AdmittedClient {
   }
 
   protected prepareConnection(): void {
-    for (const script of SCRIPTS.all)
-      this.command(['SCRIPT', 'LOAD', script.source], 5000).catch(() => undefined);
+    // A server just admitted: perhaps another one than before (a restart), with an empty cache.
+    this.loaded.clear();
+    for (const script of SCRIPTS.all) this.load(script, 5000).catch(() => undefined);
     // The admitted server's run_id (see runId); until it is read, grants are taken as they come
     // (the admission just checked this server).
     this.runId = undefined;
-    this.runScript(RUN_ID, [], [], 5000).then(
+    this.evalScript(RUN_ID, [], [], 5000).then(
       (runId) => {
         if (this.connected) this.runId = String(runId);
       },
@@ -159,20 +170,29 @@ export class GlideScriptClient extends AdmittedClient {
       this.subscriptions.keys(),
       (from, message) => this.subscriptions.get(from)?.(message),
     )) as GlideClientApi;
-    if (this.closed) this.subscriber.close();
-    previous?.close();
+    if (this.closed) void closeGlideSubscriber(this.subscriber);
+    if (previous) void closeGlideSubscriber(previous);
   }
 
-  /** Stops following the connection and closes the subscriber (the client is the application's). */
-  async close(): Promise<void> {
+  /**
+   * Stops following the connection, closes the subscriber and waits for the commands still in
+   * flight on the application's client, at most `timeoutMs` (an application that closes its client
+   * right after would close it under them: GLIDE logs `client closing - Connection reset by peer`).
+   */
+  async close(timeoutMs = 1000): Promise<void> {
     this.closed = true;
     this.stopAdmissions();
     if (this.probe) clearInterval(this.probe);
-    this.subscriber?.close();
+    const subscriber = this.subscriber;
     this.subscriber = undefined;
+    const closing = subscriber ? closeGlideSubscriber(subscriber, timeoutMs) : Promise.resolve();
+    await settleWithin(Promise.allSettled([closing, ...this.inFlight]), timeoutMs);
   }
 
-  /** Runs a script by SHA (EVAL on NOSCRIPT), bounded by `timeoutMs`. */
+  /**
+   * Runs a script by SHA once it is loaded on this connection's server (EVAL on NOSCRIPT, and the
+   * scripts are loaded again: the server restarted unseen), bounded by `timeoutMs`.
+   */
   private runScript(
     script: LuaScript,
     keys: readonly string[],
@@ -180,17 +200,60 @@ export class GlideScriptClient extends AdmittedClient {
     timeoutMs: number,
   ): Promise<unknown> {
     const rest = [String(keys.length), ...keys, ...args.map(String)];
-    return this.command(['EVALSHA', script.sha, ...rest], timeoutMs).catch((err: unknown) => {
-      if (err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message)) {
-        return this.command(['EVAL', script.source, ...rest], timeoutMs);
-      }
-      throw err;
-    });
+    const bySha = () =>
+      this.command(['EVALSHA', script.sha, ...rest], timeoutMs).catch((err: unknown) => {
+        if (err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message)) {
+          this.loaded.clear();
+          return this.command(['EVAL', script.source, ...rest], timeoutMs);
+        }
+        throw err;
+      });
+    // Sent at once when loaded: an acquire and the RUN_ID behind it stay in order.
+    if (this.loaded.has(script.sha)) return bySha();
+    return this.load(script, timeoutMs).then(bySha, bySha);
+  }
+
+  /** Runs a script by its source (no NOSCRIPT possible), bounded by `timeoutMs`. */
+  private evalScript(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (string | number)[],
+    timeoutMs: number,
+  ): Promise<unknown> {
+    return this.command(
+      ['EVAL', script.source, String(keys.length), ...keys, ...args.map(String)],
+      timeoutMs,
+    );
+  }
+
+  /**
+   * Runs `send` once the SCRIPT LOADs in flight settled (at once when none is): a call queued
+   * behind a script's first load is sent before it.
+   */
+  private afterLoads<T>(send: () => Promise<T>): Promise<T> {
+    if (this.loading.size === 0) return send();
+    return Promise.allSettled([...this.loading.values()]).then(send);
+  }
+
+  /** SCRIPT LOAD of `script` on this connection's server (one in flight per script). */
+  private load(script: LuaScript, timeoutMs: number): Promise<void> {
+    let pending = this.loading.get(script.sha);
+    if (!pending) {
+      pending = this.command(['SCRIPT', 'LOAD', script.source], timeoutMs)
+        .then(() => void this.loaded.add(script.sha))
+        .finally(() => this.loading.delete(script.sha));
+      this.loading.set(script.sha, pending);
+    }
+    return pending;
   }
 
   /** Any command, with string replies, bounded by `timeoutMs`. */
   private command(args: readonly string[], timeoutMs: number): Promise<unknown> {
-    return settleWithin(this.client.customCommand(args, DECODE_STRINGS), timeoutMs).then((reply) => {
+    const sent = this.client.customCommand(args, DECODE_STRINGS);
+    this.inFlight.add(sent);
+    const settled = () => void this.inFlight.delete(sent);
+    sent.then(settled, settled);
+    return settleWithin(sent, timeoutMs).then((reply) => {
       if (reply === TIMED_OUT) throw new Error(`no reply to ${args[0]} within ${timeoutMs} ms`);
       return normaliseReply(reply);
     });
@@ -203,7 +266,7 @@ export class GlideScriptClient extends AdmittedClient {
   private async check(): Promise<void> {
     try {
       const timeoutMs = Math.max(this.nodeTimeout, 1000);
-      const runId = await this.runScript(RUN_ID, [], [], timeoutMs).catch((err: unknown) => {
+      const runId = await this.evalScript(RUN_ID, [], [], timeoutMs).catch((err: unknown) => {
         // INFO denied to the ACL user: no run_id to compare; PING says whether it answers.
         if (err instanceof Error && /NOPERM/.test(err.message)) {
           return this.command(['PING'], timeoutMs).then(() => this.runId);
@@ -213,8 +276,10 @@ export class GlideScriptClient extends AdmittedClient {
       if (this.closed) return;
       const wasAlive = this.alive;
       this.alive = true;
-      if (!wasAlive) this.connectionUp();
-      else if (this.runId !== undefined && String(runId) !== this.runId) this.serverChanged();
+      if (!wasAlive) {
+        this.loaded.clear(); // back after an outage: perhaps on a restarted server
+        this.connectionUp();
+      } else if (this.runId !== undefined && String(runId) !== this.runId) this.serverChanged();
     } catch (err) {
       if (this.closed) return;
       const wasAlive = this.alive;
@@ -228,6 +293,7 @@ export class GlideScriptClient extends AdmittedClient {
   private serverChanged(): void {
     if (this.runId === undefined) return; // already being checked
     this.runId = undefined;
+    this.loaded.clear(); // its script cache is empty
     this.connectionUp();
   }
 }

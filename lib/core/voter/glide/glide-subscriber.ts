@@ -1,4 +1,4 @@
-import { startTimeout } from '../../timeouts.js';
+import { settleWithin, startTimeout } from '../../timeouts.js';
 
 /** A GLIDE client class with its async factory (GlideClient, GlideClusterClient). */
 export interface GlideFactory {
@@ -10,6 +10,26 @@ export interface GlideSubscriberClient {
   close(): void;
   /** GLIDE 2.5+: the subscriptions asked for and those the server confirmed. */
   getSubscriptions?(): Promise<{ actualSubscriptions?: Partial<Record<number, Set<unknown>>> }>;
+  /** GLIDE 2.5+: drops channels (null: all) and waits until the server confirmed, at most `timeoutMs`. */
+  unsubscribe?(channels: null, timeoutMs: number): Promise<void>;
+}
+
+/**
+ * Closes a subscriber without an ERROR line from GLIDE. GLIDE 2.5+ keeps each client's wanted
+ * channels and re-subscribes them in the background whenever a connection lost them; closing
+ * drops the connection, so that task tries once more on a client that is gone and logs
+ * `pubsub_synchronizer - Failed to subscribe ... Internal client has been dropped` through the
+ * application's logger. Unsubscribing first (the wanted channels emptied, the server's
+ * confirmation awaited, at most `timeoutMs`) leaves it nothing to do. Never rejects.
+ */
+export async function closeGlideSubscriber(client: GlideSubscriberClient, timeoutMs = 1000): Promise<void> {
+  if (typeof client.unsubscribe === 'function') {
+    await settleWithin(
+      client.unsubscribe(null, timeoutMs).catch(() => undefined),
+      timeoutMs + 100,
+    );
+  }
+  client.close();
 }
 
 /** How long a new subscriber waits for the server to confirm its channels, at most, ms. */

@@ -41,7 +41,10 @@ export async function seedMarkersByShard(
       const markers = slots.map((slot) => slotMarkerKey(guardKey, slot));
       for (let from = 0; from < markers.length && !stopped(); from += SEED_CHUNK) {
         const chunk = markers.slice(from, from + SEED_CHUNK);
-        const ok = await run(shard, SEED_SLOT_MARKERS, chunk, [guard, ...chunk]).catch(() => true);
+        // A failed chunk ends the shard's seeding: the next would fail the same way (the shard is
+        // down, or says CLUSTERDOWN), and each failure is one more error reply to log (GLIDE logs
+        // each at WARN); its slots' markers come from their first acquires instead.
+        const ok = await run(shard, SEED_SLOT_MARKERS, chunk, [guard, ...chunk]).catch(() => false);
         if (!ok) return;
       }
     }),

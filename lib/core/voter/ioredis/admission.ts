@@ -13,7 +13,13 @@ import { wakeChannelOf } from '../../scripts/lock-value.js';
 import type { ServerCommands } from '../server-commands.js';
 import { settleWithin, TIMED_OUT } from '../../timeouts.js';
 import { missingAclRules } from './acl-probe.js';
-import { checkServer, readServerFacts, trustedAcrossRestarts, type ServerFacts } from './preflight.js';
+import {
+  checkServer,
+  describeSoftware,
+  readServerFacts,
+  trustedAcrossRestarts,
+  type ServerFacts,
+} from './preflight.js';
 
 /**
  * What a Redis voter does on every (re)connection before it votes: read what the server says of
@@ -63,7 +69,11 @@ export async function admitServer(
     const missing = await settleWithin(probe, settings.timeoutMs);
     if (missing === TIMED_OUT) throw new Error(`no reply to the ACL probe within ${settings.timeoutMs} ms`);
     facts = { ...facts, denied: [...new Set([...facts.denied, ...missing])] };
-    const refusal = preflight.review(voter, label, { serverId: facts.runId, findings: checkServer(facts) });
+    const refusal = preflight.review(voter, label, {
+      serverId: facts.runId,
+      server: describeSoftware([facts.software]),
+      findings: checkServer(facts),
+    });
     if (refusal) return { vote: false, refusal };
   }
   return checkIdentity(server, label, facts, settings);
