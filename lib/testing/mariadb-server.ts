@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, chownSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { freePort } from './free-port.js';
+import { onFreePort } from './free-port.js';
 
 /** Options for {@link MariaDbServer.start}. */
 export interface MariaDbServerOptions {
@@ -109,30 +109,30 @@ export class MariaDbServer {
         throw new Error(
           `mariadb-install-db failed (${init.status ?? init.error?.message}):\n${(init.stdout ?? '') + (init.stderr ?? '')}`,
         );
-      const port = await freePort(host);
-      const proc = spawn(
-        binaries.server,
-        [
-          '--no-defaults',
-          ...serverArgs,
-          `--port=${port}`,
-          `--bind-address=${host}`,
-          `--socket=${join(dir, 'mariadb.sock')}`,
-          `--pid-file=${join(dir, 'mariadb.pid')}`,
-          `--init-file=${initFile}`,
-        ],
-        { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], ...(owner ?? {}) },
-      );
-      live.add(proc);
-      proc.once('exit', () => live.delete(proc));
-      const server = new MariaDbServer(proc, dir, host, port);
-      try {
-        await waitUntilReady(proc, port, timeout);
-      } catch (err) {
-        await server.close();
-        throw err;
-      }
-      return server;
+      return await onFreePort(host, async (port) => {
+        const proc = spawn(
+          binaries.server,
+          [
+            '--no-defaults',
+            ...serverArgs,
+            `--port=${port}`,
+            `--bind-address=${host}`,
+            `--socket=${join(dir, 'mariadb.sock')}`,
+            `--pid-file=${join(dir, 'mariadb.pid')}`,
+            `--init-file=${initFile}`,
+          ],
+          { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], ...(owner ?? {}) },
+        );
+        live.add(proc);
+        proc.once('exit', () => live.delete(proc));
+        try {
+          await waitUntilReady(proc, port, timeout);
+        } catch (err) {
+          await endProcess(proc);
+          throw err;
+        }
+        return new MariaDbServer(proc, dir, host, port);
+      });
     } catch (err) {
       liveDirs.delete(dir);
       rmSync(dir, { recursive: true, force: true });
@@ -210,7 +210,7 @@ function waitUntilReady(proc: ChildProcess, port: number, timeout: number): Prom
     };
     const finish = (err?: Error) => {
       clearTimeout(timer);
-      proc.off('exit', onExit);
+      proc.off('close', onExit);
       proc.stderr?.off('data', onData);
       proc.stdout?.off('data', onData);
       // Keep draining the pipes so a chatty server never blocks on a full pipe.
@@ -230,7 +230,8 @@ function waitUntilReady(proc: ChildProcess, port: number, timeout: number): Prom
     );
     proc.stderr?.on('data', onData);
     proc.stdout?.on('data', onData);
-    proc.once('exit', onExit);
+    // 'close', not 'exit': the output that says why (a port taken) may be read after 'exit'.
+    proc.once('close', onExit);
   });
 }
 

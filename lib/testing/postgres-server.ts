@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort } from './free-port.js';
+import { onFreePort } from './free-port.js';
 
 /** Options for {@link PostgresServer.start}. */
 export interface PostgresServerOptions {
@@ -94,30 +94,30 @@ export class PostgresServer {
       );
       if (init.status !== 0)
         throw new Error(`initdb failed (${init.status ?? init.error?.message}):\n${init.stderr ?? ''}`);
-      const port = await freePort(host);
       const settings = {
         fsync: 'off',
         synchronous_commit: 'off',
         full_page_writes: 'off',
         ...options.settings,
       };
-      const args = ['-D', data, '-p', String(port), '-h', host, '-k', dir];
-      for (const [name, value] of Object.entries(settings)) args.push('-c', `${name}=${value}`);
-      const proc = spawn(join(binDir, 'postgres'), args, {
-        cwd: dir,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        ...(owner ?? {}),
+      return await onFreePort(host, async (port) => {
+        const args = ['-D', data, '-p', String(port), '-h', host, '-k', dir];
+        for (const [name, value] of Object.entries(settings)) args.push('-c', `${name}=${value}`);
+        const proc = spawn(join(binDir, 'postgres'), args, {
+          cwd: dir,
+          stdio: ['ignore', 'pipe', 'pipe'],
+          ...(owner ?? {}),
+        });
+        live.add(proc);
+        proc.once('exit', () => live.delete(proc));
+        try {
+          await waitUntilReady(proc, port, timeout);
+        } catch (err) {
+          await endProcess(proc);
+          throw err;
+        }
+        return new PostgresServer(proc, dir, host, port);
       });
-      live.add(proc);
-      proc.once('exit', () => live.delete(proc));
-      const server = new PostgresServer(proc, dir, host, port);
-      try {
-        await waitUntilReady(proc, port, timeout);
-      } catch (err) {
-        await server.close();
-        throw err;
-      }
-      return server;
     } catch (err) {
       liveDirs.delete(dir);
       rmSync(dir, { recursive: true, force: true });
@@ -186,7 +186,7 @@ function waitUntilReady(proc: ChildProcess, port: number, timeout: number): Prom
     };
     const finish = (err?: Error) => {
       clearTimeout(timer);
-      proc.off('exit', onExit);
+      proc.off('close', onExit);
       proc.stderr?.off('data', onData);
       // Keep draining the pipes so a chatty server never blocks on a full pipe.
       proc.stdout?.resume();
@@ -205,7 +205,8 @@ function waitUntilReady(proc: ChildProcess, port: number, timeout: number): Prom
     );
     proc.stderr?.on('data', onData);
     proc.stdout?.on('data', onData);
-    proc.once('exit', onExit);
+    // 'close', not 'exit': the output that says why (a port taken) may be read after 'exit'.
+    proc.once('close', onExit);
   });
 }
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { ioredis } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
 import { assertRedisServerInstalled, endOnExit, endProcess } from './child-processes.js';
-import { freePort } from './free-port.js';
+import { onFreePort } from './free-port.js';
 import type { RedisServerVersion } from './redis-server-binary.js';
 
 export { assertRedisServerInstalled } from './child-processes.js';
@@ -99,13 +99,7 @@ export class RedisNodes {
     const server = assertRedisServerInstalled(options.serverBinary);
     const host = options.host ?? '127.0.0.1';
     const dir = mkdtempSync(join(tmpdir(), 'redis-nodes-'));
-    const ports: number[] = [];
-    for (let i = 0; i < count; i++) {
-      let port = await freePort(host);
-      while (ports.includes(port) || reserved.has(port)) port = await freePort(host);
-      ports.push(port);
-      reserved.add(port);
-    }
+    const ports: number[] = Array.from({ length: count }, () => 0);
     const nodes = new RedisNodes(
       server,
       dir,
@@ -114,11 +108,27 @@ export class RedisNodes {
       ports,
       ports.map(() => options.persistence ?? 'none'),
     );
-    try {
-      await Promise.all(ports.map((_, i) => nodes.launch(i)));
-    } catch (err) {
+    // allSettled: a node still retrying must not spawn a process after close() below.
+    const launched = await Promise.allSettled(
+      ports.map((_, i) =>
+        onFreePort(
+          host,
+          (port) => {
+            ports[i] = port;
+            reserved.add(port);
+            return nodes.launch(i).catch((err: unknown) => {
+              reserved.delete(port);
+              throw err;
+            });
+          },
+          { avoid: (port) => reserved.has(port) },
+        ),
+      ),
+    );
+    const failed = launched.find((r) => r.status === 'rejected');
+    if (failed) {
       await nodes.close();
-      throw err;
+      throw failed.reason;
     }
     return nodes;
   }
@@ -310,7 +320,7 @@ export class RedisNodes {
       const finish = (err?: Error) => {
         clearTimeout(timer);
         proc.stdout?.off('data', onData);
-        proc.off('exit', onExit);
+        proc.off('close', onExit);
         // Keep draining the pipes so a chatty node never blocks on a full pipe.
         proc.stdout?.resume();
         proc.stderr?.resume();
@@ -333,7 +343,8 @@ export class RedisNodes {
       }, timeout);
       proc.stdout?.on('data', onData);
       proc.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      proc.once('exit', onExit);
+      // 'close', not 'exit': the output that says why (a port taken) may be read after 'exit'.
+      proc.once('close', onExit);
     });
   }
 }

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { RedisConnectionOptions } from '../core/clients/types.js';
 import { ioredis } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
-import { freePort } from './free-port.js';
+import { onFreePort } from './free-port.js';
 import { RedisNodes } from './redis-nodes.js';
 
 /** Options for {@link SentinelGroup.start}. */
@@ -72,10 +72,7 @@ export class SentinelGroup {
         (await info(replica.client(0), 'replication')).includes('master_link_status:up'),
       );
       const count = options.sentinels ?? 1;
-      for (let i = 0; i < count; i++) {
-        group.sentinelPorts.push(await freePort(HOST));
-      }
-      await Promise.all(group.sentinelPorts.map((port, i) => group.launchSentinel(i, port, count, options)));
+      for (let i = 0; i < count; i++) await group.launchSentinel(i, count, options);
       // A failover needs a replica the Sentinels know of.
       await until(async () => {
         const replicas = (await group.sentinel(0).call('SENTINEL', 'REPLICAS', name)) as unknown[];
@@ -153,32 +150,76 @@ export class SentinelGroup {
     return client;
   }
 
-  private launchSentinel(index: number, port: number, count: number, o: SentinelGroupOptions): Promise<void> {
+  private async launchSentinel(index: number, count: number, o: SentinelGroupOptions): Promise<void> {
     // Sentinel rewrites its config file: one writable file per process.
     const config = join(this.dir, `sentinel-${index}.conf`);
-    writeFileSync(
-      config,
-      [
-        `port ${port}`,
-        `bind ${HOST}`,
-        `dir ${this.dir}`,
-        'protected-mode no',
-        `sentinel monitor ${this.name} ${HOST} ${this.servers[0].port(0)} ${Math.floor(count / 2) + 1}`,
-        `sentinel down-after-milliseconds ${this.name} ${o.downAfterMs ?? 1000}`,
-        `sentinel failover-timeout ${this.name} ${o.failoverTimeoutMs ?? 5000}`,
-        `sentinel parallel-syncs ${this.name} 1`,
-        '',
-      ].join('\n'),
-    );
-    const binary = this.servers[0].server.binary; // the data servers' own
-    const proc = spawn(binary, [config, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const { proc, port } = await startSentinel(this.servers[0].server.binary, config, (port) => [
+      `port ${port}`,
+      `bind ${HOST}`,
+      `dir ${this.dir}`,
+      'protected-mode no',
+      `sentinel monitor ${this.name} ${HOST} ${this.servers[0].port(0)} ${Math.floor(count / 2) + 1}`,
+      `sentinel down-after-milliseconds ${this.name} ${o.downAfterMs ?? 1000}`,
+      `sentinel failover-timeout ${this.name} ${o.failoverTimeoutMs ?? 5000}`,
+      `sentinel parallel-syncs ${this.name} 1`,
+    ]);
     this.procs.push(proc);
+    this.sentinelPorts[index] = port;
+    await until(async () => (await this.sentinel(index).ping()) === 'PONG', 10_000);
+  }
+}
+
+/**
+ * Starts `<binary> <configFile> --sentinel` on a free loopback port, with the configuration
+ * `config(port)` (written to `configFile`), and resolves once it listens; on another port when
+ * the one picked was taken before the Sentinel could bind it. Ended by pid when this process exits.
+ */
+export function startSentinel(
+  binary: string,
+  configFile: string,
+  config: (port: number) => string[],
+): Promise<{ proc: ChildProcess; port: number }> {
+  return onFreePort(HOST, async (port) => {
+    writeFileSync(configFile, [...config(port), ''].join('\n'));
+    const proc = spawn(binary, [configFile, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
     live.add(proc);
     proc.once('exit', () => live.delete(proc));
-    proc.stdout?.resume();
-    proc.stderr?.resume();
-    return until(async () => (await this.sentinel(index).ping()) === 'PONG', 10_000);
-  }
+    await sentinelListening(proc, port);
+    return { proc, port };
+  });
+}
+
+/**
+ * Resolves once the Sentinel says it runs (it listens by then); rejects with its output, the
+ * process ended, if it exits or is silent for 10 s. A PING alone could be answered by whatever
+ * took the port when the Sentinel could not bind it.
+ */
+function sentinelListening(proc: ChildProcess, port: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('Sentinel ID is')) finish();
+    };
+    const finish = (problem?: string) => {
+      clearTimeout(timer);
+      proc.off('close', onExit);
+      proc.stdout?.off('data', onData);
+      proc.stderr?.off('data', onData);
+      // Keep draining the pipes so a chatty Sentinel never blocks on a full pipe.
+      proc.stdout?.resume();
+      proc.stderr?.resume();
+      if (problem === undefined) return resolve();
+      void endProcess(proc);
+      reject(new Error(`Sentinel on port ${port} ${problem}:\n${output.slice(-2000)}`));
+    };
+    const onExit = (code: number | null) => finish(`exited (${code}) while starting`);
+    const timer = setTimeout(() => finish('did not start within 10000 ms'), 10_000);
+    proc.stdout?.on('data', onData);
+    proc.stderr?.on('data', onData);
+    // 'close', not 'exit': the output that says why (a port taken) may be read after 'exit'.
+    proc.once('close', onExit);
+  });
 }
 
 const live = new Set<ChildProcess>();
