@@ -17,7 +17,7 @@ describe('first run on new nodes', () => {
   beforeAll(async () => {
     cluster = await TestCluster.start(3);
   });
-  afterAll(() => cluster.close());
+  afterAll(() => cluster?.close());
 
   test('the guard counts from boot: one line for every new node, one when a quorum votes again', async () => {
     await Promise.all([0, 1, 2].map((i) => cluster.redis.client(i).del(MARKER)));

@@ -118,7 +118,7 @@ describe('cluster identity guard of node-redis and GLIDE cluster voters, on a re
   beforeAll(async () => {
     nodes = await RedisNodes.start(1, { persistence: 'aof-everysec' });
   });
-  afterAll(() => nodes.close());
+  afterAll(() => nodes?.close());
 
   test('a call that waited for a check that found the server changed rejects with ServerChangedError instead of granting', async () => {
     const context = voterContext({ ...DEFAULT_SETTINGS, guardMs: GUARD_MS });
