@@ -106,7 +106,7 @@ describe('tryAcquire makes one attempt (the engine default wait does not apply)'
     const lock = await holder.acquire('try-once', { ttl: 10_000 });
     let started = performance.now();
     expect(await engine.tryAcquire('try-once')).toBeNull();
-    expect(performance.now() - started).toBeLessThan(500);
+    expect(performance.now() - started).toBeLessThan(5000); // not the engine's default wait
     setTimeout(() => void lock.release(), 300);
     started = performance.now();
     const waited = await engine.tryAcquire('try-once', { wait: 3000 });
