@@ -44,10 +44,16 @@ export class InMemoryFencedTable<Row extends object = Record<string, unknown>> e
   /** Whose identifier rules a written column name must pass (the real table learns it from the handle). */
   private readonly dialect: SqlDialect;
 
-  /** Checks the options as the real table does (the same errors), `columnDefaults` as a write's values. */
+  /**
+   * Checks the options as the real table does (the same errors; names for PostgreSQL unless
+   * `dialect` says otherwise), and `columnDefaults` as a write's values.
+   */
   constructor(options: InMemoryFencedTableOptions<Row>) {
     super(options);
     this.dialect = options.dialect ?? 'postgres';
+    // The names as the dialect quotes them (PostgreSQL's when none is given): the real table checks
+    // them at its first call, when it learns the dialect from the handle; there is no handle here.
+    void this.qualifiedName;
     this.defaults = this.checkedValues(options.columnDefaults ?? {});
   }
 
