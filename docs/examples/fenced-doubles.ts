@@ -1,7 +1,7 @@
 // docs/testing.md, "Fenced stores in memory": services that inject FencedWriter and a FencedTable,
 // their production providers, and unit tests that get in-memory ones from RedlockTestingModule.
 // Type-checked by `npm run lint`; test/unit/testing-module-fenced.spec.ts runs the tests.
-import { ConflictException, Inject, Injectable, Module, type Provider } from '@nestjs/common';
+import { ConflictException, Inject, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import type { Redis } from 'ioredis';
 import { DistributedLock, FencedWriter, FencingToken } from 'nest-quorum-lock';
@@ -31,11 +31,14 @@ export class WalletService {
   }
 }
 
-// The app's module: the writer on the app's Redis client, under the FencedWriter class.
-export const walletProviders: Provider[] = [
-  { provide: FencedWriter, inject: [STORE_REDIS], useFactory: (redis: Redis) => new FencedWriter(redis) },
-  WalletService,
-];
+@Module({
+  providers: [
+    // The writer on the app's Redis client (provided by the app under STORE_REDIS), under its class.
+    { provide: FencedWriter, inject: [STORE_REDIS], useFactory: (redis: Redis) => new FencedWriter(redis) },
+    WalletService,
+  ],
+})
+export class WalletModule {}
 
 export async function unitTestWithFencedWriter(): Promise<void> {
   const moduleRef = await Test.createTestingModule({

@@ -1,11 +1,17 @@
 import 'reflect-metadata';
-import { Inject, Injectable } from '@nestjs/common';
+import { Global, Inject, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { DistributedLock, FencedWriter, FencingToken, LockService } from 'nest-quorum-lock';
 import { FencedTable, InvalidFencedValuesError, InvalidIdentifierError } from 'nest-quorum-lock/sql';
 import { InMemoryFencedTable, InMemoryFencedWriter, RedlockTestingModule } from 'nest-quorum-lock/testing';
+import { DataSource } from 'typeorm';
 import {
   ACCOUNTS,
+  ACCOUNTS_TABLE,
+  AccountsModule,
+  AccountsService,
+  STORE_REDIS,
+  WalletModule,
   WalletService,
   unitTestWithFencedTable,
   unitTestWithFencedWriter,
@@ -188,6 +194,45 @@ describe('RedlockTestingModule provides the fenced stores in memory', () => {
       const { lastToken } = await moduleRef.get(FencedWriter).hgetall('ledger:z', lock.fencingToken);
       expect(lastToken).toBe(lock.fencingToken);
       await lock.release();
+    } finally {
+      await moduleRef.close();
+    }
+  });
+
+  test("docs/testing.md: a whole app's own stores are replaced with overrideProvider", async () => {
+    let clientsMade = 0;
+    @Global()
+    @Module({
+      providers: [
+        { provide: STORE_REDIS, useFactory: () => ++clientsMade }, // stands for the app's Redis client
+        { provide: DataSource, useFactory: () => ++clientsMade },
+      ],
+      exports: [STORE_REDIS, DataSource],
+    })
+    class ConnectionsModule {}
+    @Module({ imports: [ConnectionsModule, WalletModule, AccountsModule, RedlockTestingModule.forRoot()] })
+    class AppModule {}
+
+    const writer = new InMemoryFencedWriter().seed('wallet:w', { balance: 3 });
+    const table = new InMemoryFencedTable(ACCOUNTS_TABLE);
+    const moduleRef = await Test.createTestingModule({ imports: [AppModule] })
+      .overrideProvider(FencedWriter)
+      .useValue(writer)
+      .overrideProvider(ACCOUNTS)
+      .useValue(table)
+      .overrideProvider(STORE_REDIS)
+      .useValue({})
+      .overrideProvider(DataSource)
+      .useValue({})
+      .compile();
+    try {
+      expect(clientsMade).toBe(0);
+      const wallet = moduleRef.get(WalletService, { strict: false });
+      const accounts = moduleRef.get(AccountsService, { strict: false });
+      expect(await accounts.deposit('a', 5)).toBe(5);
+      expect(table.rowOf('a')).toMatchObject({ balance: '5' });
+      expect(await wallet.withdraw('w', 1)).toBe(2);
+      expect(writer.hashOf('wallet:w')).toMatchObject({ balance: '2' });
     } finally {
       await moduleRef.close();
     }
