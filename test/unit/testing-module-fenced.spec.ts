@@ -2,7 +2,12 @@ import 'reflect-metadata';
 import { Global, Inject, Injectable, Module } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { DistributedLock, FencedWriter, FencingToken, LockService } from 'nest-quorum-lock';
-import { FencedTable, InvalidFencedValuesError, InvalidIdentifierError } from 'nest-quorum-lock/sql';
+import {
+  FencedTable,
+  InvalidFencedValuesError,
+  InvalidIdentifierError,
+  type SqlHandle,
+} from 'nest-quorum-lock/sql';
 import { InMemoryFencedTable, InMemoryFencedWriter, RedlockTestingModule } from 'nest-quorum-lock/testing';
 import { DataSource } from 'typeorm';
 import {
@@ -23,6 +28,9 @@ import {
  * doubles keep the real stores' rule: test/integration/fencing/fenced-doubles.spec.ts.)
  */
 
+/** A database handle: the in-memory table does not use it. */
+const noDb = {} as SqlHandle;
+
 /** A user's service that reads and writes under the lock through both stores. */
 @Injectable()
 class LedgerService {
@@ -34,7 +42,7 @@ class LedgerService {
   @DistributedLock('ledger:{0}')
   async post(id: string, @FencingToken() token?: number): Promise<number> {
     await this.store.hset(`ledger:${id}`, { posted: token! }, token!);
-    await this.accounts.write({}, id, token!, { balance: String(token) });
+    await this.accounts.write(noDb, id, token!, { balance: String(token) });
     return token!;
   }
 }
@@ -87,11 +95,11 @@ describe('RedlockTestingModule provides the fenced stores in memory', () => {
         accepted: false,
         lastToken: second,
       });
-      expect(await ledger.accounts.write({}, 'l1', first, { balance: 'stale' })).toEqual({
+      expect(await ledger.accounts.write(noDb, 'l1', first, { balance: 'stale' })).toEqual({
         accepted: false,
         lastToken: second,
       });
-      expect(await ledger.accounts.read({}, 'l1', first)).toEqual({ accepted: false, lastToken: second });
+      expect(await ledger.accounts.read(noDb, 'l1', first)).toEqual({ accepted: false, lastToken: second });
       expect(accounts.rowOf('l1')).toMatchObject({ balance: String(second) });
     } finally {
       await moduleRef.close();
@@ -172,14 +180,17 @@ describe('RedlockTestingModule provides the fenced stores in memory', () => {
 
   test('the in-memory table checks what the real one checks, and ignores the handle', async () => {
     const t = new InMemoryFencedTable<{ balance: number }>({ table: 'accounts', keyColumn: 'code' });
-    await expect(t.write(undefined, 'k', 1, {})).resolves.toEqual({ accepted: true, lastToken: 1 });
-    await expect(t.write({}, null, 1, {})).rejects.toThrow(InvalidFencedValuesError);
-    await expect(t.write({}, 'k', 1, { code: 'x' } as object)).rejects.toThrow(InvalidFencedValuesError);
-    await expect(t.read({}, 'k', 0)).rejects.toMatchObject({ name: 'InvalidFencingTokenError' });
-    await expect(t.ensureTable({}, { columns: { ['']: 'text' } })).rejects.toThrow(InvalidIdentifierError);
+    await expect(t.write(undefined as unknown as SqlHandle, 'k', 1, {})).resolves.toEqual({
+      accepted: true,
+      lastToken: 1,
+    });
+    await expect(t.write(noDb, null, 1, {})).rejects.toThrow(InvalidFencedValuesError);
+    await expect(t.write(noDb, 'k', 1, { code: 'x' } as object)).rejects.toThrow(InvalidFencedValuesError);
+    await expect(t.read(noDb, 'k', 0)).rejects.toMatchObject({ name: 'InvalidFencingTokenError' });
+    await expect(t.ensureTable(noDb, { columns: { ['']: 'text' } })).rejects.toThrow(InvalidIdentifierError);
     t.seed('old', { balance: 5 }, 40);
-    expect(await t.write({}, 'old', 39, { balance: 6 })).toEqual({ accepted: false, lastToken: 40 });
-    expect(await t.read({}, 'old', 41)).toEqual({
+    expect(await t.write(noDb, 'old', 39, { balance: 6 })).toEqual({ accepted: false, lastToken: 40 });
+    expect(await t.read(noDb, 'old', 41)).toEqual({
       accepted: true,
       row: { code: 'old', balance: 5 },
       lastToken: 41,
