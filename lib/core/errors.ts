@@ -212,3 +212,26 @@ export class LockUpgradeError extends LockUsageError {
       'write lock in the outer call instead, or release the read lock first.';
   }
 }
+
+/**
+ * A multi-resource lock whose resources hash to different slots of a Redis Cluster voter: no single
+ * script can take all of its keys atomically there. Thrown before anything is sent; a programming
+ * error, not a busy lock: give the resources a common hash tag.
+ */
+export class CrossSlotLockError extends RedlockError {
+  /** Stable, machine-readable code. */
+  readonly code = 'CROSS_SLOT_LOCK' as const;
+
+  constructor(
+    readonly resources: readonly string[],
+    /** The cluster voter's label. */
+    readonly node: string,
+  ) {
+    super(
+      `Cannot lock ${resources.map((r) => `"${r}"`).join(', ')} together: on the Redis Cluster voter ${node} ` +
+        "they live in different hash slots, and one voter must take all of a lock's keys in one atomic script. " +
+        'Give them a common hash tag: start each resource with the same {tag}, e.g. "{order:42}:items" and ' +
+        '"{order:42}:payment" (Redis hashes only the text between the first { and the next }).',
+    );
+  }
+}

@@ -1,9 +1,8 @@
 import { clientKind, describeUnsupported, isPlainObject } from './clients/detect.js';
 import { RedlockOptionsError } from './errors.js';
 import { show } from './option-checks.js';
-import { hasUnencodedCredentials, redactUrl } from './voter/ioredis/connection.js';
-import { isClusterNode, validateClusterNode } from './voter/ioredis-cluster/connection.js';
-import { isVoterFactory } from './voter/voter.js';
+import { hasUnencodedCredentials, redactUrl } from './transport/urls.js';
+import { isVoterFactory } from './voter/voter-api.js';
 
 /**
  * Checks every entry of `nodes`; returns whether one of them (a URL, options) needs a client
@@ -27,7 +26,7 @@ export function validateNodes(nodes: unknown): boolean {
       throw new RedlockOptionsError(`nodes[${i}]`, `got ${show(node)}`, NODE_FIX);
     } else if (isVoterFactory(node) || clientKind(node) !== undefined) {
       // a voter the caller builds, or a ready client: used as it is
-    } else if (isClusterNode(node) || ('cluster' in node && typeof node.cluster !== 'function')) {
+    } else if (clientKind(node) === 'ioredis-cluster' || Array.isArray((node as { cluster?: unknown }).cluster) || ('cluster' in node && typeof node.cluster !== 'function')) {
       validateClusterNode(node, `nodes[${i}]`);
       needsPackage = true;
     } else if (isPlainObject(node)) {
@@ -89,4 +88,32 @@ function checkUrlEncoding(node: string, option: string): void {
       '("@" is %40, "#" is %23, "/" is %2F, "?" is %3F), or pass ioredis options ' +
       '{ host, port, password } instead of a URL.',
   );
+}
+
+/** Checks a `{ cluster: [...], options? }` entry (an ioredis Cluster passed in is used as it is). */
+function validateClusterNode(node: unknown, option: string): void {
+  if (node !== null && typeof node === 'object' && clientKind(node) === 'ioredis-cluster') return;
+  const { cluster, options } = node as { cluster: unknown; options?: unknown };
+  const fix = 'Use { cluster: [{ host: "10.0.0.1", port: 6379 }, ...], options?: ClusterOptions }, or an ioredis Cluster';
+  if (!Array.isArray(cluster) || cluster.length === 0) {
+    throw new RedlockOptionsError(`${option}.cluster`, 'no startup node given', fix);
+  }
+  cluster.forEach((entry: unknown, j) => {
+    const port = (entry as { port?: unknown } | null)?.port;
+    const ok =
+      (typeof entry === 'number' && Number.isInteger(entry) && entry > 0) ||
+      (typeof entry === 'string' && entry.length > 0) ||
+      (entry !== null && typeof entry === 'object' && (port === undefined || Number.isInteger(port)));
+    if (!ok) throw new RedlockOptionsError(`${option}.cluster[${j}]`, `got ${JSON.stringify(entry)}`, fix);
+  });
+  if (options !== undefined && (options === null || typeof options !== 'object')) {
+    throw new RedlockOptionsError(`${option}.options`, `got ${String(options)}`, 'Pass ioredis ClusterOptions, or leave it out');
+  }
+  if (options && Array.isArray((options as { sentinels?: unknown }).sentinels)) {
+    throw new RedlockOptionsError(
+      `${option}.options`,
+      'a Redis Cluster has no Sentinels',
+      'A Sentinel-managed primary is a node of its own: { sentinels: [...], name: "mymaster" }',
+    );
+  }
 }

@@ -11,7 +11,8 @@ import type {
 import type { RedlockLogger } from './logger.js';
 import type { PreflightMode } from './preflight.js';
 import type { TelemetryProviders } from './telemetry.js';
-import type { VoterFactory } from './voter/voter.js';
+import type { Runtime } from './runtime.js';
+import type { VoterFactory } from './voter/voter-api.js';
 
 /**
  * One voter of the quorum: a Redis master as a `redis://` / `rediss://` URL or connection
@@ -82,6 +83,11 @@ export interface RedlockOptions {
    * when it has, or when this runs out (logged). Default 10000, below Kubernetes' 30 s grace period.
    */
   drainTimeout?: number;
+  /**
+   * The engine's clocks, timers and randomness (default: the real ones). The deterministic
+   * simulation (`npm run simulate`) gives a virtual one; nothing else needs to.
+   */
+  runtime?: Runtime;
   /** Where the engine reports unreachable or abstaining nodes. Default: warnings to stderr. */
   logger?: RedlockLogger;
   /**

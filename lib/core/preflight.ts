@@ -30,7 +30,7 @@ export class Preflight {
   /** Per voter: the run_id of its server and its label, for the duplicate check. */
   private readonly servers = new Map<object, { label: string; runId: string }>();
   /** Per voter: the errors of its latest review. */
-  private readonly found = new Map<object, NodeConfigurationError[]>();
+  private readonly found = new Map<object, { owner: object; errors: NodeConfigurationError[] }>();
   /** Per voter, under 'warn': the problems its latest review logged. */
   private readonly warned = new Map<object, ReadonlySet<string>>();
   private bootstrapped = false;
@@ -45,11 +45,11 @@ export class Preflight {
    * under 'warn', and under 'error' once the bootstrap has passed). Returns the refusal (the
    * voter must not vote) under 'error', else undefined.
    */
-  review(voter: object, label: string, report: ServerReport): NodeConfigurationError | undefined {
+  review(key: object, voter: object, label: string, report: ServerReport): NodeConfigurationError | undefined {
     const findings = [...report.findings];
     const runId = report.serverId;
-    const twin = runId && this.twinOf(voter, runId);
-    if (runId) this.servers.set(voter, { label, runId });
+    const twin = runId && this.twinOf(key, runId);
+    if (runId) this.servers.set(key, { label, runId });
     if (twin) {
       findings.push({
         severity: 'error',
@@ -65,19 +65,19 @@ export class Preflight {
     const errors = findings
       .filter((f) => f.severity === 'error')
       .map((f) => new NodeConfigurationError(label, f.problem, f.fix));
-    this.found.set(voter, errors);
+    this.found.set(key, { owner: voter, errors });
     if (errors.length === 0) {
-      this.warned.delete(voter);
+      this.warned.delete(key);
       return undefined;
     }
     if (this.mode === 'warn') {
       // Once per voter and problem: a server whose check is tried again (admission.ts) is not
       // reported on every try.
-      const said = this.warned.get(voter);
+      const said = this.warned.get(key);
       for (const e of errors) {
         if (!said?.has(e.message)) this.logger.warn(`${e.message} (preflight: 'warn': it votes anyway)`);
       }
-      this.warned.set(voter, new Set(errors.map((e) => e.message)));
+      this.warned.set(key, new Set(errors.map((e) => e.message)));
       return undefined;
     }
     const refusal = NodeConfigurationError.of(errors);
@@ -94,7 +94,7 @@ export class Preflight {
    */
   add(voter: object, label: string, problem: string, fix: string): void {
     const error = new NodeConfigurationError(label, problem, fix);
-    this.found.set(voter, [...(this.found.get(voter) ?? []), error]);
+    this.found.set(voter, { owner: voter, errors: [...(this.found.get(voter)?.errors ?? []), error] });
     if (this.mode === 'warn' || this.bootstrapped) this.logger.warn(error.message);
   }
 
@@ -105,7 +105,8 @@ export class Preflight {
    */
   bootstrapDone(voters: readonly object[]): NodeConfigurationError | undefined {
     this.bootstrapped = true;
-    const errors = voters.flatMap((voter) => this.found.get(voter) ?? []);
+    const found = [...this.found.values()];
+    const errors = voters.flatMap((voter) => found.filter((f) => f.owner === voter).flatMap((f) => f.errors));
     return this.mode === 'error' && errors.length > 0 ? NodeConfigurationError.of(errors) : undefined;
   }
 

@@ -1,16 +1,16 @@
 import type { LockEvents } from '../events.js';
-import type { LetGo } from '../scripts/index.js';
+import { ClockGuard, type ClockGuardSettings } from '../guards/clock/guard.js';
+import type { VoterClocks } from '../guards/clock/readings.js';
+import { Abstentions } from '../guards/restart.js';
 import type { RedlockLogger } from '../logger.js';
-import { settleWithin, TIMED_OUT } from '../timeouts.js';
-import { Abstentions } from './abstentions.js';
-import { quorumOf, quorumRound, type RoundOptions, type RoundOutcome, type Vote } from './quorum-round.js';
-import type { Voter } from '../voter/voter.js';
-import type { WriteWindow } from '../voter/write-batching.js';
-import { ClockGuard, type ClockGuardSettings } from './clock-guard.js';
-import type { VoterClocks } from './voter-clocks.js';
+import { settleWithin, TIMED_OUT, type Runtime } from '../runtime.js';
+import type { LetGo } from '../scripts/let-go.js';
+import type { Voter } from '../voter/voter-api.js';
+import { quorumOf, quorumRound, type RoundOptions, type RoundOutcome, type Vote } from './round.js';
 
 /** Every answer, or failure, of a voter letting go counts as done (see Voters.letGo). */
 const countsAsDone = (): 'yes' => 'yes';
+const SENT: Promise<void> = Promise.resolve();
 
 /** Reachability of one voter, as reported by `Redlock.connect`, `status` and `probe`. */
 export interface NodeStatus {
@@ -50,8 +50,7 @@ export class Voters {
     restartGuard: number | false,
     private readonly logger: RedlockLogger,
     private readonly events: LockEvents,
-    /** The engine's write batching window (its voters' too): when a release's writes have left. */
-    private readonly writes: WriteWindow,
+    readonly runtime: Runtime,
     /**
      * The clock guard: steps above `thresholdMs` (0: off) exclude a voter for `excludeForMs` (the
      * restart guard, or the longest ttl where that is off).
@@ -59,11 +58,11 @@ export class Voters {
     clockGuard: ClockGuardSettings = { thresholdMs: 0, excludeForMs: 0 },
   ) {
     this.quorum = quorumOf(list.length);
-    this.abstentions = new Abstentions(list, this.quorum, restartGuard, logger, events);
-    this.clockGuard = new ClockGuard(list, this.quorum, clockGuard, this.abstentions, logger, events);
+    this.abstentions = new Abstentions(list, this.quorum, restartGuard, logger, events, runtime);
+    this.clockGuard = new ClockGuard(list, this.quorum, clockGuard, this.abstentions, logger, events, runtime);
     list.forEach((voter, index) => {
-      // The identity guard (voter/ioredis/admission.ts) decides on connecting, before any acquire.
-      voter.onAbstention?.((forMs, why) => this.noteAbstention(index, forMs, why || undefined));
+      // The identity guard (guards/identity.ts) decides on connecting, before any acquire.
+      voter.onAbstention?.((forMs, why, shard) => this.noteAbstention(index, forMs, why || undefined, shard));
       voter.onHealthChange((up, reason) => {
         if (!events.observed) return;
         events.emit({ type: up ? 'node-up' : 'node-down', resources: [], node: voter.label, reason });
@@ -93,6 +92,7 @@ export class Voters {
     options?: RoundOptions<R> & { voters?: readonly Voter[]; quorum?: number; timeoutMs?: number },
   ): Promise<RoundOutcome<R>> {
     return quorumRound(
+      this.runtime,
       options?.voters ?? this.list,
       options?.quorum ?? this.quorum,
       options?.timeoutMs ?? this.nodeTimeout,
@@ -103,13 +103,11 @@ export class Voters {
   }
 
   /**
-   * Lets go of `value`'s keys on the voters `on` (default all). A voter that can send it one-way
-   * (no reply: voter/one-way.ts) does, unless `confirmed`, and counts as done once the bytes are
-   * handed to its socket (at once, or when the tick's corked writes leave: write-batching.ts): what
-   * this engine sends the voter later goes on the same connection, so it comes after. The others
-   * are waited for until, with those, a majority is done, like an acquire. A voter that fails to
-   * answer still counts as done: the key expires there with its lease, and the next operation of
-   * this engine reaches it after this one, on the same connection.
+   * Lets go of `value`'s keys on the voters `on` (default all). Resolves once the commands are
+   * handed to the voters' clients: what this engine sends a voter later goes on the same
+   * connection, so it comes after. With `confirmed`, once a majority answered (a voter that fails
+   * still counts as done: the key expires there with its lease). Every let-go in flight is waited
+   * for, at most nodeTimeout, before the connections close.
    */
   letGo(
     keys: readonly string[],
@@ -117,23 +115,12 @@ export class Voters {
     how: LetGo,
     { on: voters = this.list, confirmed = false }: { on?: readonly Voter[]; confirmed?: boolean } = {},
   ): Promise<unknown> {
-    let replying: Voter[] | undefined;
-    for (const voter of voters) {
-      if (confirmed || !voter.letGoOneWay?.(keys, value, how)) (replying ??= []).push(voter);
+    if (!confirmed) {
+      for (const voter of voters) void this.sendLetGo(voter, keys, value, how);
+      return SENT;
     }
-    if (!replying) return this.writes.handedOver();
-    const needed = Math.min(this.quorum, voters.length) - (voters.length - replying.length);
-    if (needed <= 0) {
-      for (const voter of replying) void this.sendLetGo(voter, keys, value, how);
-      return this.writes.handedOver();
-    }
-    return quorumRound(
-      replying,
-      needed,
-      this.nodeTimeout,
-      (voter) => this.sendLetGo(voter, keys, value, how),
-      countsAsDone,
-    );
+    const send = (voter: Voter) => this.sendLetGo(voter, keys, value, how);
+    return quorumRound(this.runtime, voters, Math.min(this.quorum, voters.length), this.nodeTimeout, send, countsAsDone);
   }
 
   /** One voter's answered let-go, counted until it settles (close() waits for those in flight). */
@@ -153,9 +140,8 @@ export class Voters {
    * shutdown waits for it before the connections close.
    */
   async lettingGoSettled(timeoutMs: number): Promise<void> {
-    await this.writes.handedOver();
     if (this.lettingGo === 0) return;
-    await settleWithin(new Promise<void>((resolve) => (this.onLetGoSettled = resolve)), timeoutMs);
+    await settleWithin(this.runtime, new Promise<void>((resolve) => (this.onLetGoSettled = resolve)), timeoutMs);
     this.onLetGoSettled = undefined;
   }
 
@@ -163,8 +149,8 @@ export class Voters {
    * Records that voter `index` abstains under the restart guard for `remainingMs` (logged and
    * emitted by {@link Abstentions.note}), and returns the reason for error messages.
    */
-  noteAbstention(index: number, remainingMs: number, why?: string): string {
-    return this.abstentions.note(index, remainingMs, why);
+  noteAbstention(index: number, remainingMs: number, why?: string, shard?: string): string {
+    return this.abstentions.note(index, remainingMs, why, shard);
   }
 
   /**
@@ -189,9 +175,13 @@ export class Voters {
     this.clockGuard.excludeAfterStep(index, stepMs);
   }
 
-  /** Whether voter `index` abstains now (restart, identity or clock guard). */
-  abstains(index: number): boolean {
-    return this.abstentions.abstainsUntil(index) > performance.now();
+  /**
+   * Whether voter `index` abstains now (restart, identity or clock guard), for `keys` when given (a
+   * Cluster voter's shard abstains for its own slots only).
+   */
+  abstains(index: number, keys?: readonly string[]): boolean {
+    if (this.abstentions.abstainsUntil(index) > this.runtime.now()) return true;
+    return keys !== undefined && (this.list[index]!.abstainingForMs?.(keys) ?? 0) > 0;
   }
 
   /**
@@ -203,13 +193,12 @@ export class Voters {
     await Promise.all(
       this.list.map(async (voter, index) => {
         if (!voter.connected) return;
-        const sentAt = performance.now();
+        const sentAt = this.runtime.now();
         // Once, at bootstrap: a voter still busy with its first connection gets some slack.
-        const view = await settleWithin(voter.inspect(probeKey), Math.max(5 * this.nodeTimeout, 500)).catch(
-          () => undefined,
-        );
+        const inspection = settleWithin(this.runtime, voter.inspect(probeKey), Math.max(5 * this.nodeTimeout, 500));
+        const view = await inspection.catch(() => undefined);
         if (view === undefined || view === TIMED_OUT || view.clockUs === undefined) return;
-        this.noteClock(index, sentAt, performance.now(), view.clockUs);
+        this.noteClock(index, sentAt, this.runtime.now(), view.clockUs);
       }),
     );
   }
@@ -226,12 +215,12 @@ export class Voters {
    * can tell when they come back.
    */
   msUntilQuorumVotes(votes: RoundOutcome<unknown>['votes']): number | undefined {
-    const now = performance.now();
+    const now = this.runtime.now();
     const waits = this.list
       .map((_, i) => {
         const vote = votes[i];
         if (vote === 'yes' || vote === 'no') return 0;
-        return vote === 'declined' ? Math.max(0, this.abstentions.abstainsUntil(i) - now) : Infinity;
+        return vote === 'declined' ? Math.max(0, this.abstentions.reportedUntil(i) - now) : Infinity;
       })
       .sort((a, b) => a - b);
     const wait = waits[this.quorum - 1]!;
@@ -267,8 +256,8 @@ export class Voters {
 
   /** Current reachability of each voter, from the connections' state (no I/O). */
   status(): NodeStatus[] {
-    const now = performance.now();
-    const wallNow = Date.now();
+    const now = this.runtime.now();
+    const wallNow = this.runtime.wallNow();
     return this.list.map((voter, i) => ({
       node: voter.label,
       reachable: voter.connected,
@@ -289,10 +278,10 @@ export class Voters {
     return Promise.all(
       this.status().map(async (status, i) => {
         if (!status.reachable) return status;
-        const started = performance.now();
-        const answer = await settleWithin(this.list[i]!.ping(), timeout).catch((err: unknown) => err);
+        const started = this.runtime.now();
+        const answer = await settleWithin(this.runtime, this.list[i]!.ping(), timeout).catch((err: unknown) => err);
         if (answer === undefined) {
-          return { ...status, latencyMs: Math.round((performance.now() - started) * 100) / 100 };
+          return { ...status, latencyMs: Math.round((this.runtime.now() - started) * 100) / 100 };
         }
         const error =
           answer === TIMED_OUT

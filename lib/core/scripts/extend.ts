@@ -1,4 +1,4 @@
-import { luaScript } from './lua-script.js';
+import { luaScript } from './lua.js';
 
 /** One lock to extend on a node: its keys, its value and the new lease. */
 export interface ExtendRequest {

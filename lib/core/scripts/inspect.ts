@@ -1,4 +1,4 @@
-import { luaScript } from './lua-script.js';
+import { luaScript } from './lua.js';
 
 /** One voter's view of a lock key, read-only. */
 export interface KeyView {
