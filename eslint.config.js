@@ -11,6 +11,7 @@ export default tseslint.config(
       'build-check',
       'bench/dist',
       'lib/**/*.js',
+      'test/.generated',
     ],
   },
   js.configs.recommended,

@@ -12,6 +12,7 @@ export default {
     '^nest-quorum-lock$': '<rootDir>/lib/index.ts',
     '^nest-quorum-lock/testing$': '<rootDir>/lib/testing/index.ts',
     '^nest-quorum-lock/postgres$': '<rootDir>/lib/fencing/postgres/index.ts',
+    '^nest-quorum-lock/sql$': '<rootDir>/lib/fencing/sql/index.ts',
     '^nest-quorum-lock/terminus$': '<rootDir>/lib/terminus/index.ts',
     '^(\\.{1,2}/.*)\\.js$': '$1',
   },

@@ -59,7 +59,16 @@ export const TOOLS = [
     need: {
       sample: 'the sample app keeps its accounts in a local PostgreSQL',
       test: 'the PostgreSQL fencing tests start their own server',
-      faults: 'the PostgreSQL fault scenario starts its own server',
+      faults: 'the PostgreSQL fault scenarios start their own server',
+    },
+  },
+  {
+    id: 'mariadb',
+    apt: 'mariadb-server',
+    brew: 'mariadb',
+    need: {
+      test: 'the MariaDB fencing tests start their own server (mariadbd on a temp dir and a free port)',
+      faults: 'the MariaDB fault scenario starts its own server',
     },
   },
   {
@@ -234,6 +243,11 @@ function postgresPresent() {
   }
 }
 
+/** mariadbd (in /usr/sbin on Debian, off a user's PATH) and mariadb-install-db, which the launcher runs. */
+function mariadbPresent() {
+  return onPath('mariadbd', ['/usr/sbin']) && onPath('mariadb-install-db', ['/usr/bin']);
+}
+
 function faketimePresent() {
   return ['x86_64-linux-gnu', 'aarch64-linux-gnu', ''].some((arch) =>
     existsSync(join('/usr/lib', arch, 'faketime/libfaketimeMT.so.1')),
@@ -284,6 +298,7 @@ export function probe() {
     present: {
       'redis-server': onPath('redis-server'),
       postgresql: postgresPresent(),
+      mariadb: mariadbPresent(),
       openssl: onPath('openssl'),
       faketime: faketimePresent(),
       gcc: onPath('gcc'),

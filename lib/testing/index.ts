@@ -9,6 +9,8 @@ export type { RedlockTestingOptions } from './redlock-testing.module.js';
 export { SentinelGroup } from './sentinel-group.js';
 export type { SentinelGroupOptions } from './sentinel-group.js';
 export { RedisClusterNodes } from './redis-cluster.js';
+export { MariaDbServer } from './mariadb-server.js';
+export type { MariaDbServerOptions } from './mariadb-server.js';
 export { MemoryVoter } from './memory/memory-voter.js';
 export { MemoryState, type MemoryClock } from './memory/memory-state.js';
 export type { IoRedisTestClient, IoRedisClusterTestClient } from './test-clients.js';

@@ -1,8 +1,9 @@
-import { Logger, Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { Module, type DynamicModule, type Provider } from '@nestjs/common';
+import { TypeOrmModule } from '@nestjs/typeorm';
 import { Redis } from 'ioredis';
-import pg from 'pg';
 import { RedlockModule } from 'nest-quorum-lock';
 import { AccountStore } from './accounts/account-store.js';
+import { AccountRow } from './accounts/account.entity.js';
 import { PostgresAccountStore } from './accounts/postgres-account-store.js';
 import { RedisAccountStore } from './accounts/redis-account-store.js';
 import { AccountsController } from './accounts/accounts.controller.js';
@@ -14,7 +15,7 @@ import { DashboardFeed } from './dashboard/dashboard-feed.js';
 import { LockClients, LockClientsModule } from './lock-clients.js';
 import { SettlementJob } from './settlement/settlement.job.js';
 import { StatusController } from './status/status.controller.js';
-import { SAMPLE_CONFIG, STORE_PG, STORE_REDIS } from './tokens.js';
+import { SAMPLE_CONFIG, STORE_REDIS } from './tokens.js';
 
 /** Makes the sample configuration injectable (what ConfigModule would do in a larger app). */
 @Module({})
@@ -37,6 +38,7 @@ export class AppModule {
       module: AppModule,
       imports: [
         configModule,
+        ...databaseModules(config, configModule),
         RedlockModule.forRootAsync({
           imports: [configModule, LockClientsModule],
           inject: [SAMPLE_CONFIG, LockClients],
@@ -56,25 +58,30 @@ export class AppModule {
   }
 }
 
-/** The accounts' database: PostgreSQL (default) or Redis, both behind the AccountStore token. */
+/**
+ * PostgreSQL through TypeORM (how most NestJS apps reach it): `@nestjs/typeorm`'s DataSource, which
+ * the module closes at shutdown. Nothing for the Redis store.
+ */
+function databaseModules(config: SampleConfig, configModule: DynamicModule): DynamicModule[] {
+  if (config.store !== 'postgres') return [];
+  return [
+    TypeOrmModule.forRootAsync({
+      imports: [configModule],
+      inject: [SAMPLE_CONFIG],
+      useFactory: (c: SampleConfig) => ({
+        type: 'postgres' as const,
+        url: c.databaseUrl!,
+        entities: [AccountRow],
+        // node-postgres pool: 10 connections, as before.
+        extra: { max: 10 },
+      }),
+    }),
+  ];
+}
+
+/** The accounts' store: PostgreSQL (default) or Redis, both behind the AccountStore token. */
 function storeProviders(config: SampleConfig): Provider[] {
-  if (config.store === 'postgres')
-    return [
-      {
-        provide: STORE_PG,
-        inject: [SAMPLE_CONFIG],
-        useFactory: (c: SampleConfig) => {
-          const pool = new pg.Pool({ connectionString: c.databaseUrl!, max: 10 });
-          // node-postgres emits errors of idle connections (a restarted server) on the pool:
-          // unhandled, they would end the process. The next query reconnects.
-          pool.on('error', (err) =>
-            new Logger('AccountsDatabase').warn(`Idle connection lost: ${err.message}`),
-          );
-          return pool;
-        },
-      },
-      { provide: AccountStore, useClass: PostgresAccountStore },
-    ];
+  if (config.store === 'postgres') return [{ provide: AccountStore, useClass: PostgresAccountStore }];
   return [
     {
       provide: STORE_REDIS,

@@ -21,6 +21,9 @@
  *     `nest-quorum-lock/testing`: Jest + ts-jest in the CommonJS NestJS 11 app (app/lock.jest.ts,
  *     real nodes), and in the ESM NestJS 12 app Vitest 4 (nest new's config) and Jest in ESM mode
  *     (app/lock.esm-spec.ts: RedlockTestingModule and a @DistributedLock service, no Redis).
+ *     A CommonJS app also runs app/fenced-sql.cjs: `nest-quorum-lock/sql` required from plain node,
+ *     fenced writes and reads on a real PostgreSQL (app/fenced-sql.ts, compiled in every app, uses
+ *     its typings with no ORM installed).
  *  7. Boots the app (test/consumers/app/main.ts) against 3 real redis-server nodes that it starts
  *     through the tarball's `nest-quorum-lock/testing`: 200 with strictly increasing fencing tokens,
  *     409 on a busy lock, a waiting request served on the holder's release, releases sent one-way
@@ -349,6 +352,8 @@ function writeApp(dir, combo, versions) {
     );
   }
   copyFileSync(join(here, 'app/main.ts'), join(dir, 'src/main.ts'));
+  copyFileSync(join(here, 'app/fenced-sql.ts'), join(dir, 'src/fenced-sql.ts'));
+  if (!combo.esm) copyFileSync(join(here, 'app/fenced-sql.cjs'), join(dir, 'fenced-sql.cjs'));
   copyFileSync(join(here, `app/clients-${clientOf(combo)}.ts`), join(dir, 'src/clients.ts'));
   if (combo.jest) {
     mkdirSync(join(dir, 'test'));
@@ -607,6 +612,15 @@ async function runCombo(base, combo, tarball, versions) {
       for (const w of warnings(load.r.stderr)) row.notes.push(`${what}: ${w}`);
     }
     row.notes.push(`loaded with require() and import(): ${entries.join(', ')}`);
+    if (!combo.esm) {
+      // A CommonJS app's fenced write through nest-quorum-lock/sql, on a real PostgreSQL.
+      const sql = must(
+        await run(process.execPath, ['fenced-sql.cjs'], { cwd: dir, timeoutMs: 120_000 }),
+        'require() of nest-quorum-lock/sql and a fenced write on PostgreSQL (app/fenced-sql.cjs)',
+      );
+      row.boot += sql.seconds;
+      row.notes.push(sql.stdout.trim());
+    }
 
     if (combo.vitest) {
       const vitest = await run(process.execPath, [join(dir, 'node_modules/vitest/vitest.mjs'), 'run'], {

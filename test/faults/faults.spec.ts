@@ -39,6 +39,7 @@ import {
   s19Asymmetric,
 } from './scenarios-network.js';
 import { s1PgFenced, s1PgUnfenced } from './scenarios-pg.js';
+import { s1KnexMariaDb, s1KnexMariaDbControl, s1TypeOrmPg, s1TypeOrmPgControl } from './scenarios-sql.js';
 import { s25Control, s25Semaphore, s26AclCut } from './scenarios-semaphores.js';
 import { READ_SHARE, s27Control, s27ReadWrite } from './scenarios-read-write.js';
 import {
@@ -87,6 +88,9 @@ const LEGEND = `
 - S1-pg is S1 with the counter in a PostgreSQL row behind the library's FencedTable (fenced read, then
   fenced write: one statement each); S1-pg-control is the same workload with plain SQL and no token
   check, which loses the updates the paused holders overwrite.
+- S1-typeorm-pg and S1-knex-mariadb are S1-pg with the counter written through an ORM: a TypeORM
+  DataSource on PostgreSQL, Knex (mysql2) on MariaDB, handed to FencedTable as they are; their
+  controls run the same workload through the same ORM's plain query and upsert.
 - S5-aof: right after a grant, 3 nodes running \`appendonly yes\` + \`appendfsync everysec\` are SIGKILLed,
   their AOF cut back to its size before the grant, and started on the same directory: what a machine
   crash leaves (a killed or SIGSTOPped process loses nothing with everysec, since Redis writes the AOF
@@ -258,6 +262,62 @@ describe(`fault injection against real redis-server nodes (${FULL ? 'full' : 're
     'S1-pg control: the same against PostgreSQL without fencing loses updates, and the checker sees it',
     async () => {
       const r = await run(s1PgUnfenced);
+      expect(r.figures.pauses).toBeGreaterThanOrEqual(1);
+      expect(r.figures.pausedWritesAccepted).toBeGreaterThanOrEqual(1);
+      expect(r.report.staleWritesAccepted).toBeGreaterThan(0);
+      expect(r.report.lostUpdates).toBeGreaterThan(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    "S1 through TypeORM on PostgreSQL: FencedTable on the ORM's handle, a paused holder gets no stale write in, no update is lost",
+    async () => {
+      const r = await run(s1TypeOrmPg);
+      expectSafe(r);
+      expect(r.figures.pauses).toBeGreaterThanOrEqual(1);
+      expect(r.figures.pausedWritesRejected).toBeGreaterThanOrEqual(1);
+      expect(r.figures.pausedWritesAccepted).toBe(0);
+      expect(r.report.lostUpdates).toBe(0);
+      expect(r.report.finalCounter).toBe(r.report.acknowledgedIncrements);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S1 through TypeORM on PostgreSQL, control: the same without fencing loses updates, and the checker sees it',
+    async () => {
+      const r = await run(s1TypeOrmPgControl);
+      expect(r.figures.pauses).toBeGreaterThanOrEqual(1);
+      expect(r.figures.pausedWritesAccepted).toBeGreaterThanOrEqual(1);
+      expect(r.report.staleWritesAccepted).toBeGreaterThan(0);
+      expect(r.report.lostUpdates).toBeGreaterThan(0);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    "S1 through Knex on MariaDB: FencedTable on the ORM's handle, a paused holder gets no stale write in, no update is lost",
+    async () => {
+      const r = await run(s1KnexMariaDb);
+      expectSafe(r);
+      expect(r.figures.pauses).toBeGreaterThanOrEqual(1);
+      expect(r.figures.pausedWritesRejected).toBeGreaterThanOrEqual(1);
+      expect(r.figures.pausedWritesAccepted).toBe(0);
+      expect(r.report.lostUpdates).toBe(0);
+      expect(r.report.finalCounter).toBe(r.report.acknowledgedIncrements);
+      passed(r);
+    },
+    TIMEOUT,
+  );
+
+  test(
+    'S1 through Knex on MariaDB, control: the same without fencing loses updates, and the checker sees it',
+    async () => {
+      const r = await run(s1KnexMariaDbControl);
       expect(r.figures.pauses).toBeGreaterThanOrEqual(1);
       expect(r.figures.pausedWritesAccepted).toBeGreaterThanOrEqual(1);
       expect(r.report.staleWritesAccepted).toBeGreaterThan(0);

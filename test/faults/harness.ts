@@ -75,6 +75,8 @@ export interface WorkerConfig {
   fencing?: 'register' | 'writer';
   /** S1-pg: keep the counter in this PostgreSQL instead, fenced by FencedTable or not (pg-store.mjs). */
   pg?: { url: string; fenced: boolean };
+  /** S1 through an ORM: the counter in PostgreSQL (TypeORM) or MariaDB (Knex), see sql-store.mjs. */
+  sql?: { kind: 'typeorm-pg' | 'knex-mariadb'; url: string; fenced: boolean };
   ttl: number;
   wait: number;
   nodeTimeout: number;

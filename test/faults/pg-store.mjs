@@ -21,7 +21,7 @@ export async function openPgStore(options) {
     async read(resource, token) {
       if (options.fenced && token !== undefined) {
         const { accepted, row } = await table.read(client, resource, token);
-        return { ok: accepted, value: Number(row.value ?? 0) };
+        return { ok: accepted, value: Number(row?.value ?? 0) }; // a refused read has no row
       }
       const { rows } = await client.query('SELECT value FROM fault_counters WHERE resource = $1', [resource]);
       return { ok: true, value: Number(rows[0]?.value ?? 0) };

@@ -143,7 +143,8 @@ async function runJob(cfg) {
   store.defineCommand('fencedRead', { numberOfKeys: 2, lua: READ });
   store.defineCommand('fencedWrite', { numberOfKeys: 3, lua: WRITE });
   const writer = cfg.fencing === 'writer' ? new FencedWriter(store) : undefined;
-  // cfg.pg (S1-pg): the counter lives in PostgreSQL instead (pg-store.mjs), opened in the try below.
+  // cfg.pg (S1-pg) or cfg.sql (S1-typeorm-pg, S1-knex-mariadb): the counter lives in a SQL
+  // database instead (pg-store.mjs, sql-store.mjs), opened in the try below.
   let pgStore;
   const lock = cfg.lock && !cfg.peer ? await lockNodes(cfg.nodes) : undefined;
   // cfg.peer (S25's control): redis-semaphore's RedlockSemaphore instead of our engine.
@@ -422,6 +423,8 @@ async function runJob(cfg) {
 
   try {
     if (cfg.pg) pgStore = await (await import('./pg-store.mjs')).openPgStore(cfg.pg);
+    // cfg.sql (issue 38): the counter in PostgreSQL or MariaDB through an ORM's handle (sql-store.mjs).
+    if (cfg.sql) pgStore = await (await import('./sql-store.mjs')).openSqlStore(cfg.sql);
     if (engine) await engine.connect();
     if (peer) await peer.connect();
     await store.ping();

@@ -174,7 +174,9 @@ describe('FencedTable (nest-quorum-lock/postgres) on a real PostgreSQL', () => {
   test('typed errors for bad names, tokens, keys and values, before any SQL is sent', async () => {
     expect(() => new FencedTable({ table: '' })).toThrow(InvalidIdentifierError);
     expect(() => new FencedTable({ table: 'a\0b' })).toThrow(InvalidIdentifierError);
-    expect(() => new FencedTable({ table: 'x'.repeat(64) })).toThrow(/longer than 63 bytes/);
+    expect(() => new FencedTable({ table: 'x'.repeat(64), dialect: 'postgres' })).toThrow(
+      /longer than 63 bytes/,
+    );
     expect(() => new FencedTable({ table: 't', keyColumn: 'id', tokenColumn: 'id' })).toThrow(
       InvalidFencedValuesError,
     );
@@ -189,6 +191,10 @@ describe('FencedTable (nest-quorum-lock/postgres) on a real PostgreSQL', () => {
     await expect(t.write(spy, 'a', 1, { fence_token: 9 })).rejects.toThrow(/token column/);
     await expect(t.write(spy, 'a', 1, { id: 'b' })).rejects.toThrow(/key column/);
     await expect(t.write(spy, 'a', 1, { '': 1 })).rejects.toBeInstanceOf(InvalidIdentifierError);
+    // Without a dialect, PostgreSQL's limit applies once the handle says PostgreSQL (MariaDB's is 64 characters).
+    await expect(new FencedTable({ table: 'x'.repeat(64) }).write(spy, 'a', 1)).rejects.toThrow(
+      /longer than 63 bytes/,
+    );
     expect(sent).toEqual([]);
     const err = new InvalidIdentifierError('', 'table', 'why');
     expect(err).toBeInstanceOf(FencedTableError);

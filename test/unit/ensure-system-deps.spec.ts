@@ -8,7 +8,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromiumStatus, plan, type Machine, type ToolId } from '../../scripts/ensure-system-deps.mjs';
 
-const ALL: ToolId[] = ['redis-server', 'postgresql', 'openssl', 'faketime', 'gcc', 'chromium', 'nft', 'ip'];
+const ALL: ToolId[] = [
+  'redis-server',
+  'postgresql',
+  'mariadb',
+  'openssl',
+  'faketime',
+  'gcc',
+  'chromium',
+  'nft',
+  'ip',
+];
 
 function machine(missing: ToolId[], over: Partial<Machine> = {}): Machine {
   const present = Object.fromEntries(ALL.map((id) => [id, !missing.includes(id)])) as Record<ToolId, boolean>;
@@ -55,6 +65,7 @@ describe('ensure-system-deps plan', () => {
     expect(pkgs(p)).toEqual([
       'redis-server',
       'postgresql',
+      'mariadb-server',
       'openssl',
       'faketime',
       'gcc',
@@ -63,7 +74,7 @@ describe('ensure-system-deps plan', () => {
       'iproute2',
     ]);
     expect(p.commands).toHaveLength(2);
-    expect(p.commands[1].slice(-8)).toEqual(pkgs(p));
+    expect(p.commands[1].slice(-9)).toEqual(pkgs(p));
     expect(p.skip).toEqual([]);
   });
 
@@ -79,6 +90,7 @@ describe('ensure-system-deps plan', () => {
     expect(pkgs(plan('faults', machine(ALL)))).toEqual([
       'redis-server',
       'postgresql',
+      'mariadb-server',
       'nftables',
       'iproute2',
     ]);
@@ -136,8 +148,8 @@ describe('ensure-system-deps plan', () => {
       'test',
       machine(ALL, { platform: 'darwin', distro: 'darwin', hasApt: false, hasBrew: true, isRoot: false }),
     );
-    expect(pkgs(p)).toEqual(['redis', 'postgresql@17', 'openssl@3']);
-    expect(p.commands).toEqual([['brew', 'install', 'redis', 'postgresql@17', 'openssl@3']]);
+    expect(pkgs(p)).toEqual(['redis', 'postgresql@17', 'mariadb', 'openssl@3']);
+    expect(p.commands).toEqual([['brew', 'install', 'redis', 'postgresql@17', 'mariadb', 'openssl@3']]);
     expect(p.skip.map((s) => s.id)).toEqual(['faketime', 'gcc', 'chromium', 'nft', 'ip']);
   });
 

@@ -38,3 +38,15 @@ test('the README and docs/ hold the examples (and the check sees an edited one)'
   const edited = all[0]!.replace(/\S/, 'X');
   expect(examples.includes(edited)).toBe(false);
 });
+
+/** The Prisma schema blocks of the docs, each a model kept (and generated, run) in docs/examples/prisma. */
+test('the Prisma models of docs/fencing.md are the files docs-examples.spec generates a client from', () => {
+  const prisma = readdirSync(join(root, 'docs', 'examples', 'prisma'))
+    .map((f) => readFileSync(join(root, 'docs', 'examples', 'prisma', f), 'utf8'))
+    .join('\n');
+  const blocks = [
+    ...readFileSync(join(root, 'docs', 'fencing.md'), 'utf8').matchAll(/```prisma\n([\s\S]*?)```/g),
+  ];
+  expect(blocks.length).toBeGreaterThan(0);
+  for (const [, block] of blocks) expect(prisma).toContain(block!);
+});

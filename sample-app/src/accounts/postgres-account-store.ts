@@ -1,7 +1,7 @@
-import { Inject, Injectable, type OnApplicationShutdown, type OnModuleInit } from '@nestjs/common';
-import type { Pool } from 'pg';
-import { FencedTable } from 'nest-quorum-lock/postgres';
-import { STORE_PG } from '../tokens.js';
+import { Injectable, type OnModuleInit } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { FencedTable } from 'nest-quorum-lock/sql';
+import { AccountRow } from './account.entity.js';
 import { AccountStore, type Account } from './account-store.js';
 
 /** The `accounts` table: a NULL balance is an account that was never opened (see readFenced). */
@@ -9,69 +9,52 @@ export const ACCOUNTS = new FencedTable<{ id: string; balance: string | null }>(
 
 /**
  * Accounts in PostgreSQL (the default store), one row each in `accounts (id, balance,
- * fence_token)`. Balance reads and writes under the lock go through the library's FencedTable:
- * one statement each, accepted only while no higher fencing token has touched the row.
+ * fence_token)`, reached through TypeORM (`@nestjs/typeorm`'s DataSource, the AccountRow entity).
+ * Balance reads and writes under the lock go through the library's FencedTable, handed the
+ * DataSource: one statement each, accepted only while no higher fencing token has touched the row.
  */
 @Injectable()
-export class PostgresAccountStore extends AccountStore implements OnModuleInit, OnApplicationShutdown {
-  constructor(@Inject(STORE_PG) private readonly pool: Pool) {
+export class PostgresAccountStore extends AccountStore implements OnModuleInit {
+  constructor(private readonly dataSource: DataSource) {
     super();
   }
 
   /** Creates the table if needed (a real application would run a migration instead). */
   async onModuleInit(): Promise<void> {
-    const client = await this.pool.connect();
-    try {
+    await this.dataSource.transaction(async (manager) => {
       // Instances starting together would race on CREATE TABLE IF NOT EXISTS: one at a time.
-      await client.query('BEGIN');
-      await client.query(`SELECT pg_advisory_xact_lock(hashtext('sample-app accounts schema'))`);
-      await ACCOUNTS.ensureTable(client, { columns: { balance: 'bigint' } });
-      await client.query('COMMIT');
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
+      await manager.query(`SELECT pg_advisory_xact_lock(hashtext('sample-app accounts schema'))`);
+      await ACCOUNTS.ensureTable(manager, { columns: { balance: 'bigint' } });
+    });
   }
 
   async get(id: string): Promise<Account | undefined> {
-    const { rows } = await this.pool.query<{ balance: string | null; fence_token: string }>(
-      'SELECT balance, fence_token FROM accounts WHERE id = $1',
-      [id],
-    );
-    const row = rows[0];
+    const row = await this.dataSource.getRepository(AccountRow).findOneBy({ id });
     if (!row || row.balance === null) return undefined;
-    return { id, balance: Number(row.balance), fence: Number(row.fence_token) };
+    return { id, balance: Number(row.balance), fence: Number(row.fenceToken) };
   }
 
   async readFenced(id: string, token: number): Promise<Account | 'stale' | undefined> {
     // A fenced read of a missing account records the token in a new row with a NULL balance, so
     // that no older holder can create the account behind this reader's back.
-    const { accepted, row, lastToken } = await ACCOUNTS.read(this.pool, id, token);
-    if (!accepted) {
+    const read = await ACCOUNTS.read(this.dataSource, id, token);
+    if (!read.accepted) {
       this.count(false);
       return 'stale';
     }
-    if (row.balance === null) return undefined;
-    return { id, balance: Number(row.balance), fence: lastToken };
+    if (read.row.balance === null) return undefined;
+    return { id, balance: Number(read.row.balance), fence: read.lastToken };
   }
 
   async open(id: string, balance: number): Promise<Account> {
-    await this.pool.query(
-      'INSERT INTO accounts (id, balance, fence_token) VALUES ($1, $2, 0) ' +
-        'ON CONFLICT (id) DO UPDATE SET balance = EXCLUDED.balance, fence_token = 0',
-      [id, balance],
-    );
+    await this.dataSource
+      .getRepository(AccountRow)
+      .upsert({ id, balance: String(balance), fenceToken: '0' }, ['id']);
     return { id, balance, fence: 0 };
   }
 
   async writeBalance(id: string, balance: number, token: number): Promise<boolean> {
-    const { accepted } = await ACCOUNTS.write(this.pool, id, token, { balance: String(balance) });
+    const { accepted } = await ACCOUNTS.write(this.dataSource, id, token, { balance: String(balance) });
     return this.count(accepted);
-  }
-
-  async onApplicationShutdown(): Promise<void> {
-    await this.pool.end();
   }
 }

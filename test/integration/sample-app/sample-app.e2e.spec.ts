@@ -29,7 +29,7 @@ async function startStore(kind: StoreKind): Promise<{ env: Record<string, string
         write: (id, balance, token) => accounts.write(pool, id, token, { balance: String(balance) }),
         read: async (id, token) => {
           const { accepted, row } = await accounts.read(pool, id, token);
-          return { accepted, balance: Number(row.balance) };
+          return { accepted, balance: Number(row?.balance) };
         },
         close: async () => {
           await pool.end();

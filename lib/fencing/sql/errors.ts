@@ -2,8 +2,8 @@ import { RedlockError } from '../../core/errors.js';
 import { invalidFencingTokenMessage } from '../fencing-token.js';
 
 /**
- * Base class of the PostgreSQL fencing helper's errors; a {@link RedlockError} like every error of
- * this library (`name` is the concrete class's name).
+ * Base class of the SQL fencing helper's errors; a {@link RedlockError} like every error of this
+ * library (`name` is the concrete class's name).
  */
 export class FencedTableError extends RedlockError {
   constructor(message: string) {
@@ -12,9 +12,10 @@ export class FencedTableError extends RedlockError {
 }
 
 /**
- * A schema, table or column name that PostgreSQL cannot take as a quoted identifier: empty,
- * longer than 63 bytes (PostgreSQL would silently truncate it and address another name), or
- * holding a NUL character.
+ * A schema, table or column name that the database cannot take as a quoted identifier: empty,
+ * holding a NUL character, longer than PostgreSQL's 63 bytes (it would silently truncate it and
+ * address another name) or MariaDB's 64 characters, or (MariaDB) ending in a space or holding a
+ * `?`, which client-side placeholder formatting (mysql2's `query`) would take for a value.
  */
 export class InvalidIdentifierError extends FencedTableError {
   constructor(

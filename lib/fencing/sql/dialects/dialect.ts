@@ -1,0 +1,62 @@
+import type { SqlRow, SqlRunner } from '../handles/runner.js';
+import type { Statement } from '../statement.js';
+
+/** A table's names, each already quoted for the dialect. */
+export interface QuotedNames {
+  /** The table, schema-qualified when a schema was given. */
+  readonly table: string;
+  readonly key: string;
+  readonly token: string;
+  /** The same names as given, unquoted. */
+  readonly raw: {
+    readonly schema?: string;
+    readonly table: string;
+    readonly key: string;
+    readonly token: string;
+  };
+}
+
+/** Outcome of a dialect's write: whether it was applied, and the row's token after it. */
+export interface DialectWrite {
+  readonly accepted: boolean;
+  /** The token as the driver returned it (a number, a string or a bigint). */
+  readonly lastToken: unknown;
+}
+
+/**
+ * The fenced table's operations in one SQL dialect. `args` are the call's arguments: the key, the
+ * token, then the values of `columns` (quoted names), in order.
+ */
+export interface DialectTable {
+  /** The row after a fenced read, token column included: the read was accepted iff it holds our token. */
+  read(runner: SqlRunner, key: unknown, token: number): Promise<SqlRow | undefined>;
+  write(runner: SqlRunner, columns: readonly string[], args: readonly unknown[]): Promise<DialectWrite>;
+  createTableSql(keyType: string | undefined, columns: ReadonlyArray<[string, string]>): string;
+  addTokenColumnSql(): string;
+  ensureTable(
+    runner: SqlRunner,
+    keyType: string | undefined,
+    columns: ReadonlyArray<[string, string]>,
+  ): Promise<void>;
+}
+
+/** Upper bound of cached write statements per table (one per distinct set of written columns). */
+const MAX_CACHED_WRITES = 64;
+
+/** A small cache of statements by written columns, emptied when it would grow past its bound. */
+export class StatementCache<S = Statement> {
+  private readonly entries = new Map<string, S>();
+
+  constructor(private readonly build: (columns: readonly string[]) => S) {}
+
+  get(columns: readonly string[]): S {
+    const key = JSON.stringify(columns);
+    let entry = this.entries.get(key);
+    if (entry === undefined) {
+      entry = this.build(columns);
+      if (this.entries.size >= MAX_CACHED_WRITES) this.entries.clear();
+      this.entries.set(key, entry);
+    }
+    return entry;
+  }
+}

@@ -1,0 +1,77 @@
+import type { SqlDialect } from '../identifiers.js';
+import type { BoundStatement } from '../statement.js';
+import { importOptional } from './lazy-import.js';
+import { mysqlRows, pgRows, type SqlRow, type SqlRunner } from './runner.js';
+
+/** The part of drizzle-orm's `sql` the runner uses: raw text and parameters, joined. */
+interface DrizzleSql {
+  raw(text: string): unknown;
+  param(value: unknown): unknown;
+  join(chunks: unknown[]): unknown;
+}
+interface DrizzleDb {
+  execute(query: unknown): PromiseLike<unknown>;
+  transaction<T>(fn: (tx: DrizzleDb) => Promise<T>, config?: { isolationLevel?: string }): Promise<T>;
+}
+
+/** Drizzle marks each class with its kind under this symbol; `is()` walks the same chain. */
+const ENTITY_KIND = Symbol.for('drizzle:entityKind');
+
+/** The entity kinds of `handle`'s class and its ancestors (e.g. NodePgDatabase, PgDatabase). */
+function entityKinds(handle: object): string[] {
+  const kinds: string[] = [];
+  for (let cls = (handle as { constructor?: unknown }).constructor; typeof cls === 'function';) {
+    const kind = (cls as unknown as Record<symbol, unknown>)[ENTITY_KIND];
+    if (typeof kind === 'string' && !kinds.includes(kind)) kinds.push(kind);
+    cls = Object.getPrototypeOf(cls);
+  }
+  return kinds;
+}
+
+/** PostgreSQL or MySQL when `handle` is a Drizzle database or transaction; undefined when it is not Drizzle. */
+export function drizzleKind(
+  handle: object,
+): { dialect: SqlDialect | string; transaction: boolean } | undefined {
+  const kinds = entityKinds(handle);
+  if (kinds.length === 0) return undefined;
+  const transaction = kinds.includes('PgTransaction') || kinds.includes('MySqlTransaction');
+  if (kinds.includes('PgDatabase')) return { dialect: 'postgres', transaction };
+  if (kinds.includes('MySqlDatabase')) return { dialect: 'mysql', transaction };
+  return { dialect: `a Drizzle ${kinds[0]}`, transaction };
+}
+
+/**
+ * A runner over a Drizzle `db` or `tx` (node-postgres and mysql2 drivers): `execute` with an `sql`
+ * object of the application's own drizzle-orm, built from raw text and `sql.param` values, so
+ * Drizzle writes the placeholders and binds the values.
+ */
+export function drizzleRunner(handle: object, dialect: SqlDialect, inTransaction: boolean): SqlRunner {
+  const db = handle as DrizzleDb;
+  const runner: SqlRunner = {
+    dialect,
+    async run(statement) {
+      const { sql } = await importOptional<{ sql: DrizzleSql }>('drizzle-orm', 'A Drizzle handle');
+      return rows(dialect, statement, await db.execute(build(sql, statement)));
+    },
+    transaction(fn) {
+      if (inTransaction) return fn(runner);
+      return db.transaction((tx) => fn(drizzleRunner(tx, dialect, true)), {
+        isolationLevel: 'read committed',
+      });
+    },
+  };
+  return runner;
+}
+
+function build(sql: DrizzleSql, s: BoundStatement): unknown {
+  const chunks: unknown[] = [sql.raw(s.pieces[0]!)];
+  s.args.forEach((arg, i) => chunks.push(sql.param(s.values[arg]), sql.raw(s.pieces[i + 1]!)));
+  return sql.join(chunks);
+}
+
+/** node-postgres gives `{ rows }`, postgres.js an array of rows, mysql2 `[rows, fields]`. */
+function rows(dialect: SqlDialect, statement: BoundStatement, result: unknown): SqlRow[] {
+  if (!statement.returnsRows) return [];
+  if (dialect === 'mysql') return mysqlRows(result);
+  return Array.isArray(result) ? (result as SqlRow[]) : pgRows(result);
+}
