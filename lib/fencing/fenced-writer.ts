@@ -1,6 +1,7 @@
-import { luaScript, runScript, type LuaScript, type ScriptClient } from '../core/scripts/lua-script.js';
+import { luaScript, type LuaScript } from '../core/scripts/lua.js';
+import { runScript, type ServerSend } from '../core/voter/server.js';
 import { invalidFencingTokenMessage, isFencingToken } from './fencing-token.js';
-import { storeScriptClient, type FencedStoreClient } from './store-client.js';
+import { storeSend, type FencedStoreClient } from './store-client.js';
 
 /** Outcome of a fenced write. */
 export interface FencedWriteResult {
@@ -77,7 +78,7 @@ const SCRIPTS = {
  * The same rule for rows in PostgreSQL: `FencedTable` from `nest-quorum-lock/postgres`.
  */
 export class FencedWriter {
-  private readonly redis: ScriptClient;
+  private readonly redis: ServerSend;
 
   /**
    * @param redis the store's connection: an ioredis `Redis` or `Cluster`, a node-redis client or
@@ -88,7 +89,7 @@ export class FencedWriter {
     /** Hash field that keeps the highest token seen. */
     readonly fenceField = 'fence',
   ) {
-    this.redis = storeScriptClient(redis);
+    this.redis = storeSend(redis);
   }
 
   /** Reads the hash, recording `token` as its newest reader; refused if a higher token came first. */

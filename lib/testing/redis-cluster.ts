@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { ioredis } from './ioredis-module.js';
 import type { IoRedisClusterTestClient } from './test-clients.js';
-import { keySlot } from '../core/voter/ioredis-cluster/slots.js';
+import { keySlot } from '../core/scripts/keys.js';
 import { RedisNodes, type Persistence } from './redis-nodes.js';
 
 /**

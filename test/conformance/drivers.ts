@@ -1,86 +1,62 @@
 import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
-import { Redis as Redis5 } from 'ioredis';
+import * as ioredis from 'ioredis';
 import { Redis as Redis6 } from 'ioredis6';
 import { createClient, createCluster } from 'redis';
 import { createClient as createClient5, createCluster as createCluster5 } from 'redis5';
-import { GlideVoter } from '../../lib/core/voter/glide/glide-voter.js';
-import { GlideClusterVoter } from '../../lib/core/voter/glide-cluster/cluster-voter.js';
-import { NodeRedisClusterVoter } from '../../lib/core/voter/node-redis-cluster/cluster-voter.js';
-import { NodeRedisVoter } from '../../lib/core/voter/node-redis/node-redis-voter.js';
-import { RedisVoter } from '../../lib/core/voter/ioredis/redis-voter.js';
-import { ClusterVoter } from '../../lib/core/voter/ioredis-cluster/cluster-voter.js';
-import { seedSlotMarkers } from '../../lib/core/voter/ioredis-cluster/slot-markers.js';
-import type { Voter, VoterContext } from '../../lib/core/voter/voter.js';
+import type { RedlockNode } from '../../lib/core/options.js';
+import { realRuntime } from '../../lib/core/runtime.js';
+import { IoredisTransport, type IoredisModule } from '../../lib/core/transport/ioredis/ioredis.js';
+import { createVoter } from '../../lib/core/transport/pick.js';
+import { seedSlotMarkers } from '../../lib/core/voter/batches.js';
+import type { Voter, VoterContext } from '../../lib/core/voter/voter-api.js';
 import { MemoryState, MemoryVoter, RedisClusterNodes, RedisNodes } from '../../lib/testing/index.js';
 import { DEFAULT_SETTINGS, ManualClock, PREFIX, sleep, type VoterDriver } from './harness.js';
 
 /*
  * The table's columns: one line per voter. A new voter (node-redis, GLIDE) joins with one line:
- * a helper below (a standalone Redis server, a Redis Cluster, in-memory) and the voter's public
- * factory. Clients passed in are closed here after each row (voters never close them).
+ * a helper below (a standalone Redis server, a Redis Cluster, in-memory) and what a user puts in
+ * `nodes` for it (a URL, options or a client), built into a voter the way the engine builds one.
+ * Clients passed in are closed here after each row (voters never close them).
  */
 
 /** What a standalone column's line gets: the server's URL and `own` (closes a client after the row). */
 type Own = <T extends { disconnect(): void }>(client: T) => T;
 type StandaloneFactory = (url: string, context: VoterContext, own: Own) => Voter | Promise<Voter>;
 
+/** The voter the engine builds for a `nodes` entry (and `client` option). */
+const voterFor = (node: RedlockNode, context: VoterContext, client?: 'ioredis' | 'node-redis'): Voter =>
+  createVoter(node, context, client, 'nodes[0]');
+
 export const DRIVERS: VoterDriver[] = [
-  standalone('ioredis 5, RESP2 (URL)', (url, ctx) => RedisVoter.from(url, ctx)),
-  standalone('ioredis 6, RESP3 (client)', (url, ctx, own) =>
-    adopt(own(new Redis6(url, { protocol: 3 })), ctx),
-  ),
+  standalone('ioredis 5, RESP2 (URL)', (url, ctx) => voterFor(url, ctx)),
+  standalone('ioredis 6, RESP3 (client)', (url, ctx, own) => voterFor(own(new Redis6(url, { protocol: 3 })), ctx)),
   standalone('ioredis 6, RESP3 + resp3 replies (client)', (url, ctx, own) =>
-    adopt(own(new Redis6(url, { protocol: 3, replyMapping: 'resp3' })), ctx),
+    voterFor(own(new Redis6(url, { protocol: 3, replyMapping: 'resp3' })), ctx),
   ),
-  standalone('ioredis 6, RESP2 (client)', (url, ctx, own) =>
-    adopt(own(new Redis6(url, { protocol: 2 })), ctx),
-  ),
-  standalone('node-redis 6, RESP3 (client)', (url, ctx, own) =>
-    NodeRedisVoter.from(own(createClient({ url })), ctx),
-  ),
-  standalone('node-redis 5, RESP2 (client)', (url, ctx, own) =>
-    NodeRedisVoter.from(own(createClient5({ url })), ctx),
-  ),
-  standalone("node-redis 6 (URL, client: 'node-redis')", (url, ctx) => NodeRedisVoter.from(url, ctx)),
-  standalone('Valkey GLIDE 2 (GlideClient)', async (url, ctx, own) =>
-    GlideVoter.from(own(glideClient(await glide(url))), ctx),
-  ),
-  cluster('ioredis 5 Cluster', (startupNodes, ctx) => ClusterVoter.from({ cluster: startupNodes }, ctx)),
+  standalone('ioredis 6, RESP2 (client)', (url, ctx, own) => voterFor(own(new Redis6(url, { protocol: 2 })), ctx)),
+  standalone('node-redis 6, RESP3 (client)', (url, ctx, own) => voterFor(own(createClient({ url })), ctx)),
+  standalone('node-redis 5, RESP2 (client)', (url, ctx, own) => voterFor(own(createClient5({ url })), ctx)),
+  standalone("node-redis 6 (URL, client: 'node-redis')", (url, ctx) => voterFor(url, ctx, 'node-redis')),
+  standalone('Valkey GLIDE 2 (GlideClient)', async (url, ctx, own) => voterFor(own(glideClient(await glide(url))), ctx)),
+  cluster('ioredis 5 Cluster', (startupNodes, ctx) => voterFor({ cluster: startupNodes }, ctx)),
   cluster('node-redis 6 Cluster (createCluster)', async (startupNodes, ctx, own) => {
     const rootNodes = startupNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` }));
     const client = own(createCluster({ rootNodes }), (c) => void c.destroy());
     await client.connect();
-    return NodeRedisClusterVoter.from(client, ctx);
+    return voterFor(client, ctx);
   }),
   cluster('node-redis 5 Cluster, RESP2 (createCluster)', async (startupNodes, ctx, own) => {
     const rootNodes = startupNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` }));
     const client = own(createCluster5({ rootNodes }), (c) => void c.destroy());
     await client.connect();
-    return NodeRedisClusterVoter.from(client, ctx);
+    return voterFor(client, ctx);
   }),
   cluster('Valkey GLIDE 2 (GlideClusterClient)', async (startupNodes, ctx, own) => {
     const client = await GlideClusterClient.createClient({ addresses: startupNodes, requestTimeout: 500 });
-    return GlideClusterVoter.from(
-      own(client, (c) => c.close()),
-      ctx,
-    );
+    return voterFor(own(client, (c) => c.close()), ctx);
   }),
   memory('in-memory', (state, ctx) => MemoryVoter.factory('memory://conformance', state).createVoter(ctx)),
 ];
-
-/**
- * A voter for an ioredis 6 client passed in. Not `RedisVoter.from(client)`: it recognises a client
- * with `instanceof Redis` against the ioredis copy the library resolves (5 here), so it takes an
- * ioredis 6 client for an options object and opens a connection of its own to localhost:6379
- * (known-issues.spec.ts shows it). The voter's constructor takes the client as it is.
- */
-function adopt(client: Redis6, context: VoterContext): Voter {
-  const { host, port } = client.options;
-  return new RedisVoter(
-    { client: client as unknown as Redis5, label: `redis://${host}:${port}`, owned: false },
-    context,
-  );
-}
 
 /** A GLIDE client to `url` (GLIDE connects when it creates a client). */
 function glide(url: string): Promise<GlideClient> {
@@ -193,13 +169,16 @@ export function cluster(
   const settleMarkers = async () => {
     const client = shards!.client();
     await new Promise((resolve) => client.once('ready', resolve));
+    const transport = new IoredisTransport(
+      { client: client as unknown as ioredis.Cluster, label: 'settle', owned: false },
+      realRuntime,
+      ioredis as unknown as IoredisModule,
+      2000,
+    );
     try {
-      await seedSlotMarkers(
-        client as unknown as Parameters<typeof seedSlotMarkers>[0],
-        DEFAULT_SETTINGS.guardKey,
-        0,
-      );
+      await seedSlotMarkers(transport, DEFAULT_SETTINGS.guardKey, 0, () => false);
     } finally {
+      await transport.close(1000);
       client.disconnect();
     }
   };

@@ -1,15 +1,13 @@
-import { GUARD_MARKER_NAME } from '../../lib/core/keys.js';
 import type { RedlockLogger } from '../../lib/core/logger.js';
+import { realRuntime, type Runtime } from '../../lib/core/runtime.js';
 import {
   decodeWakeMessage,
   LockValues,
-  SCRIPTS,
-  ScriptCalls,
   type ScriptSettings,
   type WakeMessage,
 } from '../../lib/core/scripts/index.js';
-import type { Voter, VoterContext } from '../../lib/core/voter/voter.js';
-import { WriteWindow } from '../../lib/core/voter/write-batching.js';
+import { GUARD_MARKER_NAME } from '../../lib/core/scripts/keys.js';
+import type { Voter, VoterContext } from '../../lib/core/voter/voter-api.js';
 
 /*
  * The voter conformance table's machinery (issue 25, item 4): a row (behaviours.ts) is a small
@@ -36,17 +34,10 @@ const silent: RedlockLogger = { log: () => undefined, warn: () => undefined, err
 
 /**
  * The context an engine gives its voters, for `settings`: the one place that knows what an engine
- * passes (the static scripts, its argument builder and its write batching window).
+ * passes. `runtime`: the column's time (an injected clock's, or the real one).
  */
-export function voterContext(settings: ScriptSettings): VoterContext {
-  return {
-    scripts: SCRIPTS,
-    settings,
-    calls: new ScriptCalls(settings),
-    logger: silent,
-    connectTimeout: 2000,
-    writes: new WriteWindow(),
-  };
+export function voterContext(settings: ScriptSettings, runtime: Runtime = realRuntime): VoterContext {
+  return { settings, logger: silent, connectTimeout: 2000, nodeTimeout: 1000, runtime };
 }
 
 /**
@@ -56,6 +47,8 @@ export function voterContext(settings: ScriptSettings): VoterContext {
 export interface VoterDriver {
   /** The column's title. */
   readonly name: string;
+  /** The runtime its voters run on (the injected clock's); the real one when unset. */
+  readonly runtime?: Runtime;
   /** 'injected': time moves only when a row advances it; 'real': rows wait. */
   readonly clock: 'injected' | 'real';
   /** How far (ms) a duration the rows measure may fall short of the exact one (0 under an injected clock). */
@@ -91,7 +84,7 @@ export interface VoterDriver {
 
 /** An engine as the rows see it: lock values of its own, and its wake channel's messages. */
 export class Engine {
-  private readonly values = new LockValues();
+  private readonly values = new LockValues(realRuntime);
   readonly messages: WakeMessage[] = [];
 
   /** A new lock value of this engine (several resources: marked, see scripts/lock-value.ts). */
@@ -188,7 +181,7 @@ export async function runRow(
   const base = { ...DEFAULT_SETTINGS, ...behaviour.settings };
   const heard = new Map<Voter, Array<{ forMs: number; why: string }>>();
   const make = async (settings: ScriptSettings): Promise<Voter> => {
-    const built = await driver.createVoter(voterContext(settings));
+    const built = await driver.createVoter(voterContext(settings, driver.runtime));
     voters.push(built);
     const voter = mutation(built);
     const reports: Array<{ forMs: number; why: string }> = [];

@@ -229,7 +229,7 @@ export class IdentityGuard {
     }
     const marker = this.settings.markerOf(shard);
     const trusted = trustedAcrossRestarts(facts);
-    const args = [facts.runId, trusted ? '1' : '0', String(Math.ceil(guardMs)), fenceCounterPattern(marker)];
+    const args = [facts.runId, trusted ? '1' : '0', String(Math.ceil(guardMs)), fenceCounterPattern(this.settings.keyPrefix)];
     const call = runScript(send, IDENTITY_CHECK, [marker, marker + IDENTITY_SUFFIX], args);
     const reply = await settleWithin(runtime, call, timeoutMs);
     if (reply === TIMED_OUT) throw new Error(`no reply to the identity check within ${timeoutMs} ms`);

@@ -1,4 +1,4 @@
-import { FENCE_SUFFIX, GUARD_MARKER_NAME } from './keys.js';
+import { FENCE_SUFFIX } from './keys.js';
 import { luaScript } from './lua.js';
 
 /*
@@ -31,9 +31,9 @@ repeat
 until cursor == '0'`;
 }
 
-/** The SCAN pattern of the fence counters under the key prefix of `guardKey`. */
-export function fenceCounterPattern(guardKey: string): string {
-  const prefix = guardKey.slice(0, guardKey.length - GUARD_MARKER_NAME.length);
+/** The SCAN pattern of the fence counters under `keyPrefix`. */
+export function fenceCounterPattern(keyPrefix: string): string {
+  const prefix = keyPrefix;
   return `${prefix.replace(/[\\*?[\]]/g, (c) => `\\${c}`)}*${FENCE_SUFFIX}`;
 }
 

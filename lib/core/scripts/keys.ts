@@ -23,6 +23,11 @@ export const PERMITS_MARK = '~permits:';
 export const READ_MARKER = '~read';
 /** The restart-guard marker's name after the prefix. */
 export const GUARD_MARKER_NAME = '__restart_guard__';
+
+/** The key prefix of a single server's restart-guard marker `guardKey`. */
+export function keyPrefixOf(guardKey: string): string {
+  return guardKey.slice(0, guardKey.length - GUARD_MARKER_NAME.length);
+}
 /** The identity record's suffix, after a marker's key (scripts/guards.ts). */
 export const IDENTITY_SUFFIX = ':id';
 

@@ -4,7 +4,7 @@ import { ioredisModule } from '../clients/load.js';
 import type { ClusterVoterNode, RedisClientPackage } from '../clients/types.js';
 import { CrossSlotLockError, RedlockOptionsError } from '../errors.js';
 import type { RedlockNode } from '../options.js';
-import { keySlot } from '../scripts/keys.js';
+import { keyPrefixOf, keySlot } from '../scripts/keys.js';
 import { TransportVoter } from '../voter/voter.js';
 import { isVoterFactory, type Voter, type VoterContext } from '../voter/voter-api.js';
 import { glideTransport } from './glide/glide.js';
@@ -30,7 +30,7 @@ export function createVoter(
   if (transport.clustered && /[{}]/.test(context.settings.guardKey)) {
     throw new RedlockOptionsError(
       'keyPrefix',
-      `${option} is a Redis Cluster, and the key prefix "${context.settings.guardKey.replace(/__restart_guard__$/, '')}" holds a brace`,
+      `${option} is a Redis Cluster, and the key prefix "${keyPrefixOf(context.settings.guardKey)}" holds a brace`,
       'Use a prefix without { or }: each resource gets its own hash tag already, and a tag in the prefix would put every lock on one shard',
     );
   }

@@ -63,10 +63,13 @@ export function extendBatch(batch: readonly ExtendRequest[], clock: boolean, clu
   const groups = new Map<string, number[]>();
   batch.forEach((request, i) => {
     const group = isReader(request.value) ? `r${i}` : clustered ? `s${keySlot(request.keys[0]!)}` : 'w';
-    groups.set(group, [...(groups.get(group) ?? []), i]);
+    const members = groups.get(group);
+    if (members) members.push(i);
+    else groups.set(group, [i]);
   });
   // A Cluster's slots may live on several masters: one clock reading stands for a batch of one slot only.
-  const withClock = clock && (!clustered || groups.size === 1);
+  const slot = keySlot(batch[0]!.keys[0]!);
+  const withClock = clock && (!clustered || batch.every((request) => keySlot(request.keys[0]!) === slot));
   const answers: ExtendAnswers = new Array<boolean>(batch.length).fill(false);
   const calls = [...groups.values()].map((indices) => {
     const requests = indices.map((i) => batch[i]!);

@@ -4,7 +4,7 @@ import { ACQUIRE, decodeAcquireReply, type AcquireVote } from '../scripts/acquir
 import { RAISE_FENCE } from '../scripts/fence.js';
 import { CLOCK_MARK, decodeClockMarkReply, fenceCounterPattern, type ClockMark } from '../scripts/guards.js';
 import { decodeInspectReply, INSPECT, type KeyView } from '../scripts/inspect.js';
-import { FENCE_SUFFIX, keySlot, queueKeyOf, READERS_SUFFIX, slotMarkerKey } from '../scripts/keys.js';
+import { FENCE_SUFFIX, keyPrefixOf, keySlot, queueKeyOf, READERS_SUFFIX, slotMarkerKey } from '../scripts/keys.js';
 import { LET_GO, RELEASE, type LetGo } from '../scripts/let-go.js';
 import { decodeReadersReply, READ_ACQUIRE_SCRIPT, READ_INSPECT_SCRIPT, READ_LET_GO_SCRIPT, READ_RAISE_FENCE_SCRIPT } from '../scripts/read.js';
 import { decodeSlotReply, SEMAPHORE_ACQUIRE_SCRIPT, type SlotVote } from '../scripts/semaphore.js';
@@ -49,7 +49,7 @@ export class TransportVoter implements Voter {
       timeoutMs: Math.max(context.connectTimeout, 1000),
       preflight: context.preflight,
       wakeChannel: wakeChannelOf('preflight'),
-      keyPrefix: settings.guardKey.replace(/__restart_guard__$/, ''),
+      keyPrefix: keyPrefixOf(settings.guardKey),
       markerOf: (shard) => this.shardMarker(shard),
       onAbstention: (shard, forMs, why) => {
         for (const listener of this.abstentionListeners) listener(forMs, why, transport.clustered ? shard : undefined);
@@ -151,7 +151,7 @@ export class TransportVoter implements Voter {
   }
 
   markClockStep(forMs: number, steppedPastMs?: number): Promise<ClockMark> {
-    const pattern = fenceCounterPattern(this.context.settings.guardKey);
+    const pattern = fenceCounterPattern(keyPrefixOf(this.context.settings.guardKey));
     const past = steppedPastMs === undefined || !this.transport.clustered ? '' : String(Math.floor(steppedPastMs));
     const shards = this.transport.clustered ? [...this.transport.shards()] : [['', [] as number[]] as const];
     const marks = shards.map(([shard, slots]) => {

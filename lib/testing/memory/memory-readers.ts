@@ -1,4 +1,4 @@
-import { FENCE_SUFFIX, queueKeyOf, READ_MARKER } from '../../core/keys.js';
+import { FENCE_SUFFIX, queueKeyOf, READ_MARKER } from '../../core/scripts/keys.js';
 import { isReader, type AcquireVote, type LetGo } from '../../core/scripts/index.js';
 import type { MemoryState } from './memory-state.js';
 

@@ -1,5 +1,5 @@
-import { FENCE_SUFFIX, PERMITS_MARK, queueKeyOf } from '../../core/keys.js';
-import { READ_MARKER } from '../../core/keys.js';
+import { FENCE_SUFFIX, PERMITS_MARK, queueKeyOf } from '../../core/scripts/keys.js';
+import { READ_MARKER } from '../../core/scripts/keys.js';
 import {
   encodeWakeMessage,
   isMultiResource,
@@ -22,7 +22,7 @@ import {
   readRaiseFence,
   type ReaderHost,
 } from './memory-readers.js';
-import type { Voter, VoterContext, VoterFactory } from '../../core/voter/voter.js';
+import type { Voter, VoterContext, VoterFactory } from '../../core/voter/voter-api.js';
 
 /**
  * A voter that keeps the lock state in this process: the same operations as the Lua scripts in

@@ -128,7 +128,10 @@ export class IoredisTransport implements Transport {
     const bySlot = new Map<string, number[]>();
     (this.client as Cluster).slots.forEach((owners, slot) => {
       const master = owners[0];
-      if (master !== undefined) bySlot.set(master, [...(bySlot.get(master) ?? []), slot]);
+      if (master === undefined) return;
+      const slots = bySlot.get(master);
+      if (slots) slots.push(slot);
+      else bySlot.set(master, [slot]);
     });
     return bySlot;
   }
