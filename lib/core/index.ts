@@ -1,5 +1,7 @@
-import { MemoryState as MovedMemoryState } from '../testing/memory/memory-state.js';
-import { MemoryVoter as MovedMemoryVoter } from '../testing/memory/memory-voter.js';
+import {
+  MemoryState as MovedMemoryState,
+  MemoryVoter as MovedMemoryVoter,
+} from '../testing/memory/deprecated.js';
 import type { ClusterVoterNode, IoRedisCluster } from './clients/types.js';
 import { createVoter } from './transport/pick.js';
 import type { Voter, VoterContext } from './voter/voter-api.js';
