@@ -13,10 +13,10 @@ export { MariaDbServer } from './mariadb-server.js';
 export type { MariaDbServerOptions } from './mariadb-server.js';
 export { MemoryServer, type MemoryServerOptions } from './memory/server.js';
 export {
+  ConnectionDropped,
   MemoryTransport,
   memoryNode,
   type MemoryNetwork,
   type MemoryTransportOptions,
 } from './memory/transport.js';
-export { MemoryState, MemoryVoter, type MemoryClock } from './memory/deprecated.js';
 export type { IoRedisTestClient, IoRedisClusterTestClient } from './test-clients.js';

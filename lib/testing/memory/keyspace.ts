@@ -5,11 +5,12 @@
  * loses its last member is deleted, as in Redis (EXISTS on a queue depends on it).
  */
 
-/** A sorted set's members, in Redis' order (by score, then member): `[member, score]`. */
-type SortedSet = Array<[string, number]>;
+type Kind = 'string' | 'zset' | 'hash';
 
 interface Entry {
-  value: string | SortedSet | Map<string, string>;
+  kind: Kind;
+  /** A string; a sorted set's members and scores; a hash's fields and values. */
+  value: string | Map<string, number | string>;
   /** The server's clock (ms) after which the key is gone; Infinity without expiry. */
   expiresAt: number;
 }
@@ -28,14 +29,18 @@ export abstract class Keyspace {
 
   /** GET (undefined when missing, or not a string). */
   get(key: string): string | undefined {
-    const value = this.live(key)?.value;
-    return typeof value === 'string' ? value : undefined;
+    const entry = this.live(key);
+    return entry?.kind === 'string' ? (entry.value as string) : undefined;
   }
 
   /** SET key value [PX ttlMs] [NX]: whether it was set. Without a ttl the key never expires. */
   set(key: string, value: string, ttlMs?: number, onlyIfMissing = false): boolean {
     if (onlyIfMissing && this.live(key)) return false;
-    this.entries.set(key, { value, expiresAt: ttlMs === undefined ? Infinity : this.nowMs() + ttlMs });
+    this.entries.set(key, {
+      kind: 'string',
+      value,
+      expiresAt: ttlMs === undefined ? Infinity : this.nowMs() + ttlMs,
+    });
     return true;
   }
 
@@ -75,65 +80,54 @@ export abstract class Keyspace {
 
   /** ZADD key NX score member: 1 when added. */
   zadd(key: string, score: number, member: string): number {
-    const set = this.collection(key, () => [] as SortedSet)!;
-    if (set.some(([m]) => m === member)) return 0;
-    const at = set.findIndex(([m, s]) => s > score || (s === score && m > member));
-    set.splice(at < 0 ? set.length : at, 0, [member, score]);
+    const set = this.members<number>(key, 'zset', true)!;
+    if (set.has(member)) return 0;
+    set.set(member, score);
     return 1;
   }
 
   /** ZREM: whether the member was there. */
   zrem(key: string, member: string): boolean {
-    const set = this.collection<SortedSet>(key);
-    const at = set?.findIndex(([m]) => m === member) ?? -1;
-    if (at >= 0) this.drop(key, set!, set!.splice(at, 1));
-    return at >= 0;
+    return this.remove(key, 'zset', member);
   }
 
   /** ZPOPMIN: the first `[member, score]`, removed. */
   zpopmin(key: string): [string, number] | undefined {
-    const set = this.collection<SortedSet>(key);
-    return set && this.drop(key, set, set.shift());
+    const [first] = this.zrange(key);
+    if (first) this.zrem(key, first[0]);
+    return first;
   }
 
-  /** ZRANGE key 0 -1 WITHSCORES: a copy of the members in order. */
-  zrange(key: string): SortedSet {
-    return [...(this.collection<SortedSet>(key) ?? [])];
+  /** ZRANGE key 0 -1 WITHSCORES: `[member, score]` in Redis' order (by score, then member). */
+  zrange(key: string): Array<[string, number]> {
+    const members = [...(this.members<number>(key, 'zset') ?? [])];
+    return members.sort(([a, x], [b, y]) => x - y || (a < b ? -1 : a > b ? 1 : 0));
   }
 
   zscore(key: string, member: string): number | undefined {
-    return this.collection<SortedSet>(key)?.find(([m]) => m === member)?.[1];
+    return this.members<number>(key, 'zset')?.get(member);
   }
 
   hset(key: string, field: string, value: string): void {
-    this.collection(key, () => new Map<string, string>())!.set(field, value);
+    this.members<string>(key, 'hash', true)!.set(field, value);
   }
 
   hget(key: string, field: string): string | undefined {
-    return this.collection<Map<string, string>>(key)?.get(field);
+    return this.members<string>(key, 'hash')?.get(field);
   }
 
   /** HDEL: whether the field was there. */
   hdel(key: string, field: string): boolean {
-    const hash = this.collection<Map<string, string>>(key);
-    return hash !== undefined && this.drop(key, hash, hash.delete(field));
+    return this.remove(key, 'hash', field);
   }
 
   /** HGETALL: `[field, value]` pairs, in insertion order (as Redis keeps a small hash). */
   hgetall(key: string): Array<[string, string]> {
-    return [...(this.collection<Map<string, string>>(key) ?? [])];
+    return [...(this.members<string>(key, 'hash') ?? [])];
   }
 
-  /** TYPE. */
-  type(key: string): 'string' | 'zset' | 'hash' | 'none' {
-    const value = this.live(key)?.value;
-    return value === undefined
-      ? 'none'
-      : typeof value === 'string'
-        ? 'string'
-        : Array.isArray(value)
-          ? 'zset'
-          : 'hash';
+  type(key: string): Kind | 'none' {
+    return this.live(key)?.kind ?? 'none';
   }
 
   /** KEYS / SCAN MATCH: the live keys matching a glob pattern (`*`, `?`, `\` escapes). */
@@ -158,22 +152,24 @@ export abstract class Keyspace {
     return undefined;
   }
 
-  /** The sorted set or hash at `key` (created by `create` when missing). */
-  private collection<T extends SortedSet | Map<string, string>>(
+  /** The members of the sorted set or hash at `key` (none of another kind; created when asked). */
+  private members<V extends number | string>(
     key: string,
-    create?: () => T,
-  ): T | undefined {
+    kind: Kind,
+    create = false,
+  ): Map<string, V> | undefined {
     const entry = this.live(key);
-    if (entry) return typeof entry.value === 'string' ? undefined : (entry.value as T);
-    if (!create) return undefined;
-    const value = create();
-    this.entries.set(key, { value, expiresAt: Infinity });
+    if (entry || !create) return entry?.kind === kind ? (entry.value as Map<string, V>) : undefined;
+    const value = new Map<string, V>();
+    this.entries.set(key, { kind, value, expiresAt: Infinity });
     return value;
   }
 
-  /** Deletes `key` once `collection` is empty (as Redis does); returns `result`. */
-  private drop<R>(key: string, collection: SortedSet | Map<string, string>, result: R): R {
-    if ((Array.isArray(collection) ? collection.length : collection.size) === 0) this.entries.delete(key);
-    return result;
+  /** Removes a member; a sorted set or hash left empty is deleted, as in Redis. */
+  private remove(key: string, kind: Kind, member: string): boolean {
+    const members = this.members(key, kind);
+    const had = members?.delete(member) ?? false;
+    if (members?.size === 0) this.entries.delete(key);
+    return had;
   }
 }

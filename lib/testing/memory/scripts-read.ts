@@ -1,23 +1,8 @@
 import { READ_MARKER } from '../../core/scripts/keys.js';
 import type { LuaScript } from '../../core/scripts/lua.js';
-import {
-  READ_ACQUIRE_SCRIPT,
-  READ_EXTEND_SCRIPT,
-  READ_INSPECT_SCRIPT,
-  READ_LET_GO_SCRIPT,
-  READ_RAISE_FENCE_SCRIPT,
-} from '../../core/scripts/read.js';
+import * as lua from '../../core/scripts/read.js';
 import { isReader } from '../../core/scripts/values.js';
-import {
-  clockReadings,
-  enqueue,
-  nextToken,
-  num,
-  promote,
-  setting,
-  Setting,
-  type Emulation,
-} from './scripts.js';
+import { clockReadings, enqueue, nextToken, num, promote, setting, type Emulation } from './scripts.js';
 import type { MemoryServer } from './server.js';
 
 /*
@@ -36,15 +21,12 @@ function liveUntil(db: MemoryServer, readers: string, nowMs: number): number {
   return latest;
 }
 
-const readAcquire: Emulation = (
-  db,
-  [key, fence, queue, readers, marker],
-  [value, settings, ttl, ticket, seed],
-) => {
+const readAcquire: Emulation = (db, keys, args) => {
+  const [[key, fence, queue, readers, marker], [value, settings, ttl, ticket, seed]] = [keys, args];
   let queued = db.exists(queue);
   let current = db.get(key);
   if (current === undefined && queued) {
-    promote(db, key, fence, queue, value, settings);
+    promote(db, [key, fence, queue], value, settings);
     current = db.get(key);
     queued = db.exists(queue);
   }
@@ -102,7 +84,7 @@ const readLetGo: Emulation = (db, [key, fence, queue, readers], [value, settings
   const nowMs = db.nowMs();
   const latest = liveUntil(db, readers, nowMs);
   if (latest > 0) db.pexpire(key, latest - nowMs);
-  else if (!(queued && promote(db, key, fence, queue, value, settings))) db.del(key);
+  else if (!(queued && promote(db, [key, fence, queue], value, settings))) db.del(key);
   return 1;
 };
 
@@ -110,7 +92,7 @@ const readRaiseFence: Emulation = (db, [key, fence, readers], [value, settings, 
   if (db.get(key) !== READ_MARKER || db.hget(readers, value) === undefined) return 0;
   const current = db.get(fence);
   if (current === undefined) return 0;
-  if (Number(current) < Number(token)) db.set(fence, token, setting(settings, Setting.FenceIdleMs));
+  if (Number(current) < Number(token)) db.set(fence, token, setting(settings, 'fenceIdleMs'));
   return 1;
 };
 
@@ -121,9 +103,9 @@ const readInspect: Emulation = (db, [key, readers]) => {
 };
 
 export const READ_SCRIPTS: Array<[LuaScript, Emulation]> = [
-  [READ_ACQUIRE_SCRIPT, readAcquire],
-  [READ_EXTEND_SCRIPT, readExtend],
-  [READ_LET_GO_SCRIPT, readLetGo],
-  [READ_RAISE_FENCE_SCRIPT, readRaiseFence],
-  [READ_INSPECT_SCRIPT, readInspect],
+  [lua.READ_ACQUIRE_SCRIPT, readAcquire],
+  [lua.READ_EXTEND_SCRIPT, readExtend],
+  [lua.READ_LET_GO_SCRIPT, readLetGo],
+  [lua.READ_RAISE_FENCE_SCRIPT, readRaiseFence],
+  [lua.READ_INSPECT_SCRIPT, readInspect],
 ];

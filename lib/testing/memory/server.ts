@@ -118,7 +118,7 @@ export class MemoryServer extends Keyspace {
     switch (name.toUpperCase()) {
       case 'EVALSHA':
       case 'EVAL': {
-        const sha = name.toUpperCase() === 'EVAL' ? this.load(args[0]!) : args[0]!;
+        const sha = name.toUpperCase() === 'EVAL' ? this.load(args[0]) : args[0];
         if (!this.loaded.has(sha)) throw new Error('NOSCRIPT No matching script. Please use EVAL.');
         const script = EMULATED_SCRIPTS.get(sha);
         if (!script) throw new Error(`ERR ${this.name} emulates the library's scripts only, not ${sha}`);
@@ -126,11 +126,11 @@ export class MemoryServer extends Keyspace {
         return script(this, args.slice(2, 2 + count), args.slice(2 + count));
       }
       case 'SCRIPT':
-        return this.load(args[1]!);
+        return this.load(args[1]);
       case 'INFO':
         return this.info(args[0] ?? 'server');
       case 'CONFIG':
-        return args[1]! in this.config ? [args[1], this.config[args[1]!]] : [];
+        return args[1] in this.config ? [args[1], this.config[args[1]]] : [];
       case 'TIME': {
         const us = this.timeUs();
         return [String(Math.floor(us / 1e6)), String(us % 1e6)];
@@ -138,7 +138,7 @@ export class MemoryServer extends Keyspace {
       case 'PING':
         return 'PONG';
       case 'PUBLISH':
-        return this.publish(args[0]!, args[1]!);
+        return this.publish(args[0], args[1]);
       case 'FLUSHALL':
         this.flushAll();
         return 'OK';
@@ -160,11 +160,7 @@ export class MemoryServer extends Keyspace {
 
   /** 40 hex digits from the runtime's randomness (a simulation's run_ids follow its seed). */
   private newRunId(): string {
-    let id = '';
-    while (id.length < 40)
-      id += Math.floor(this.runtime.random() * 0x100000000)
-        .toString(16)
-        .padStart(8, '0');
-    return id;
+    const word = () => Math.floor(this.runtime.random() * 2 ** 32).toString(16);
+    return Array.from({ length: 5 }, () => word().padStart(8, '0')).join('');
   }
 }

@@ -64,7 +64,7 @@ for (const engine of LISTENING) {
 beforeAll(async () => {
   nodes = await RedisNodes.start(1, { env: () => clocks.env('differential') });
   redis = nodes.client(0);
-  subscriber = redis.duplicate();
+  subscriber = redis.duplicate() as IoRedisTestClient;
   subscriber.on('message', (channel: string, message: string) => heard.push([channel, message]));
   await subscriber.subscribe(...LISTENING.map((engine) => `__redlock_wake__:${engine}`));
 });
