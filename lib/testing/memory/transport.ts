@@ -12,7 +12,8 @@ import type { MemoryServer } from './server.js';
  * error reply). It may call `arrive` late (a delay), never (lost on the way), or call it and never
  * settle (the reply lost: the effect stays); it keeps each connection's order. Rejecting with a
  * {@link ConnectionDropped} drops the connection (after the effect or not): the client reconnects at
- * once, on a new epoch. The default delivers both at once, on the next microtask.
+ * once, on a new epoch. The default delivers both at once, on the next microtask. A simulator gives
+ * each engine's `memoryNode` entries networks of their own, which know the client (partitions).
  */
 export type MemoryNetwork = (
   server: MemoryServer,
