@@ -104,12 +104,21 @@ describe('the TypeScript side of the Lua contract (no Redis)', () => {
   });
 
   test('the settings travel as one argument with one layout for every script (safe-side rounding)', () => {
-    const settings = { guardMs: 0, guardKey: 'g', fenceIdleMs: 1000, turnMs: 200, queueIdleMs: 1000, seedWindowMs: 100 };
+    const settings = {
+      guardMs: 0,
+      guardKey: 'g',
+      fenceIdleMs: 1000,
+      turnMs: 200,
+      queueIdleMs: 1000,
+      seedWindowMs: 100,
+    };
     // guardMs fenceIdleMs seedWindowMs queueIdleMs turnMs clock
     expect(settingsArg(settings)).toBe('0 1000 100 1000 200 0');
     expect(settingsArg({ ...settings, clockReadings: true })).toBe('0 1000 100 1000 200 1');
     // A fraction: the window rounds down, durations round up (never below what was asked).
-    expect(settingsArg({ ...settings, guardMs: 10.2, seedWindowMs: 99.9, turnMs: 0.5 })).toBe('11 1000 99 1000 1 0');
+    expect(settingsArg({ ...settings, guardMs: 10.2, seedWindowMs: 99.9, turnMs: 0.5 })).toBe(
+      '11 1000 99 1000 1 0',
+    );
   });
 
   test('lock values name their engine channel; several resources are marked', () => {

@@ -1,5 +1,10 @@
 import type { Observable } from 'rxjs';
-import { EngineClosedError, LockNotAcquiredError, QuorumUnavailableError, type RedlockError } from '../errors.js';
+import {
+  EngineClosedError,
+  LockNotAcquiredError,
+  QuorumUnavailableError,
+  type RedlockError,
+} from '../errors.js';
 import { LockEvents, type LockEvent } from '../events.js';
 import { consoleLogger, type RedlockLogger } from '../logger.js';
 import type { LockOptions, RedlockOptions, ResolvedOptions } from '../options.js';

@@ -6,7 +6,13 @@ import { IDENTITY_SUFFIX } from '../scripts/keys.js';
 import type { Transport } from '../transport/transport.js';
 import { missingAclRules } from '../voter/acl-probe.js';
 import { describeError, isFinalFault, nodeFault } from '../voter/describe-error.js';
-import { checkServer, readServerFacts, runScript, trustedAcrossRestarts, type ServerFacts } from '../voter/server.js';
+import {
+  checkServer,
+  readServerFacts,
+  runScript,
+  trustedAcrossRestarts,
+  type ServerFacts,
+} from '../voter/server.js';
 
 /** A vote ran on a connection, or a server, that was not the one checked: it must not count. */
 export class ServerChangedError extends Error {
@@ -89,7 +95,10 @@ export class IdentityGuard {
     const current = state.checked !== undefined && state.checked === this.transport.epoch(shard);
     if (current && !state.refused) return { reason: undefined, pending: undefined };
     if (!current && !state.pending && !state.refused) void this.check(shard);
-    return { reason: state.reason ?? 'connected; checking the server before it votes', pending: state.pending };
+    return {
+      reason: state.reason ?? 'connected; checking the server before it votes',
+      pending: state.pending,
+    };
   }
 
   /** The ms `shard` abstains for from now (0: it votes). */
@@ -190,9 +199,16 @@ export class IdentityGuard {
     let facts = await readServerFacts(settings.runtime, send, transport.username, settings.timeoutMs);
     if (this.closed) throw new Error('the engine closed');
     if (settings.preflight) {
-      const missing = await missingAclRules(send, settings.keyPrefix, `${settings.wakeChannel}*`, settings.wakeChannel);
+      const missing = await missingAclRules(
+        send,
+        settings.keyPrefix,
+        `${settings.wakeChannel}*`,
+        settings.wakeChannel,
+      );
       facts = { ...facts, denied: [...new Set([...facts.denied, ...missing])] };
-      const findings = checkServer(transport.clustered ? { ...facts, clusterEnabled: undefined, redisMode: undefined } : facts);
+      const findings = checkServer(
+        transport.clustered ? { ...facts, clusterEnabled: undefined, redisMode: undefined } : facts,
+      );
       const refusal = settings.preflight.review(state, this, label, { serverId: facts.runId, findings });
       if (refusal) {
         state.refused = true;
@@ -229,7 +245,12 @@ export class IdentityGuard {
     }
     const marker = this.settings.markerOf(shard);
     const trusted = trustedAcrossRestarts(facts);
-    const args = [facts.runId, trusted ? '1' : '0', String(Math.ceil(guardMs)), fenceCounterPattern(this.settings.keyPrefix)];
+    const args = [
+      facts.runId,
+      trusted ? '1' : '0',
+      String(Math.ceil(guardMs)),
+      fenceCounterPattern(this.settings.keyPrefix),
+    ];
     const call = runScript(send, IDENTITY_CHECK, [marker, marker + IDENTITY_SUFFIX], args);
     const reply = await settleWithin(runtime, call, timeoutMs);
     if (reply === TIMED_OUT) throw new Error(`no reply to the identity check within ${timeoutMs} ms`);
@@ -238,7 +259,10 @@ export class IdentityGuard {
     const running = Math.max(0, state.abstainUntil - runtime.now());
     const abstainMs = Math.max(check.abstainMs, sawChange ? guardMs : 0, running);
     if (abstainMs > running) {
-      const why = check.outcome === 'changed' || sawChange ? changedReason(check.previous, facts, check.countersDropped) : '';
+      const why =
+        check.outcome === 'changed' || sawChange
+          ? changedReason(check.previous, facts, check.countersDropped)
+          : '';
       this.settings.onAbstention(shard, abstainMs, why);
     }
     return abstainMs;
@@ -263,7 +287,8 @@ export class IdentityGuard {
 
 /** Why a node whose server changed abstains, for the log line and the 'node-abstaining' event. */
 function changedReason(previous: string, facts: ServerFacts, dropped: number): string {
-  const persistence = facts.appendonly === 'yes' ? `appendonly yes, appendfsync ${facts.appendfsync ?? '?'}` : 'appendonly no';
+  const persistence =
+    facts.appendonly === 'yes' ? `appendonly yes, appendfsync ${facts.appendfsync ?? '?'}` : 'appendonly no';
   const promoted = (facts.secondReplOffset ?? -1) >= 0 ? ', a replica promoted by a failover' : '';
   const short = (runId: string) => (runId.length > 8 ? `${runId.slice(0, 8)}…` : runId || '?');
   return (

@@ -10,8 +10,7 @@ import {
   type RedlockOptions,
 } from '../../../lib/index.js';
 import { RedisClusterNodes } from '../../../lib/testing/index.js';
-import { seedSlotMarkers } from '../../../lib/core/voter/ioredis-cluster/slot-markers.js';
-import { MemoryLogger } from '../../support/cluster.js';
+import { MemoryLogger, settleSlotMarkers } from '../../support/cluster.js';
 import { until } from '../deployments/support.js';
 
 /*
@@ -39,14 +38,8 @@ afterAll(async () => {
 });
 
 /** Markers of every slot in place with the guard off (as for clusters just created). */
-async function seedMarkers(cluster: RedisClusterNodes): Promise<void> {
-  const client = cluster.client();
-  try {
-    if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
-    await seedSlotMarkers(client as unknown as Parameters<typeof seedSlotMarkers>[0], MARKER, 0);
-  } finally {
-    client.disconnect();
-  }
+function seedMarkers(cluster: RedisClusterNodes): Promise<void> {
+  return settleSlotMarkers(cluster, MARKER);
 }
 
 /** Whether `cluster` holds `key` (on the shard that serves it). */
