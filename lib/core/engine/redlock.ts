@@ -111,7 +111,7 @@ export class Redlock {
    */
   async connect(): Promise<NodeStatus[]> {
     // OpenTelemetry providers are registered before the app boots: look for them now.
-    this.detachTelemetry ??= attachTelemetry(this.events, this.telemetry);
+    this.detachTelemetry ??= attachTelemetry(this.events, this.parts.runtime, this.telemetry);
     await this.detachTelemetry;
     return bootstrap(this.parts, this.preflight, () => this.close());
   }
