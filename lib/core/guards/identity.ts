@@ -47,6 +47,8 @@ export interface IdentitySettings {
   onAbstention(shard: string, forMs: number, why: string): void;
   /** Loads the lock's scripts on `shard`'s new connection. */
   prepare(shard: string): void;
+  /** Hears a check that failed (logged once per kind of fault by the voter). */
+  onCheckFailed(err: unknown): void;
 }
 
 /** One shard: the server its current connection reaches, as far as it was checked. */
@@ -94,6 +96,9 @@ export class IdentityGuard {
     const state = this.shards.get(shard) ?? this.startCheck(shard);
     const current = state.checked !== undefined && state.checked === this.transport.epoch(shard);
     if (current && !state.refused) return { reason: undefined, pending: undefined };
+    // Down: its next connection is checked when it comes ('connected'), not a failed check now.
+    if (!this.transport.up)
+      return { reason: this.transport.lastError ?? 'not connected', pending: undefined };
     if (!current && !state.pending && !state.refused) void this.check(shard);
     return {
       reason: state.reason ?? 'connected; checking the server before it votes',
@@ -160,7 +165,7 @@ export class IdentityGuard {
       refused: false,
     };
     this.shards.set(shard, state);
-    void this.check(shard);
+    if (this.transport.up) void this.check(shard);
     return state;
   }
 
@@ -182,8 +187,12 @@ export class IdentityGuard {
         state.pending = undefined;
         // Refused by preflight: it does not vote on this connection (its next one is checked anew).
         if (this.closed || state.refused) return;
-        state.reason = `connected, but the server could not be checked: ${describeError(err)}`;
+        this.settings.onCheckFailed(err);
         const final = isFinalFault(nodeFault(err));
+        // A refusal (ACL) is reported as itself; anything else happened on a live connection.
+        state.reason = final
+          ? describeError(err)
+          : `connected, but the server could not be checked: ${describeError(err)}`;
         this.settings.runtime.setTimeout(() => void this.check(shard), final ? 5 * RETRY_MS : RETRY_MS);
       },
     );
