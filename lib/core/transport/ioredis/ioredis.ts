@@ -102,6 +102,8 @@ export class IoredisTransport implements Transport {
   private readonly attached: Array<[EventEmitter, string, Listener]> = [];
   private readonly subscribers: ShardSubscribers;
   private wasUp = false;
+  /** Subscriber connections not yet ended (close() ends them, also one still connecting). */
+  private readonly subscriberConnections = new Set<Redis>();
 
   constructor(
     private readonly spec: IoredisSpec,
@@ -191,7 +193,9 @@ export class IoredisTransport implements Transport {
   }
 
   async close(timeoutMs: number): Promise<void> {
-    await this.subscribers.close();
+    // Bounded: a subscriber still connecting to a node that is down has nobody to say goodbye to.
+    await settleWithin(this.runtime, this.subscribers.close(), timeoutMs);
+    for (const connection of this.subscriberConnections) connection.disconnect();
     for (const [emitter, event, listener] of this.attached.splice(0)) emitter.off(event, listener);
     if (!this.spec.owned || this.client.status === 'end') return;
     if (this.client.status === 'ready')
@@ -271,6 +275,8 @@ export class IoredisTransport implements Transport {
         lazyConnect: false,
       });
     }
+    this.subscriberConnections.add(connection);
+    connection.once('end', () => this.subscriberConnections.delete(connection));
     connection.on('error', () => undefined); // the transport's own connection reports health
     connection.on('message', deliver);
     if (channels.length > 0) {
