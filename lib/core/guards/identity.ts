@@ -3,7 +3,7 @@ import type { Preflight } from '../preflight.js';
 import { settleWithin, TIMED_OUT, type Runtime } from '../runtime.js';
 import { decodeIdentityReply, fenceCounterPattern, IDENTITY_CHECK, RUN_ID } from '../scripts/guards.js';
 import { IDENTITY_SUFFIX } from '../scripts/keys.js';
-import type { Transport } from '../transport/transport.js';
+import type { Route, Transport } from '../transport/transport.js';
 import { missingAclRules } from '../voter/acl-probe.js';
 import { describeError, isFinalFault, nodeFault } from '../voter/describe-error.js';
 import { checkServer, readServerFacts, runScript, trustedAcrossRestarts, type ServerFacts } from '../voter/server.js';
@@ -31,6 +31,8 @@ export interface IdentitySettings {
   readonly timeoutMs: number;
   /** Undefined when preflight is off. */
   readonly preflight: Preflight | undefined;
+  /** The voter whose shards these are: preflight's findings are its (the bootstrap asks by voter). */
+  readonly voter: object;
   /** The wake channels' pattern and one channel, for the ACL probe. */
   readonly wakeChannel: string;
   /** The key prefix (the ACL probe's keys). */
@@ -55,6 +57,8 @@ interface Shard {
   reason: string | undefined;
   /** Preflight refused it: final until its next connection. */
   refused: boolean;
+  /** Counts the server changes seen by run_id (a transport that does not see reconnections). */
+  changes: number;
 }
 
 /**
@@ -111,24 +115,30 @@ export class IdentityGuard {
   }
 
   /**
-   * Sends a vote of `shard` (`send`) and resolves with its reply once it is known to come from the
-   * server checked: the same epoch before and after, or the run_id read behind it on the same
-   * connection. Rejects with ServerChangedError otherwise (a check then starts).
+   * Sends a vote of `shard` (`send`, which goes by `route`) and resolves with its reply once it is
+   * known to come from the server checked: the same epoch before and after, or the run_id read right
+   * behind it by the same route (the same connection: a client that routes by a slot map of its own
+   * sends both to the same master). Rejects with ServerChangedError otherwise (a check then starts).
    */
-  confirm<T>(shard: string, send: () => Promise<T>): Promise<T> {
+  confirm<T>(shard: string, send: () => Promise<T>, route: Route = { shard }): Promise<T> {
     const state = this.shards.get(shard);
     const epoch = this.transport.epoch(shard);
-    if (this.settings.guardMs <= 0 || !state?.runId) return send();
+    // The server checked when the vote goes out: a check that ends before the reply comes back must
+    // not make a vote sent before its abstention count.
+    const checkedRunId = state?.runId;
+    if (this.settings.guardMs <= 0 || !state || !checkedRunId) return send();
     if (this.transport.seesReconnects) {
       return send().then((reply) => {
         if (this.transport.epoch(shard) === epoch && state.checked === epoch) return reply;
         throw new ServerChangedError();
       });
     }
-    const runId = runScript((c) => this.transport.send({ shard }, c), RUN_ID, [], []);
-    return Promise.all([send(), runId]).then(([reply, id]) => {
-      if (String(id) === state.runId) return reply;
-      void this.check(shard);
+    // The vote first, the run_id behind it: a reconnection between the two shows in the run_id.
+    const vote = send();
+    const runId = runScript((c) => this.transport.send(route, c), RUN_ID, [], []);
+    return Promise.all([vote, runId]).then(([reply, id]) => {
+      if (String(id) === checkedRunId) return reply;
+      void this.changed(shard, state);
       throw new ServerChangedError();
     });
   }
@@ -149,6 +159,7 @@ export class IdentityGuard {
       pending: undefined,
       reason: undefined,
       refused: false,
+      changes: 0,
     };
     this.shards.set(shard, state);
     void this.check(shard);
@@ -161,10 +172,11 @@ export class IdentityGuard {
     if (state.pending || this.closed) return state.pending ?? Promise.resolve();
     state.refused = false;
     const epoch = this.transport.epoch(shard);
+    const changes = state.changes;
     const pending = this.admit(shard, state).then(
       () => {
         state.pending = undefined;
-        if (this.transport.epoch(shard) !== epoch) return this.check(shard);
+        if (this.transport.epoch(shard) !== epoch || state.changes !== changes) return this.check(shard);
         state.checked = epoch;
         state.reason = undefined;
         return this.settings.prepare(shard);
@@ -193,7 +205,7 @@ export class IdentityGuard {
       const missing = await missingAclRules(send, settings.keyPrefix, `${settings.wakeChannel}*`, settings.wakeChannel);
       facts = { ...facts, denied: [...new Set([...facts.denied, ...missing])] };
       const findings = checkServer(transport.clustered ? { ...facts, clusterEnabled: undefined, redisMode: undefined } : facts);
-      const refusal = settings.preflight.review(state, this, label, { serverId: facts.runId, findings });
+      const refusal = settings.preflight.review(state, settings.voter, label, { serverId: facts.runId, findings });
       if (refusal) {
         state.refused = true;
         state.reason = refusal.message;
@@ -244,6 +256,16 @@ export class IdentityGuard {
     return abstainMs;
   }
 
+  /**
+   * A run_id other than the one checked (a transport that does not see reconnections): the shard is
+   * not checked any more, as after a new connection: its votes wait for the check.
+   */
+  private changed(shard: string, state: Shard): Promise<void> {
+    state.checked = undefined;
+    state.changes++;
+    return this.check(shard);
+  }
+
   /** A transport that does not see reconnections: its shards' run_ids, read once a second. */
   private scheduleSurvey(): void {
     this.survey = this.settings.runtime.setTimeout(() => {
@@ -252,7 +274,7 @@ export class IdentityGuard {
           if (state.pending || !this.transport.up) return;
           const info = await this.transport.send({ shard }, ['INFO', 'server']).catch(() => undefined);
           const runId = /run_id:(\w+)/.exec(String(info ?? ''))?.[1];
-          if (runId !== undefined && runId !== state.runId) await this.check(shard);
+          if (runId !== undefined && runId !== state.runId) await this.changed(shard, state);
         }),
       ).finally(() => {
         if (!this.closed) this.scheduleSurvey();

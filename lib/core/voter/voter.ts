@@ -48,6 +48,7 @@ export class TransportVoter implements Voter {
       guardMs: settings.guardMs,
       timeoutMs: Math.max(context.connectTimeout, 1000),
       preflight: context.preflight,
+      voter: this,
       wakeChannel: wakeChannelOf('preflight'),
       keyPrefix: keyPrefixOf(settings.guardKey),
       markerOf: (shard) => this.shardMarker(shard),
@@ -220,7 +221,7 @@ export class TransportVoter implements Voter {
     if (shard === undefined) return Promise.reject(new Error(`no master known for the slot of ${key}`));
     const now = () => {
       const forMs = this.guard.abstainingForMs(shard);
-      return forMs > 0 ? Promise.resolve(abstaining(forMs)) : this.guard.confirm(shard, send);
+      return forMs > 0 ? Promise.resolve(abstaining(forMs)) : this.guard.confirm(shard, send, { key });
     };
     const { reason, pending } = this.guard.readiness(shard);
     if (reason === undefined) return now();
