@@ -10,8 +10,8 @@ import {
   type RedlockOptions,
 } from '../../../lib/index.js';
 import { RedisClusterNodes } from '../../../lib/testing/index.js';
-import { seedSlotMarkers } from '../../../lib/core/voter/ioredis-cluster/slot-markers.js';
 import { MemoryLogger } from '../../support/cluster.js';
+import { seedClusterMarkers } from '../../support/slot-markers.js';
 import { until } from '../deployments/support.js';
 
 /*
@@ -39,15 +39,7 @@ afterAll(async () => {
 });
 
 /** Markers of every slot in place with the guard off (as for clusters just created). */
-async function seedMarkers(cluster: RedisClusterNodes): Promise<void> {
-  const client = cluster.client();
-  try {
-    if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
-    await seedSlotMarkers(client as unknown as Parameters<typeof seedSlotMarkers>[0], MARKER, 0);
-  } finally {
-    client.disconnect();
-  }
-}
+const seedMarkers = (cluster: RedisClusterNodes) => seedClusterMarkers(cluster, MARKER);
 
 /** Whether `cluster` holds `key` (on the shard that serves it). */
 async function holds(cluster: RedisClusterNodes, key: string): Promise<boolean> {
@@ -168,8 +160,9 @@ describe.each(DRIVERS)('a quorum of three $name', (driver) => {
     try {
       const refused = engine({ preflight: 'error' });
       await expect(refused).rejects.toBeInstanceOf(NodeConfigurationError);
+      // The finding names its shard: `Redis node cluster://... (shard 127.0.0.1:port): ...`.
       await expect(refused).rejects.toThrow(
-        `shard 127.0.0.1:${shard.ports[2]}: maxmemory-policy is allkeys-lru`,
+        `(shard 127.0.0.1:${shard.ports[2]}): maxmemory-policy is allkeys-lru`,
       );
       // Under 'warn' it is logged and the cluster votes.
       const warned = await engine({ preflight: 'warn' });
