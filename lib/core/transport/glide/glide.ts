@@ -201,6 +201,7 @@ class GlideTransport implements Transport {
       }
       masters.set(address, slots);
     }
+    if (masters.size === 0) throw new Error('CLUSTER SLOTS: no master serves a slot yet');
     this.masters = masters;
     this.owners = owners;
   }
