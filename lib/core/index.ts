@@ -1,5 +1,3 @@
-import { MemoryState as MovedMemoryState } from '../testing/memory/memory-state.js';
-import { MemoryVoter as MovedMemoryVoter } from '../testing/memory/memory-voter.js';
 import type { ClusterVoterNode, IoRedisCluster } from './clients/types.js';
 import { createVoter } from './transport/pick.js';
 import type { Voter, VoterContext } from './voter/voter-api.js';
@@ -36,19 +34,6 @@ export const ClusterVoter: {
 } = { from: (node, context) => createVoter(node, context, 'ioredis', 'a nodes entry') };
 /** A Redis Cluster voter (see {@link ClusterVoter}). */
 export type ClusterVoter = Voter;
-/*
- * Deprecated re-exports, kept for compatibility: the in-memory voter lives in lib/testing/memory/
- * and is exported from `nest-quorum-lock/testing`. The one place core imports from lib/testing
- * (framework-free files only); it goes in the next major version.
- */
-/** @deprecated Import `MemoryVoter` from `nest-quorum-lock/testing` (lib/testing/memory/). */
-export const MemoryVoter: typeof MovedMemoryVoter = MovedMemoryVoter;
-/** @deprecated Import `MemoryVoter` from `nest-quorum-lock/testing` (lib/testing/memory/). */
-export type MemoryVoter = MovedMemoryVoter;
-/** @deprecated Import `MemoryState` from `nest-quorum-lock/testing` (lib/testing/memory/). */
-export const MemoryState: typeof MovedMemoryState = MovedMemoryState;
-/** @deprecated Import `MemoryState` from `nest-quorum-lock/testing` (lib/testing/memory/). */
-export type MemoryState = MovedMemoryState;
 export type { AcquireVote, ExtendRequest, KeyView, LetGo, SlotVote } from './scripts/index.js';
 export {
   RedlockError,

@@ -26,7 +26,11 @@ export function validateNodes(nodes: unknown): boolean {
       throw new RedlockOptionsError(`nodes[${i}]`, `got ${show(node)}`, NODE_FIX);
     } else if (isVoterFactory(node) || clientKind(node) !== undefined) {
       // a voter the caller builds, or a ready client: used as it is
-    } else if (clientKind(node) === 'ioredis-cluster' || Array.isArray((node as { cluster?: unknown }).cluster) || ('cluster' in node && typeof node.cluster !== 'function')) {
+    } else if (
+      clientKind(node) === 'ioredis-cluster' ||
+      Array.isArray((node as { cluster?: unknown }).cluster) ||
+      ('cluster' in node && typeof node.cluster !== 'function')
+    ) {
       validateClusterNode(node, `nodes[${i}]`);
       needsPackage = true;
     } else if (isPlainObject(node)) {
@@ -94,7 +98,8 @@ function checkUrlEncoding(node: string, option: string): void {
 function validateClusterNode(node: unknown, option: string): void {
   if (node !== null && typeof node === 'object' && clientKind(node) === 'ioredis-cluster') return;
   const { cluster, options } = node as { cluster: unknown; options?: unknown };
-  const fix = 'Use { cluster: [{ host: "10.0.0.1", port: 6379 }, ...], options?: ClusterOptions }, or an ioredis Cluster';
+  const fix =
+    'Use { cluster: [{ host: "10.0.0.1", port: 6379 }, ...], options?: ClusterOptions }, or an ioredis Cluster';
   if (!Array.isArray(cluster) || cluster.length === 0) {
     throw new RedlockOptionsError(`${option}.cluster`, 'no startup node given', fix);
   }
@@ -107,7 +112,11 @@ function validateClusterNode(node: unknown, option: string): void {
     if (!ok) throw new RedlockOptionsError(`${option}.cluster[${j}]`, `got ${JSON.stringify(entry)}`, fix);
   });
   if (options !== undefined && (options === null || typeof options !== 'object')) {
-    throw new RedlockOptionsError(`${option}.options`, `got ${String(options)}`, 'Pass ioredis ClusterOptions, or leave it out');
+    throw new RedlockOptionsError(
+      `${option}.options`,
+      `got ${String(options)}`,
+      'Pass ioredis ClusterOptions, or leave it out',
+    );
   }
   if (options && Array.isArray((options as { sentinels?: unknown }).sentinels)) {
     throw new RedlockOptionsError(

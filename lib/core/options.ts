@@ -20,7 +20,7 @@ import type { VoterFactory } from './voter/voter-api.js';
  * Sentinel-managed primary), or a ready client: ioredis `Redis`, node-redis `createClient()`,
  * Valkey GLIDE `GlideClient`; a Redis Cluster as ONE voter (an ioredis `Cluster`, a node-redis
  * `createCluster()`, a GLIDE `GlideClusterClient`, or `{ cluster: [{ host, port }, ...], options? }`
- * with ioredis); or a {@link VoterFactory} (e.g. `MemoryVoter.factory()` from
+ * with ioredis); or a {@link VoterFactory} (e.g. `memoryNode(new MemoryServer())` from
  * `nest-quorum-lock/testing`). The client types are structural: none of the client packages'
  * own typings is needed to compile.
  */

@@ -45,7 +45,12 @@ export class Preflight {
    * under 'warn', and under 'error' once the bootstrap has passed). Returns the refusal (the
    * voter must not vote) under 'error', else undefined.
    */
-  review(key: object, voter: object, label: string, report: ServerReport): NodeConfigurationError | undefined {
+  review(
+    key: object,
+    voter: object,
+    label: string,
+    report: ServerReport,
+  ): NodeConfigurationError | undefined {
     const findings = [...report.findings];
     const runId = report.serverId;
     const twin = runId && this.twinOf(key, runId);

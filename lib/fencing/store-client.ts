@@ -1,5 +1,11 @@
 import { clientKind } from '../core/clients/detect.js';
-import type { GlideClient, IoRedisClient, IoRedisCluster, NodeRedisClient, NodeRedisCluster } from '../core/clients/types.js';
+import type {
+  GlideClient,
+  IoRedisClient,
+  IoRedisCluster,
+  NodeRedisClient,
+  NodeRedisCluster,
+} from '../core/clients/types.js';
 import type { ServerSend } from '../core/voter/server.js';
 
 /**
@@ -7,7 +13,8 @@ import type { ServerSend } from '../core/voter/server.js';
  * or 6 client or cluster, or a Valkey GLIDE 2 client or cluster client. Its own settings (timeouts,
  * retries) apply to the fenced calls.
  */
-export type FencedStoreClient = IoRedisClient | IoRedisCluster | NodeRedisClient | NodeRedisCluster | GlideClient;
+export type FencedStoreClient =
+  IoRedisClient | IoRedisCluster | NodeRedisClient | NodeRedisCluster | GlideClient;
 
 /** GLIDE's reply decoder option, as GLIDE takes it (`Decoder.String` is 1). */
 const DECODE_STRINGS = { decoder: 1 } as const;
@@ -35,7 +42,11 @@ export function storeSend(client: FencedStoreClient): ServerSend {
       throw new TypeError(
         'FencedWriter needs a Redis client: an ioredis Redis or Cluster, a node-redis client or cluster ' +
           '(createClient / createCluster), or a Valkey GLIDE client; got ' +
-          (client === null ? 'null' : typeof client === 'object' ? 'an object of another kind' : typeof client),
+          (client === null
+            ? 'null'
+            : typeof client === 'object'
+              ? 'an object of another kind'
+              : typeof client),
       );
   }
 }
@@ -43,6 +54,7 @@ export function storeSend(client: FencedStoreClient): ServerSend {
 /** GLIDE gives a script's table of pairs as `[{ key, value }]`: the flat array other clients give. */
 function pairsAsArray(reply: unknown): unknown {
   const first = Array.isArray(reply) ? (reply[0] as { key?: unknown; value?: unknown } | null) : undefined;
-  if (!first || typeof first !== 'object' || Array.isArray(first) || !('key' in first && 'value' in first)) return reply;
+  if (!first || typeof first !== 'object' || Array.isArray(first) || !('key' in first && 'value' in first))
+    return reply;
   return (reply as Array<{ key: unknown; value: unknown }>).flatMap(({ key, value }) => [key, value]);
 }

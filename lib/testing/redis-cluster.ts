@@ -1,8 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { ioredis } from './ioredis-module.js';
+import { ioredis, testClient } from './ioredis-module.js';
 import type { IoRedisClusterTestClient } from './test-clients.js';
 import { keySlot } from '../core/scripts/keys.js';
 import { RedisNodes, type Persistence } from './redis-nodes.js';
+
+const CLUSTER_ARGS =
+  '--cluster-enabled yes --cluster-node-timeout 1000 --cluster-require-full-coverage no --cluster-announce-ip 127.0.0.1';
+
+/** A CLUSTER SLOTS entry: first slot, last slot, the master `[host, port]`. */
+type SlotRange = [number, number, [string, number]];
 
 /**
  * A local Redis Cluster of real `redis-server` processes (one master per shard, no replicas), for
@@ -34,36 +40,16 @@ export class RedisClusterNodes {
     shards = 3,
     options: { persistence?: Persistence; env?: (index: number) => Record<string, string> } = {},
   ): Promise<RedisClusterNodes> {
-    const nodes = await RedisNodes.start(shards, {
-      persistence: options.persistence,
-      env: options.env,
-      extraArgs: [
-        '--cluster-enabled',
-        'yes',
-        '--cluster-node-timeout',
-        '1000',
-        '--cluster-require-full-coverage',
-        'no',
-        // A node that never met another one does not know its own address (CLUSTER SLOTS would say "").
-        '--cluster-announce-ip',
-        '127.0.0.1',
-      ],
-    });
+    // A node that never met another one does not know its own address (CLUSTER SLOTS would say ""):
+    // each announces it.
+    const extraArgs = CLUSTER_ARGS.split(' ');
+    const nodes = await RedisNodes.start(shards, { ...options, extraArgs });
     const cluster = new RedisClusterNodes(nodes);
     try {
       if (shards >= 3) {
-        const create = spawnSync(
-          'redis-cli',
-          [
-            '--cluster',
-            'create',
-            ...nodes.ports.map((p) => `127.0.0.1:${p}`),
-            '--cluster-replicas',
-            '0',
-            '--cluster-yes',
-          ],
-          { encoding: 'utf8', timeout: 20_000 },
-        );
+        const masters = nodes.ports.map((p) => `127.0.0.1:${p}`);
+        const args = ['--cluster', 'create', ...masters, '--cluster-replicas', '0', '--cluster-yes'];
+        const create = spawnSync('redis-cli', args, { encoding: 'utf8', timeout: 20_000 });
         if (create.status !== 0)
           throw new Error(`redis-cli --cluster create failed:\n${create.stdout}${create.stderr}`);
       } else {
@@ -93,9 +79,7 @@ export class RedisClusterNodes {
   /** The index (in {@link nodes}) of the shard that serves `key`. */
   async shardOf(key: string): Promise<number> {
     const slot = keySlot(key);
-    const slots = (await this.nodes.client(0).call('CLUSTER', 'SLOTS')) as Array<
-      [number, number, [string, number]]
-    >;
+    const slots = (await this.nodes.client(0).call('CLUSTER', 'SLOTS')) as SlotRange[];
     const range = slots.find(([from, to]) => slot >= from && slot <= to);
     if (!range) throw new Error(`no shard serves slot ${slot}`);
     return this.nodes.ports.indexOf(range[2][1]);
@@ -116,11 +100,7 @@ export class RedisClusterNodes {
       const states = await Promise.all(
         this.nodes.ports.map(async (_, i) => {
           if (this.nodes.pid(i) === undefined) return true;
-          const probe = new (ioredis().Redis)(this.nodes.url(i), {
-            maxRetriesPerRequest: 0,
-            lazyConnect: true,
-          });
-          probe.on('error', () => undefined);
+          const probe = testClient(this.nodes.url(i), { maxRetriesPerRequest: 0, lazyConnect: true });
           try {
             await probe.connect();
             const info = String(await probe.call('CLUSTER', 'INFO'));

@@ -1,13 +1,13 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { ioredis } from './ioredis-module.js';
+import { testClient } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
-import { assertRedisServerInstalled, endOnExit, endProcess } from './child-processes.js';
+import { assertRedisServerInstalled } from './child-processes.js';
+import { endProcess, removeDir, startProcess, tempDir } from './child-processes.js';
 import { freePort } from './free-port.js';
 
-export { assertRedisServerInstalled } from './child-processes.js';
+export { assertRedisServerInstalled };
 
 /** How a node keeps its data across a restart (`aof-everysec`: may lose the last second of writes). */
 export type Persistence = 'none' | 'aof-always' | 'aof-everysec';
@@ -66,8 +66,9 @@ const reserved = new Set<number>();
  * ```
  */
 export class RedisNodes {
-  private readonly procs: Array<ChildProcess | undefined>;
+  private readonly procs: Array<ChildProcess | undefined> = [];
   private readonly clients = new Map<number, IoRedisTestClient>();
+  private readonly persistence: Persistence[];
   private closed = false;
 
   private constructor(
@@ -75,16 +76,15 @@ export class RedisNodes {
     private readonly options: RedisNodesOptions,
     private readonly host: string,
     readonly ports: readonly number[],
-    private readonly persistence: Persistence[],
   ) {
-    this.procs = ports.map(() => undefined);
+    this.persistence = ports.map(() => options.persistence ?? 'none');
   }
 
   /** Starts `count` nodes. Throws with install instructions when redis-server is not on PATH. */
   static async start(count = 5, options: RedisNodesOptions = {}): Promise<RedisNodes> {
     assertRedisServerInstalled();
     const host = options.host ?? '127.0.0.1';
-    const dir = mkdtempSync(join(tmpdir(), 'redis-nodes-'));
+    const dir = tempDir('redis-nodes-');
     const ports: number[] = [];
     for (let i = 0; i < count; i++) {
       let port = await freePort(host);
@@ -92,13 +92,7 @@ export class RedisNodes {
       ports.push(port);
       reserved.add(port);
     }
-    const nodes = new RedisNodes(
-      dir,
-      options,
-      host,
-      ports,
-      ports.map(() => options.persistence ?? 'none'),
-    );
+    const nodes = new RedisNodes(dir, options, host, ports);
     try {
       await Promise.all(ports.map((_, i) => nodes.launch(i)));
     } catch (err) {
@@ -120,13 +114,10 @@ export class RedisNodes {
 
   /** The connection URL of node `index`. */
   url(index: number): string {
-    const scheme = this.options.tls ? 'rediss' : 'redis';
-    const auth = this.options.aclUser
-      ? `${encodeURIComponent(this.options.aclUser.username)}:${encodeURIComponent(this.options.aclUser.password)}@`
-      : this.options.password
-        ? `:${encodeURIComponent(this.options.password)}@`
-        : '';
-    return `${scheme}://${auth}${this.host}:${this.port(index)}`;
+    const { tls, aclUser, password } = this.options;
+    const [user, secret] = aclUser ? [aclUser.username, aclUser.password] : ['', password];
+    const auth = secret === undefined ? '' : `${encodeURIComponent(user)}:${encodeURIComponent(secret)}@`;
+    return `${tls ? 'rediss' : 'redis'}://${auth}${this.host}:${this.port(index)}`;
   }
 
   /** The port of node `index`. */
@@ -138,13 +129,7 @@ export class RedisNodes {
 
   /** Details of node `index`. */
   info(index: number): RedisNodeInfo {
-    return {
-      index,
-      host: this.host,
-      port: this.port(index),
-      url: this.url(index),
-      pid: this.procs[index]?.pid,
-    };
+    return { index, host: this.host, port: this.port(index), url: this.url(index), pid: this.pid(index) };
   }
 
   /** The pid of node `index`'s process (undefined while killed). */
@@ -157,16 +142,8 @@ export class RedisNodes {
    * closed by {@link close}). Not for TLS nodes.
    */
   client(index: number): IoRedisTestClient {
-    let client = this.clients.get(index);
-    if (!client) {
-      const { Redis } = ioredis();
-      client = new Redis(this.url(index), {
-        maxRetriesPerRequest: 1,
-        lazyConnect: false,
-      }) as unknown as IoRedisTestClient;
-      client.on('error', () => undefined);
-      this.clients.set(index, client);
-    }
+    const client = this.clients.get(index) ?? testClient(this.url(index), { maxRetriesPerRequest: 1 });
+    this.clients.set(index, client);
     return client;
   }
 
@@ -196,9 +173,7 @@ export class RedisNodes {
   async restart(index: number, options: { persistence?: Persistence } = {}): Promise<void> {
     await this.kill(index);
     if (options.persistence) this.persistence[index] = options.persistence;
-    if (this.persistence[index] === 'none') {
-      rmSync(this.nodeDir(index), { recursive: true, force: true });
-    }
+    if (this.persistence[index] === 'none') rmSync(this.nodeDir(index), { recursive: true, force: true });
     await this.launch(index);
   }
 
@@ -214,13 +189,8 @@ export class RedisNodes {
     this.closed = true;
     for (const client of this.clients.values()) client.disconnect();
     this.clients.clear();
-    await Promise.all(
-      this.procs.map(async (proc, i) => {
-        this.procs[i] = undefined;
-        if (proc) await endProcess(proc, 'SIGKILL');
-      }),
-    );
-    rmSync(this.dir, { recursive: true, force: true });
+    await Promise.all(this.procs.map((_, i) => this.kill(i)));
+    removeDir(this.dir);
     for (const port of this.ports) reserved.delete(port);
   }
 
@@ -248,10 +218,9 @@ export class RedisNodes {
       'no',
       '--protected-mode',
       'no',
-      '--loglevel',
-      'notice',
+      '--save',
+      '',
     ];
-    args.push('--save', '');
     const fsync = { none: undefined, 'aof-always': 'always', 'aof-everysec': 'everysec' }[
       this.persistence[index]!
     ];
@@ -273,52 +242,21 @@ export class RedisNodes {
     }
     if (o.debugCommands) args.push('--enable-debug-command', 'local');
     if (o.password) args.push('--requirepass', o.password);
-    if (o.aclUser)
-      args.push('--user', o.aclUser.username, 'on', `>${o.aclUser.password}`, '~*', '&*', '+@all');
-    if (o.aclUser && !o.password) args.push('--user', 'default', 'off');
-    args.push(...(o.extraArgs ?? []));
-    return args;
+    const user = o.aclUser;
+    if (user) args.push('--user', user.username, 'on', `>${user.password}`, '~*', '&*', '+@all');
+    if (user && !o.password) args.push('--user', 'default', 'off');
+    return [...args, ...(o.extraArgs ?? [])];
   }
 
-  private launch(index: number): Promise<void> {
+  private async launch(index: number): Promise<void> {
     const env = this.options.env ? { ...process.env, ...this.options.env(index) } : undefined;
-    const proc = spawn('redis-server', this.args(index), { stdio: ['ignore', 'pipe', 'pipe'], env });
-    this.procs[index] = proc;
-    endOnExit(proc);
-    const timeout = this.options.startTimeout ?? 10_000;
-    return new Promise((resolve, reject) => {
-      let output = '';
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString();
-        if (output.includes('Ready to accept connections')) finish();
-      };
-      const finish = (err?: Error) => {
-        clearTimeout(timer);
-        proc.stdout?.off('data', onData);
-        proc.off('exit', onExit);
-        // Keep draining the pipes so a chatty node never blocks on a full pipe.
-        proc.stdout?.resume();
-        proc.stderr?.resume();
-        if (err) reject(err);
-        else resolve();
-      };
-      const onExit = (code: number | null) =>
-        finish(
-          new Error(
-            `redis-server on port ${this.port(index)} exited (${code}) while starting:\n${output.slice(-2000)}`,
-          ),
-        );
-      const timer = setTimeout(() => {
-        void endProcess(proc, 'SIGKILL');
-        finish(
-          new Error(
-            `redis-server on port ${this.port(index)} did not start within ${timeout} ms:\n${output.slice(-2000)}`,
-          ),
-        );
-      }, timeout);
-      proc.stdout?.on('data', onData);
-      proc.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      proc.once('exit', onExit);
+    this.procs[index] = await startProcess({
+      name: `redis-server on port ${this.port(index)}`,
+      command: 'redis-server',
+      args: this.args(index),
+      ready: 'Ready to accept connections',
+      timeoutMs: this.options.startTimeout ?? 10_000,
+      spawn: { env },
     });
   }
 }

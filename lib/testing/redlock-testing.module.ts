@@ -1,8 +1,8 @@
 import { Injectable, Module, type DynamicModule } from '@nestjs/common';
 import { filter, firstValueFrom, take, timeout } from 'rxjs';
 import { LockService, RedlockModule, type RedlockModuleOptions } from '../nest/index.js';
-import { MemoryState } from './memory/memory-state.js';
-import { MemoryVoter } from './memory/memory-voter.js';
+import { MemoryServer } from './memory/server.js';
+import { memoryNode } from './memory/transport.js';
 
 /** Options of {@link RedlockTestingModule.forRoot}. */
 export interface RedlockTestingOptions {
@@ -19,8 +19,8 @@ export interface RedlockTestingOptions {
 @Injectable()
 export class InMemoryLocks {
   constructor(
-    /** The in-memory keyspace (lock keys, fence counters, queues). */
-    readonly state: MemoryState,
+    /** The in-memory server behind the locks: its keyspace (lock keys, fence counters, queues). */
+    readonly state: MemoryServer,
     private readonly locks: LockService,
     private readonly keyPrefix: string,
     private readonly ttl: number,
@@ -69,7 +69,7 @@ export class InMemoryLocks {
 @Module({})
 export class RedlockTestingModule {
   static forRoot(options: RedlockTestingOptions = {}): DynamicModule {
-    const state = new MemoryState();
+    const state = new MemoryServer();
     const moduleOptions = memoryModuleOptions(options, state);
     const base = RedlockModule.forRoot(moduleOptions);
     const { keyPrefix, ttl } = moduleOptions;
@@ -102,16 +102,16 @@ export class RedlockTestingModule {
    * ```
    */
   static inMemoryOptions(options: RedlockTestingOptions = {}): RedlockModuleOptions {
-    return memoryModuleOptions(options, new MemoryState());
+    return memoryModuleOptions(options, new MemoryServer());
   }
 }
 
 function memoryModuleOptions(
   options: RedlockTestingOptions,
-  state: MemoryState,
+  server: MemoryServer,
 ): RedlockModuleOptions & { ttl: number; keyPrefix: string } {
   return {
-    nodes: [MemoryVoter.factory('memory://test', state)],
+    nodes: [memoryNode(server, { label: 'memory://test' })],
     ttl: options.ttl ?? 1000,
     wait: options.wait ?? 0,
     keyPrefix: 'redlock:',

@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RedisConnectionOptions } from '../core/clients/types.js';
-import { ioredis } from './ioredis-module.js';
+import { testClient } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
+import { endProcess, removeDir, startProcess, tempDir, until } from './child-processes.js';
 import { freePort } from './free-port.js';
 import { RedisNodes } from './redis-nodes.js';
 
@@ -21,6 +21,8 @@ export interface SentinelGroupOptions {
 }
 
 const HOST = '127.0.0.1';
+
+type Address = { host: string; port: number };
 
 /**
  * A Sentinel-managed primary on real processes, for integration tests of failovers: one primary
@@ -51,28 +53,24 @@ export class SentinelGroup {
   static async start(options: SentinelGroupOptions = {}): Promise<SentinelGroup> {
     const name = options.name ?? 'mymaster';
     const primary = await RedisNodes.start(1);
-    const replica = await RedisNodes.start(1, {
-      extraArgs: ['--replicaof', HOST, String(primary.port(0))],
-    }).catch(async (err: unknown) => {
+    const replicaOf = ['--replicaof', HOST, String(primary.port(0))];
+    const replica = await RedisNodes.start(1, { extraArgs: replicaOf }).catch(async (err: unknown) => {
       await primary.close();
       throw err;
     });
-    const dir = mkdtempSync(join(tmpdir(), 'sentinels-'));
+    const dir = tempDir('sentinels-');
     const group = new SentinelGroup(name, dir, [primary, replica], []);
     try {
       await until(async () =>
-        (await info(replica.client(0), 'replication')).includes('master_link_status:up'),
+        String(await replica.client(0).info('replication')).includes('master_link_status:up'),
       );
       const count = options.sentinels ?? 1;
-      for (let i = 0; i < count; i++) {
-        group.sentinelPorts.push(await freePort(HOST));
-      }
+      for (let i = 0; i < count; i++) group.sentinelPorts.push(await freePort(HOST));
       await Promise.all(group.sentinelPorts.map((port, i) => group.launchSentinel(i, port, count, options)));
       // A failover needs a replica the Sentinels know of.
-      await until(async () => {
-        const replicas = (await group.sentinel(0).call('SENTINEL', 'REPLICAS', name)) as unknown[];
-        return replicas.length > 0;
-      });
+      await until(
+        async () => ((await group.sentinel(0).call('SENTINEL', 'REPLICAS', name)) as unknown[]).length > 0,
+      );
     } catch (err) {
       await group.close();
       throw err;
@@ -81,25 +79,23 @@ export class SentinelGroup {
   }
 
   /** The Sentinels' addresses. */
-  get sentinels(): Array<{ host: string; port: number }> {
+  get sentinels(): Address[] {
     return this.sentinelPorts.map((port) => ({ host: HOST, port }));
   }
 
   /** The voter, as `nodes` takes it: ioredis options with `sentinels` and `name`. */
-  get nodeOptions(): RedisConnectionOptions & {
-    readonly sentinels: Array<{ host: string; port: number }>;
-    readonly name: string;
-  } {
+  get nodeOptions(): RedisConnectionOptions & { readonly sentinels: Address[]; readonly name: string } {
     return { sentinels: this.sentinels, name: this.name };
   }
 
   /** The port of the current primary, as the Sentinels report it. */
   async primaryPort(): Promise<number> {
-    const [, port] = (await this.sentinel(0).call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.name)) as [
-      string,
-      string,
-    ];
-    return Number(port);
+    const address = (await this.sentinel(0).call(
+      'SENTINEL',
+      'GET-MASTER-ADDR-BY-NAME',
+      this.name,
+    )) as string[];
+    return Number(address[1]);
   }
 
   /** SIGKILL the current primary (a crash). Resolves with its port once it is gone. */
@@ -122,89 +118,51 @@ export class SentinelGroup {
     if (this.closed) return;
     this.closed = true;
     for (const client of this.clients.values()) client.disconnect();
-    await Promise.all(this.procs.map((proc) => endProcess(proc)));
+    await Promise.all(this.procs.map((proc) => endProcess(proc, 'SIGKILL')));
     await Promise.all(this.servers.map((s) => s.close()));
-    rmSync(this.dir, { recursive: true, force: true });
+    removeDir(this.dir);
   }
 
   private readonly clients = new Map<number, IoRedisTestClient>();
 
   /** A cached client of Sentinel `index`. */
   sentinel(index: number): IoRedisTestClient {
-    let client = this.clients.get(index);
-    if (!client) {
-      const { Redis } = ioredis();
-      client = new Redis({
-        host: HOST,
-        port: this.sentinelPorts[index]!,
-        maxRetriesPerRequest: 1,
-      }) as unknown as IoRedisTestClient;
-      client.on('error', () => undefined);
-      this.clients.set(index, client);
-    }
+    const port = this.sentinelPorts[index];
+    const client = this.clients.get(index) ?? testClient({ host: HOST, port }, { maxRetriesPerRequest: 1 });
+    this.clients.set(index, client);
     return client;
   }
 
-  private launchSentinel(index: number, port: number, count: number, o: SentinelGroupOptions): Promise<void> {
+  private async launchSentinel(
+    index: number,
+    port: number,
+    count: number,
+    o: SentinelGroupOptions,
+  ): Promise<void> {
     // Sentinel rewrites its config file: one writable file per process.
     const config = join(this.dir, `sentinel-${index}.conf`);
-    writeFileSync(
-      config,
-      [
-        `port ${port}`,
-        `bind ${HOST}`,
-        `dir ${this.dir}`,
-        'protected-mode no',
-        `sentinel monitor ${this.name} ${HOST} ${this.servers[0].port(0)} ${Math.floor(count / 2) + 1}`,
-        `sentinel down-after-milliseconds ${this.name} ${o.downAfterMs ?? 1000}`,
-        `sentinel failover-timeout ${this.name} ${o.failoverTimeoutMs ?? 5000}`,
-        `sentinel parallel-syncs ${this.name} 1`,
-        '',
-      ].join('\n'),
+    const monitor = `${this.name} ${HOST} ${this.servers[0].port(0)} ${Math.floor(count / 2) + 1}`;
+    const lines = [
+      `port ${port}`,
+      `bind ${HOST}`,
+      `dir ${this.dir}`,
+      'protected-mode no',
+      `sentinel monitor ${monitor}`,
+    ];
+    lines.push(`sentinel down-after-milliseconds ${this.name} ${o.downAfterMs ?? 1000}`);
+    lines.push(`sentinel failover-timeout ${this.name} ${o.failoverTimeoutMs ?? 5000}`);
+    writeFileSync(config, [...lines, `sentinel parallel-syncs ${this.name} 1`, ''].join('\n'));
+    const name = `redis-server --sentinel on port ${port}`;
+    const args = [config, '--sentinel'];
+    this.procs.push(
+      await startProcess({
+        name,
+        command: 'redis-server',
+        args,
+        ready: '+monitor master',
+        timeoutMs: 10_000,
+      }),
     );
-    const proc = spawn('redis-server', [config, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    this.procs.push(proc);
-    live.add(proc);
-    proc.once('exit', () => live.delete(proc));
-    proc.stdout?.resume();
-    proc.stderr?.resume();
-    return until(async () => (await this.sentinel(index).ping()) === 'PONG', 10_000);
-  }
-}
-
-const live = new Set<ChildProcess>();
-process.on('exit', () => {
-  // Last resort: a test process that never called close() still ends its Sentinels, by pid.
-  for (const proc of live) {
-    try {
-      if (proc.pid) process.kill(proc.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-});
-
-function endProcess(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    proc.once('exit', () => resolve());
-    try {
-      if (proc.pid) process.kill(proc.pid, 'SIGKILL');
-    } catch {
-      resolve();
-    }
-  });
-}
-
-async function info(client: IoRedisTestClient, section: string): Promise<string> {
-  return String(await client.info(section));
-}
-
-/** Polls `condition` (errors count as false) until it holds, at most `ms`. */
-async function until(condition: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = performance.now() + ms;
-  while (!(await condition().catch(() => false))) {
-    if (performance.now() > end) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
+    await until(async () => (await this.sentinel(index).ping()) === 'PONG', 10_000);
   }
 }

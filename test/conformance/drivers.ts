@@ -9,8 +9,8 @@ import { IoredisTransport, type IoredisModule } from '../../lib/core/transport/i
 import { createVoter } from '../../lib/core/transport/pick.js';
 import { seedSlotMarkers } from '../../lib/core/voter/batches.js';
 import type { Voter, VoterContext } from '../../lib/core/voter/voter-api.js';
-import { MemoryState, MemoryVoter, RedisClusterNodes, RedisNodes } from '../../lib/testing/index.js';
-import { DEFAULT_SETTINGS, ManualClock, PREFIX, sleep, type VoterDriver } from './harness.js';
+import { MemoryServer, memoryNode, RedisClusterNodes, RedisNodes } from '../../lib/testing/index.js';
+import { DEFAULT_SETTINGS, ManualRuntime, PREFIX, sleep, type VoterDriver } from './harness.js';
 
 /*
  * The table's columns: one line per voter. A new voter (node-redis, GLIDE) joins with one line:
@@ -29,15 +29,21 @@ const voterFor = (node: RedlockNode, context: VoterContext, client?: 'ioredis' |
 
 export const DRIVERS: VoterDriver[] = [
   standalone('ioredis 5, RESP2 (URL)', (url, ctx) => voterFor(url, ctx)),
-  standalone('ioredis 6, RESP3 (client)', (url, ctx, own) => voterFor(own(new Redis6(url, { protocol: 3 })), ctx)),
+  standalone('ioredis 6, RESP3 (client)', (url, ctx, own) =>
+    voterFor(own(new Redis6(url, { protocol: 3 })), ctx),
+  ),
   standalone('ioredis 6, RESP3 + resp3 replies (client)', (url, ctx, own) =>
     voterFor(own(new Redis6(url, { protocol: 3, replyMapping: 'resp3' })), ctx),
   ),
-  standalone('ioredis 6, RESP2 (client)', (url, ctx, own) => voterFor(own(new Redis6(url, { protocol: 2 })), ctx)),
+  standalone('ioredis 6, RESP2 (client)', (url, ctx, own) =>
+    voterFor(own(new Redis6(url, { protocol: 2 })), ctx),
+  ),
   standalone('node-redis 6, RESP3 (client)', (url, ctx, own) => voterFor(own(createClient({ url })), ctx)),
   standalone('node-redis 5, RESP2 (client)', (url, ctx, own) => voterFor(own(createClient5({ url })), ctx)),
   standalone("node-redis 6 (URL, client: 'node-redis')", (url, ctx) => voterFor(url, ctx, 'node-redis')),
-  standalone('Valkey GLIDE 2 (GlideClient)', async (url, ctx, own) => voterFor(own(glideClient(await glide(url))), ctx)),
+  standalone('Valkey GLIDE 2 (GlideClient)', async (url, ctx, own) =>
+    voterFor(own(glideClient(await glide(url))), ctx),
+  ),
   cluster('ioredis 5 Cluster', (startupNodes, ctx) => voterFor({ cluster: startupNodes }, ctx)),
   cluster('node-redis 6 Cluster (createCluster)', async (startupNodes, ctx, own) => {
     const rootNodes = startupNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` }));
@@ -53,9 +59,12 @@ export const DRIVERS: VoterDriver[] = [
   }),
   cluster('Valkey GLIDE 2 (GlideClusterClient)', async (startupNodes, ctx, own) => {
     const client = await GlideClusterClient.createClient({ addresses: startupNodes, requestTimeout: 500 });
-    return voterFor(own(client, (c) => c.close()), ctx);
+    return voterFor(
+      own(client, (c) => c.close()),
+      ctx,
+    );
   }),
-  memory('in-memory', (state, ctx) => MemoryVoter.factory('memory://conformance', state).createVoter(ctx)),
+  memory('in-memory', (server, ctx) => voterFor(memoryNode(server, { label: 'memory://conformance' }), ctx)),
 ];
 
 /** A GLIDE client to `url` (GLIDE connects when it creates a client). */
@@ -230,42 +239,42 @@ export function cluster(
   };
 }
 
-/** A column on a {@link MemoryState} with an injected clock: time moves only when a row says so. */
+/**
+ * A column on a {@link MemoryServer} with an injected clock (its voters' runtime and the server's
+ * wall clock): time moves only when a row says so. A change of server is a restart that keeps the
+ * data (another run_id).
+ */
 export function memory(
   name: string,
-  factory: (state: MemoryState, context: VoterContext) => Voter,
+  factory: (server: MemoryServer, context: VoterContext) => Voter,
 ): VoterDriver {
-  let clock = new ManualClock();
-  let state = new MemoryState(clock.now);
+  const runtime = new ManualRuntime();
+  let server = new MemoryServer({ runtime });
   return {
     name,
+    runtime,
     clock: 'injected',
     slack: 0,
-    cannot: {
-      'restart-guard':
-        'no restart: its data lives as long as the test process (MemoryState.flush() is a reset, and the voter has no restart guard)',
-      'identity-guard': 'no server behind it, so no server that can change (N/A)',
-      'clock-marking': 'no server clock to step and no restart guard, so nothing to mark (N/A)',
-      'abstention-reporting':
-        'never abstains (no server: no restart, no failover), so it has no onAbstention (N/A)',
-    },
+    cannot: {},
     async start() {},
     async createVoter(context) {
-      return factory(state, context);
+      return factory(server, context);
     },
     async reset() {
-      clock = new ManualClock();
-      state = new MemoryState(clock.now);
+      runtime.reset();
+      server = new MemoryServer({ runtime });
+      server.set(DEFAULT_SETTINGS.guardKey, '0'); // a server in service (see standalone's reset)
     },
-    async advance(ms) {
-      clock.advance(ms);
-    },
-    now: () => clock.now(),
+    advance: (ms) => runtime.advance(ms),
+    now: () => runtime.now(),
     async serverTimeUs() {
-      return state.clockUs();
+      return server.timeUs();
     },
     async loseData() {
-      state.flush();
+      server.flushAll();
+    },
+    async changeServer() {
+      server.restart({ keepData: true });
     },
     async stop() {},
   };

@@ -158,12 +158,44 @@ export async function until(check: () => boolean, what: string, ms = 1000): Prom
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** A clock a test steps by hand: epoch ms. */
-export class ManualClock {
-  private ms = Date.now();
+/**
+ * A runtime whose time moves only when a test says so (an injected clock): its timers fire, in
+ * order, as {@link advance} passes them; deferrals and randomness are the real ones.
+ */
+export class ManualRuntime implements Runtime {
+  private ms = 0;
+  private readonly epochMs = Date.now();
+  private timers: Array<{ at: number; fire: () => void }> = [];
+
   readonly now = (): number => this.ms;
-  advance(ms: number): void {
-    this.ms += ms;
+  readonly wallNow = (): number => this.epochMs + this.ms;
+  readonly defer = (fire: () => void): void => void setImmediate(fire);
+  readonly random = realRuntime.random;
+  readonly randomText = realRuntime.randomText;
+
+  setTimeout(fire: () => void, ms: number): () => void {
+    const timer = { at: this.ms + Math.max(0, ms), fire };
+    this.timers.push(timer);
+    return () => void (this.timers = this.timers.filter((t) => t !== timer));
+  }
+
+  /** Moves time forward by `ms`, firing the timers due on the way (each when its time comes). */
+  async advance(ms: number): Promise<void> {
+    const end = this.ms + ms;
+    for (;;) {
+      const next = this.timers.filter((t) => t.at <= end).sort((a, b) => a.at - b.at)[0];
+      if (!next) break;
+      this.timers = this.timers.filter((t) => t !== next);
+      this.ms = Math.max(this.ms, next.at);
+      next.fire();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    this.ms = end;
+  }
+
+  /** Forgets every timer (between rows: the row's voters are closed). */
+  reset(): void {
+    this.timers = [];
   }
 }
 

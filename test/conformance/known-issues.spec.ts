@@ -78,7 +78,12 @@ async function factsThrough(client: Redis6) {
   const spec = { client: client as unknown as ioredis.Redis, label: 'facts', owned: false };
   const transport = new IoredisTransport(spec, realRuntime, io, 2000);
   try {
-    return await readServerFacts(realRuntime, (command) => transport.send(undefined, command), undefined, 2000);
+    return await readServerFacts(
+      realRuntime,
+      (command) => transport.send(undefined, command),
+      undefined,
+      2000,
+    );
   } finally {
     await transport.close(500);
   }

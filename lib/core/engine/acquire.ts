@@ -78,7 +78,6 @@ export interface AttemptFollower {
   cleanUp(round: RoundOutcome<AcquireVote>): Promise<void>;
 }
 
-
 /** Makes attempts; grants locks. */
 export class Acquirer {
   constructor(
@@ -127,7 +126,12 @@ export class Acquirer {
     let tokensSettled = true;
     if (round.ok) {
       // Only granting votes are 'yes': their replies carry the tokens.
-      const settled = settleTokens(this.parts.voters, request.lockKeys, value, round.yes as readonly VoterGrant[]);
+      const settled = settleTokens(
+        this.parts.voters,
+        request.lockKeys,
+        value,
+        round.yes as readonly VoterGrant[],
+      );
       const tokens = settled instanceof Promise ? await settled : settled;
       tokensSettled = tokens !== undefined;
       const now = this.parts.runtime.now();
@@ -231,7 +235,8 @@ export class Acquirer {
    * its vote is counted (the round observes a reply before it classifies it).
    */
   private noteReply(index: number, vote: AcquireVote | undefined, sentAt: number, expectedUs?: number): void {
-    if (vote?.kind === 'busy') this.parts.voters.noteClock(index, sentAt, this.parts.runtime.now(), vote.clockUs);
+    if (vote?.kind === 'busy')
+      this.parts.voters.noteClock(index, sentAt, this.parts.runtime.now(), vote.clockUs);
     else if (vote?.kind === 'granted') {
       if (vote.clockUs !== undefined)
         this.parts.voters.noteClock(index, sentAt, this.parts.runtime.now(), vote.clockUs);

@@ -150,14 +150,19 @@ export class Leases implements LockOwner {
       if (reply.kind !== 'granted') return;
       // Under the clock guard the grant carries the voter's clock: a voter whose clock stepped is
       // excluded (and counts toward no later extension) though it holds the key.
-      if (reply.clockUs !== undefined) this.voters.noteClock(index, sentAt, this.runtime.now(), reply.clockUs);
+      if (reply.clockUs !== undefined)
+        this.voters.noteClock(index, sentAt, this.runtime.now(), reply.clockUs);
       if (!lock.active) {
         // Released or lost meanwhile: the release went out before this grant; free it.
         void this.voters.letGo(lock.keys, lock.value, RELEASE, { on: [voter] });
         return;
       }
       if (reply.tokens.some((token, i) => token < lock.tokens[i]!)) {
-        await settleWithin(this.runtime, voter.raiseFence(lock.keys, lock.value, lock.tokens), this.options.nodeTimeout);
+        await settleWithin(
+          this.runtime,
+          voter.raiseFence(lock.keys, lock.value, lock.tokens),
+          this.options.nodeTimeout,
+        );
       }
       if (this.events.observed) this.emit('healed', lock, undefined, voter.label);
     } catch {
@@ -236,7 +241,9 @@ export class Leases implements LockOwner {
       type,
       resources: lock.resources,
       fencingToken: lock.fencingToken,
-      ...(type === 'extended' || type === 'healed' ? {} : { durationMs: this.runtime.now() - lock.grantedAt }),
+      ...(type === 'extended' || type === 'healed'
+        ? {}
+        : { durationMs: this.runtime.now() - lock.grantedAt }),
       ...(reason === undefined ? {} : { reason }),
       ...(node === undefined ? {} : { node }),
     };

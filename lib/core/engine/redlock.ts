@@ -1,5 +1,10 @@
 import type { Observable } from 'rxjs';
-import { EngineClosedError, LockNotAcquiredError, QuorumUnavailableError, type RedlockError } from '../errors.js';
+import {
+  EngineClosedError,
+  LockNotAcquiredError,
+  QuorumUnavailableError,
+  type RedlockError,
+} from '../errors.js';
 import { LockEvents, type LockEvent } from '../events.js';
 import { consoleLogger, type RedlockLogger } from '../logger.js';
 import type { LockOptions, RedlockOptions, ResolvedOptions } from '../options.js';
@@ -106,7 +111,7 @@ export class Redlock {
    */
   async connect(): Promise<NodeStatus[]> {
     // OpenTelemetry providers are registered before the app boots: look for them now.
-    this.detachTelemetry ??= attachTelemetry(this.events, this.telemetry);
+    this.detachTelemetry ??= attachTelemetry(this.events, this.parts.runtime, this.telemetry);
     await this.detachTelemetry;
     return bootstrap(this.parts, this.preflight, () => this.close());
   }

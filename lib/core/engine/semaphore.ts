@@ -125,7 +125,10 @@ export class SlotAcquirer {
         resolve(permit);
       };
       const { runtime } = this.parts;
-      const cancel = runtime.setTimeout(() => runtime.defer(() => finish(undefined)), this.parts.options.nodeTimeout);
+      const cancel = runtime.setTimeout(
+        () => runtime.defer(() => finish(undefined)),
+        this.parts.options.nodeTimeout,
+      );
       pending.forEach((sent, i) => {
         sent.then(
           (vote) => {

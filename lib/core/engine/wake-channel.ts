@@ -160,7 +160,13 @@ export class WakeChannel {
     const { value } = decoded;
     const delivery: Delivery =
       decoded.kind === 'handed'
-        ? { node, value, token: decoded.token, clockUs: decoded.clockUs, receivedAt: this.voters.runtime.now() }
+        ? {
+            node,
+            value,
+            token: decoded.token,
+            clockUs: decoded.clockUs,
+            receivedAt: this.voters.runtime.now(),
+          }
         : decoded.cause;
     const waiter = this.waiters.get(value);
     if (waiter) return pass(waiter, delivery);

@@ -15,7 +15,10 @@ export class WatchdogClock {
   every(periodMs: number, onTick: () => void): () => void {
     let period = this.periods.get(periodMs);
     if (!period) {
-      const created: { watchdogs: Set<() => void>; cancel: () => void } = { watchdogs: new Set(), cancel: () => undefined };
+      const created: { watchdogs: Set<() => void>; cancel: () => void } = {
+        watchdogs: new Set(),
+        cancel: () => undefined,
+      };
       const arm = () => {
         created.cancel = this.runtime.setTimeout(() => {
           for (const tick of [...created.watchdogs]) tick();
@@ -42,7 +45,13 @@ export class WatchdogClock {
  * lost (its signal aborts at once) and ends the watchdog: a lost lock is never re-taken. Returns the
  * stop, which the lock calls when it ends.
  */
-export function startWatchdog(lock: HeldLock, maxHold: number, clock: WatchdogClock, runtime: Runtime, period = lock.ttl / 3): () => void {
+export function startWatchdog(
+  lock: HeldLock,
+  maxHold: number,
+  clock: WatchdogClock,
+  runtime: Runtime,
+  period = lock.ttl / 3,
+): () => void {
   const holdEnd = runtime.now() + maxHold;
   const tick = Math.max(1, Math.floor(period));
   let extending = false;

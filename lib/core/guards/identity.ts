@@ -6,7 +6,13 @@ import { IDENTITY_SUFFIX } from '../scripts/keys.js';
 import type { Route, Transport } from '../transport/transport.js';
 import { missingAclRules } from '../voter/acl-probe.js';
 import { describeError, isFinalFault, nodeFault } from '../voter/describe-error.js';
-import { checkServer, readServerFacts, runScript, trustedAcrossRestarts, type ServerFacts } from '../voter/server.js';
+import {
+  checkServer,
+  readServerFacts,
+  runScript,
+  trustedAcrossRestarts,
+  type ServerFacts,
+} from '../voter/server.js';
 
 /** A vote ran on a connection, or a server, that was not the one checked: it must not count. */
 export class ServerChangedError extends Error {
@@ -31,8 +37,6 @@ export interface IdentitySettings {
   readonly timeoutMs: number;
   /** Undefined when preflight is off. */
   readonly preflight: Preflight | undefined;
-  /** The voter whose shards these are: preflight's findings are its (the bootstrap asks by voter). */
-  readonly voter: object;
   /** The wake channels' pattern and one channel, for the ACL probe. */
   readonly wakeChannel: string;
   /** The key prefix (the ACL probe's keys). */
@@ -57,8 +61,6 @@ interface Shard {
   reason: string | undefined;
   /** Preflight refused it: final until its next connection. */
   refused: boolean;
-  /** Counts the server changes seen by run_id (a transport that does not see reconnections). */
-  changes: number;
 }
 
 /**
@@ -78,7 +80,7 @@ export class IdentityGuard {
 
   constructor(
     private readonly transport: Transport,
-    private readonly label: string,
+    private readonly voter: { readonly label: string }, // preflight's findings are the voter's
     private readonly settings: IdentitySettings,
   ) {
     transport.on((event) => {
@@ -93,7 +95,8 @@ export class IdentityGuard {
     const current = state.checked !== undefined && state.checked === this.transport.epoch(shard);
     if (current && !state.refused) return { reason: undefined, pending: undefined };
     if (!current && !state.pending && !state.refused) void this.check(shard);
-    return { reason: state.reason ?? 'connected; checking the server before it votes', pending: state.pending };
+    const reason = state.reason ?? 'connected; checking the server before it votes';
+    return { reason, pending: state.pending };
   }
 
   /** The ms `shard` abstains for from now (0: it votes). */
@@ -115,17 +118,13 @@ export class IdentityGuard {
   }
 
   /**
-   * Sends a vote of `shard` (`send`, which goes by `route`) and resolves with its reply once it is
-   * known to come from the server checked: the same epoch before and after, or the run_id read right
-   * behind it by the same route (the same connection: a client that routes by a slot map of its own
-   * sends both to the same master). Rejects with ServerChangedError otherwise (a check then starts).
+   * Sends a vote of `shard` (`send`, by `route`) and resolves with its reply once it is known to come
+   * from the server checked when it went out: the same epoch before and after, or the run_id read right
+   * behind it by the same route. Rejects with ServerChangedError otherwise (a check then starts).
    */
   confirm<T>(shard: string, send: () => Promise<T>, route: Route = { shard }): Promise<T> {
     const state = this.shards.get(shard);
-    const epoch = this.transport.epoch(shard);
-    // The server checked when the vote goes out: a check that ends before the reply comes back must
-    // not make a vote sent before its abstention count.
-    const checkedRunId = state?.runId;
+    const [epoch, checkedRunId] = [this.transport.epoch(shard), state?.runId];
     if (this.settings.guardMs <= 0 || !state || !checkedRunId) return send();
     if (this.transport.seesReconnects) {
       return send().then((reply) => {
@@ -133,12 +132,10 @@ export class IdentityGuard {
         throw new ServerChangedError();
       });
     }
-    // The vote first, the run_id behind it: a reconnection between the two shows in the run_id.
-    const vote = send();
-    const runId = runScript((c) => this.transport.send(route, c), RUN_ID, [], []);
-    return Promise.all([vote, runId]).then(([reply, id]) => {
+    const readRunId = () => runScript((c) => this.transport.send(route, c), RUN_ID, [], []);
+    return Promise.all([send(), readRunId()]).then(([reply, id]) => {
       if (String(id) === checkedRunId) return reply;
-      void this.changed(shard, state);
+      void this.check(shard, true);
       throw new ServerChangedError();
     });
   }
@@ -159,24 +156,27 @@ export class IdentityGuard {
       pending: undefined,
       reason: undefined,
       refused: false,
-      changes: 0,
     };
     this.shards.set(shard, state);
     void this.check(shard);
     return state;
   }
 
-  /** Checks `shard`'s server on its current connection (again when it reconnects meanwhile). */
-  private check(shard: string): Promise<void> {
+  /**
+   * Checks `shard`'s server on its current connection (again when it reconnects meanwhile); `changed`
+   * (a run_id other than the one checked was read): unchecked until a check that starts after it.
+   */
+  private check(shard: string, changed = false): Promise<void> {
     const state = this.shards.get(shard) ?? this.startCheck(shard);
+    if (changed) state.checked = undefined;
+    if (changed && state.pending) return state.pending.then(() => this.check(shard, true));
     if (state.pending || this.closed) return state.pending ?? Promise.resolve();
     state.refused = false;
     const epoch = this.transport.epoch(shard);
-    const changes = state.changes;
     const pending = this.admit(shard, state).then(
       () => {
         state.pending = undefined;
-        if (this.transport.epoch(shard) !== epoch || state.changes !== changes) return this.check(shard);
+        if (this.transport.epoch(shard) !== epoch) return this.check(shard);
         state.checked = epoch;
         state.reason = undefined;
         return this.settings.prepare(shard);
@@ -196,16 +196,19 @@ export class IdentityGuard {
 
   /** Reads, reviews and checks the server behind `shard`; resolves the ms it abstains (recorded). */
   private async admit(shard: string, state: Shard): Promise<number> {
-    const { settings, transport } = this;
+    const { settings, transport, voter } = this;
+    const { keyPrefix, wakeChannel } = settings;
     const send = (command: readonly string[]) => transport.send({ shard }, command);
-    const label = shard === '' ? this.label : `${this.label} (shard ${shard})`;
+    const label = shard === '' ? voter.label : `${voter.label} (shard ${shard})`;
     let facts = await readServerFacts(settings.runtime, send, transport.username, settings.timeoutMs);
     if (this.closed) throw new Error('the engine closed');
     if (settings.preflight) {
-      const missing = await missingAclRules(send, settings.keyPrefix, `${settings.wakeChannel}*`, settings.wakeChannel);
+      const missing = await missingAclRules(send, keyPrefix, `${wakeChannel}*`, wakeChannel);
       facts = { ...facts, denied: [...new Set([...facts.denied, ...missing])] };
-      const findings = checkServer(transport.clustered ? { ...facts, clusterEnabled: undefined, redisMode: undefined } : facts);
-      const refusal = settings.preflight.review(state, settings.voter, label, { serverId: facts.runId, findings });
+      const findings = checkServer(
+        transport.clustered ? { ...facts, clusterEnabled: undefined, redisMode: undefined } : facts,
+      );
+      const refusal = settings.preflight.review(state, voter, label, { serverId: facts.runId, findings });
       if (refusal) {
         state.refused = true;
         state.reason = refusal.message;
@@ -241,7 +244,12 @@ export class IdentityGuard {
     }
     const marker = this.settings.markerOf(shard);
     const trusted = trustedAcrossRestarts(facts);
-    const args = [facts.runId, trusted ? '1' : '0', String(Math.ceil(guardMs)), fenceCounterPattern(this.settings.keyPrefix)];
+    const args = [
+      facts.runId,
+      trusted ? '1' : '0',
+      String(Math.ceil(guardMs)),
+      fenceCounterPattern(this.settings.keyPrefix),
+    ];
     const call = runScript(send, IDENTITY_CHECK, [marker, marker + IDENTITY_SUFFIX], args);
     const reply = await settleWithin(runtime, call, timeoutMs);
     if (reply === TIMED_OUT) throw new Error(`no reply to the identity check within ${timeoutMs} ms`);
@@ -250,20 +258,13 @@ export class IdentityGuard {
     const running = Math.max(0, state.abstainUntil - runtime.now());
     const abstainMs = Math.max(check.abstainMs, sawChange ? guardMs : 0, running);
     if (abstainMs > running) {
-      const why = check.outcome === 'changed' || sawChange ? changedReason(check.previous, facts, check.countersDropped) : '';
+      const why =
+        check.outcome === 'changed' || sawChange
+          ? changedReason(check.previous, facts, check.countersDropped)
+          : '';
       this.settings.onAbstention(shard, abstainMs, why);
     }
     return abstainMs;
-  }
-
-  /**
-   * A run_id other than the one checked (a transport that does not see reconnections): the shard is
-   * not checked any more, as after a new connection: its votes wait for the check.
-   */
-  private changed(shard: string, state: Shard): Promise<void> {
-    state.checked = undefined;
-    state.changes++;
-    return this.check(shard);
   }
 
   /** A transport that does not see reconnections: its shards' run_ids, read once a second. */
@@ -274,7 +275,7 @@ export class IdentityGuard {
           if (state.pending || !this.transport.up) return;
           const info = await this.transport.send({ shard }, ['INFO', 'server']).catch(() => undefined);
           const runId = /run_id:(\w+)/.exec(String(info ?? ''))?.[1];
-          if (runId !== undefined && runId !== state.runId) await this.changed(shard, state);
+          if (runId !== undefined && runId !== state.runId) await this.check(shard, true);
         }),
       ).finally(() => {
         if (!this.closed) this.scheduleSurvey();
@@ -285,7 +286,8 @@ export class IdentityGuard {
 
 /** Why a node whose server changed abstains, for the log line and the 'node-abstaining' event. */
 function changedReason(previous: string, facts: ServerFacts, dropped: number): string {
-  const persistence = facts.appendonly === 'yes' ? `appendonly yes, appendfsync ${facts.appendfsync ?? '?'}` : 'appendonly no';
+  const persistence =
+    facts.appendonly === 'yes' ? `appendonly yes, appendfsync ${facts.appendfsync ?? '?'}` : 'appendonly no';
   const promoted = (facts.secondReplOffset ?? -1) >= 0 ? ', a replica promoted by a failover' : '';
   const short = (runId: string) => (runId.length > 8 ? `${runId.slice(0, 8)}…` : runId || '?');
   return (

@@ -71,7 +71,9 @@ export class Abstentions {
     this.latest[index] = until;
     if (shard !== undefined) {
       // A Cluster's shard: its slots abstain, the voter votes for the others.
-      this.logger.warn(`Redis node ${this.list[index]!.label} (shard ${shard}) abstains for ${Math.round(remainingMs)} ms: ${why || 'restart guard'}.`);
+      this.logger.warn(
+        `Redis node ${this.list[index]!.label} (shard ${shard}) abstains for ${Math.round(remainingMs)} ms: ${why || 'restart guard'}.`,
+      );
       this.emit(index, remainingMs, why);
       return `abstaining under the restart guard for ${Math.round(remainingMs)} more ms`;
     }
@@ -89,7 +91,14 @@ export class Abstentions {
     if (!this.events.observed) return;
     const node = this.list[index]!.label;
     const cause = why ? 'identity' : 'restart';
-    this.events.emit({ type: 'node-abstaining', resources: [], node, durationMs: remainingMs, reason: why, cause });
+    this.events.emit({
+      type: 'node-abstaining',
+      resources: [],
+      node,
+      durationMs: remainingMs,
+      reason: why,
+      cause,
+    });
   }
 
   /** One line for the voters that started to abstain since the last one. */
@@ -154,20 +163,23 @@ export class Abstentions {
     this.quorumReturn?.cancel();
     this.quorumReturn = undefined;
     if (!Number.isFinite(at)) return; // it depends on voters that are down: nobody can tell when
-    const cancel = this.runtime.setTimeout(() => {
-      this.quorumReturn = undefined;
-      this.logPending();
-      const ready = this.runtime.now();
-      if (this.quorumVotesAt(ready) === ready) {
-        const voting = this.list.filter((v, i) => v.connected && this.until[i]! <= ready);
-        this.logger.log(
-          `A quorum of the Redis nodes votes again (${voting.length} of ${this.list.length}, ${this.quorum} needed): ` +
-            'the restart guard has run out; locks can be granted.',
-        );
-      } else {
-        this.watchQuorumReturn();
-      }
-    }, at - now + 1);
+    const cancel = this.runtime.setTimeout(
+      () => {
+        this.quorumReturn = undefined;
+        this.logPending();
+        const ready = this.runtime.now();
+        if (this.quorumVotesAt(ready) === ready) {
+          const voting = this.list.filter((v, i) => v.connected && this.until[i]! <= ready);
+          this.logger.log(
+            `A quorum of the Redis nodes votes again (${voting.length} of ${this.list.length}, ${this.quorum} needed): ` +
+              'the restart guard has run out; locks can be granted.',
+          );
+        } else {
+          this.watchQuorumReturn();
+        }
+      },
+      at - now + 1,
+    );
     this.quorumReturn = { at, cancel };
   }
 

@@ -73,7 +73,8 @@ export function quorumRound<R>(
     const cancel = runtime.setTimeout(
       () =>
         runtime.defer(() => {
-          for (let i = 0; i < total; i++) record(i, () => fail(i, `no reply within ${timeoutMs} ms`, 'failed'));
+          for (let i = 0; i < total; i++)
+            record(i, () => fail(i, `no reply within ${timeoutMs} ms`, 'failed'));
         }),
       timeoutMs,
     );

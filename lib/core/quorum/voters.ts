@@ -59,7 +59,15 @@ export class Voters {
   ) {
     this.quorum = quorumOf(list.length);
     this.abstentions = new Abstentions(list, this.quorum, restartGuard, logger, events, runtime);
-    this.clockGuard = new ClockGuard(list, this.quorum, clockGuard, this.abstentions, logger, events, runtime);
+    this.clockGuard = new ClockGuard(
+      list,
+      this.quorum,
+      clockGuard,
+      this.abstentions,
+      logger,
+      events,
+      runtime,
+    );
     list.forEach((voter, index) => {
       // The identity guard (guards/identity.ts) decides on connecting, before any acquire.
       voter.onAbstention?.((forMs, why, shard) => this.noteAbstention(index, forMs, why || undefined, shard));
@@ -120,7 +128,14 @@ export class Voters {
       return SENT;
     }
     const send = (voter: Voter) => this.sendLetGo(voter, keys, value, how);
-    return quorumRound(this.runtime, voters, Math.min(this.quorum, voters.length), this.nodeTimeout, send, countsAsDone);
+    return quorumRound(
+      this.runtime,
+      voters,
+      Math.min(this.quorum, voters.length),
+      this.nodeTimeout,
+      send,
+      countsAsDone,
+    );
   }
 
   /** One voter's answered let-go, counted until it settles (close() waits for those in flight). */
@@ -141,7 +156,11 @@ export class Voters {
    */
   async lettingGoSettled(timeoutMs: number): Promise<void> {
     if (this.lettingGo === 0) return;
-    await settleWithin(this.runtime, new Promise<void>((resolve) => (this.onLetGoSettled = resolve)), timeoutMs);
+    await settleWithin(
+      this.runtime,
+      new Promise<void>((resolve) => (this.onLetGoSettled = resolve)),
+      timeoutMs,
+    );
     this.onLetGoSettled = undefined;
   }
 
@@ -195,7 +214,11 @@ export class Voters {
         if (!voter.connected) return;
         const sentAt = this.runtime.now();
         // Once, at bootstrap: a voter still busy with its first connection gets some slack.
-        const inspection = settleWithin(this.runtime, voter.inspect(probeKey), Math.max(5 * this.nodeTimeout, 500));
+        const inspection = settleWithin(
+          this.runtime,
+          voter.inspect(probeKey),
+          Math.max(5 * this.nodeTimeout, 500),
+        );
         const view = await inspection.catch(() => undefined);
         if (view === undefined || view === TIMED_OUT || view.clockUs === undefined) return;
         this.noteClock(index, sentAt, this.runtime.now(), view.clockUs);
@@ -279,7 +302,9 @@ export class Voters {
       this.status().map(async (status, i) => {
         if (!status.reachable) return status;
         const started = this.runtime.now();
-        const answer = await settleWithin(this.runtime, this.list[i]!.ping(), timeout).catch((err: unknown) => err);
+        const answer = await settleWithin(this.runtime, this.list[i]!.ping(), timeout).catch(
+          (err: unknown) => err,
+        );
         if (answer === undefined) {
           return { ...status, latencyMs: Math.round((this.runtime.now() - started) * 100) / 100 };
         }

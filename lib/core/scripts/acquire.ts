@@ -11,7 +11,12 @@ export type AcquireVote =
    * Busy: `retryAfterMs` until it may be free (-1: a key without expiry), `holder` the value of the
    * first busy key, and the node's clock in µs (what a lock handed over later is timed against).
    */
-  | { readonly kind: 'busy'; readonly retryAfterMs: number; readonly holder: string; readonly clockUs: number }
+  | {
+      readonly kind: 'busy';
+      readonly retryAfterMs: number;
+      readonly holder: string;
+      readonly clockUs: number;
+    }
   /** The node abstains under the restart guard for `forMs` more ms. */
   | { readonly kind: 'abstaining'; readonly forMs: number };
 
@@ -115,7 +120,12 @@ export function decodeAcquireReply(reply: unknown): AcquireVote {
     return { kind: 'granted', tokens: (reply as number[]).slice(1, -1), clockUs: reply.at(-1) as number };
   }
   if (tag === 0) {
-    return { kind: 'busy', retryAfterMs: reply[1] as number, holder: String(reply[2]), clockUs: reply[3] as number };
+    return {
+      kind: 'busy',
+      retryAfterMs: reply[1] as number,
+      holder: String(reply[2]),
+      clockUs: reply[3] as number,
+    };
   }
   return { kind: 'abstaining', forMs: reply[1] as number };
 }

@@ -84,7 +84,12 @@ export interface IdentityCheck {
 /** IDENTITY_CHECK's reply. */
 export function decodeIdentityReply(reply: unknown): IdentityCheck {
   if (!Array.isArray(reply)) throw new TypeError(`unexpected identity-check reply ${String(reply)}`);
-  const [abstainMs, outcome, previous, countersDropped] = reply as [number, IdentityCheck['outcome'], string, number];
+  const [abstainMs, outcome, previous, countersDropped] = reply as [
+    number,
+    IdentityCheck['outcome'],
+    string,
+    number,
+  ];
   return { abstainMs, outcome, previous: String(previous), countersDropped };
 }
 
@@ -92,7 +97,10 @@ export function decodeIdentityReply(reply: unknown): IdentityCheck {
  * The server's run_id (new on every start of the process). Keyless: a client that reconnects without
  * a word (GLIDE) sends it right behind a vote, on the same connection, to learn which server ran it.
  */
-export const RUN_ID = luaScript('run-id', "return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')");
+export const RUN_ID = luaScript(
+  'run-id',
+  "return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')",
+);
 
 /**
  * The clock guard's marking for every client, on one server or one Cluster master: an engine saw

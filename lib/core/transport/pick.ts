@@ -8,7 +8,13 @@ import { keyPrefixOf, keySlot } from '../scripts/keys.js';
 import { TransportVoter } from '../voter/voter.js';
 import { isVoterFactory, type Voter, type VoterContext } from '../voter/voter-api.js';
 import { glideTransport } from './glide/glide.js';
-import { clusterLabel, IoredisTransport, openIoredis, openIoredisCluster, type IoredisModule } from './ioredis/ioredis.js';
+import {
+  clusterLabel,
+  IoredisTransport,
+  openIoredis,
+  openIoredisCluster,
+  type IoredisModule,
+} from './ioredis/ioredis.js';
 import { nodeRedisTransport } from './node-redis/node-redis.js';
 import type { Transport } from './transport.js';
 
@@ -37,16 +43,30 @@ export function createVoter(
   return new TransportVoter(transport, context);
 }
 
-function pickTransport(node: RedlockNode, context: VoterContext, client: RedisClientPackage | undefined): Transport {
+function pickTransport(
+  node: RedlockNode,
+  context: VoterContext,
+  client: RedisClientPackage | undefined,
+): Transport {
   const { connectTimeout, runtime } = context;
   const io = () => ioredisModule<IoredisModule>();
   if (typeof node === 'object') {
     switch (clientKind(node)) {
       case 'ioredis':
-        return new IoredisTransport({ client: node as Redis, label: ioredisLabel(node as Redis), owned: false }, runtime, io(), connectTimeout);
+        return new IoredisTransport(
+          { client: node as Redis, label: ioredisLabel(node as Redis), owned: false },
+          runtime,
+          io(),
+          connectTimeout,
+        );
       case 'ioredis-cluster': {
         const startup = (node as unknown as { startupNodes?: ClusterNode[] }).startupNodes ?? [];
-        return new IoredisTransport({ client: node as Cluster, label: clusterLabel(startup), owned: false }, runtime, io(), connectTimeout);
+        return new IoredisTransport(
+          { client: node as Cluster, label: clusterLabel(startup), owned: false },
+          runtime,
+          io(),
+          connectTimeout,
+        );
       }
       case 'node-redis':
       case 'node-redis-cluster':
@@ -59,11 +79,21 @@ function pickTransport(node: RedlockNode, context: VoterContext, client: RedisCl
     }
     if (Array.isArray((node as Partial<ClusterVoterNode>).cluster)) {
       const { cluster, options } = node as ClusterVoterNode;
-      return new IoredisTransport(openIoredisCluster(io(), cluster as ClusterNode[], options as ClusterOptions, connectTimeout), runtime, io(), connectTimeout);
+      return new IoredisTransport(
+        openIoredisCluster(io(), cluster as ClusterNode[], options as ClusterOptions, connectTimeout),
+        runtime,
+        io(),
+        connectTimeout,
+      );
     }
   }
   if (client === 'node-redis') return nodeRedisTransport(node as string | object, context);
-  return new IoredisTransport(openIoredis(io(), node as string | RedisOptions, connectTimeout), runtime, io(), connectTimeout);
+  return new IoredisTransport(
+    openIoredis(io(), node as string | RedisOptions, connectTimeout),
+    runtime,
+    io(),
+    connectTimeout,
+  );
 }
 
 /** `redis://host:port` of an ioredis client passed in. */
@@ -76,7 +106,11 @@ function ioredisLabel(client: Redis): string {
  * Throws CrossSlotLockError when `voters` hold a Redis Cluster and the lock's keys do not share
  * one slot: one voter must take all of them in one script.
  */
-export function assertOneSlot(voters: readonly Voter[], resources: readonly string[], lockKeys: readonly string[]): void {
+export function assertOneSlot(
+  voters: readonly Voter[],
+  resources: readonly string[],
+  lockKeys: readonly string[],
+): void {
   const cluster = voters.find((voter) => voter instanceof TransportVoter && voter.transport.clustered);
   if (!cluster) return;
   const slot = keySlot(lockKeys[0]!);

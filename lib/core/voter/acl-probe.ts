@@ -38,7 +38,7 @@ const SCRIPT_COMMANDS = [
 ] as const;
 
 /** KEYS: a string key and a sorted-set key under the prefix. ARGV: a wake channel. */
-const ACL_PROBE = luaScript(
+export const ACL_PROBE = luaScript(
   'acl-probe',
   `
 local missing = {}

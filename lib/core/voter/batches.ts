@@ -51,7 +51,12 @@ type Run = (script: LuaScript, keys: readonly string[], args: readonly string[])
  * writers (per slot on a Cluster: a script cannot reach across slots, and then without the clock: the
  * slots may live on masters whose clocks are not one clock), each reader on its own.
  */
-export function extendBatch(batch: readonly ExtendRequest[], clock: boolean, clustered: boolean, run: Run): Promise<ExtendAnswers> {
+export function extendBatch(
+  batch: readonly ExtendRequest[],
+  clock: boolean,
+  clustered: boolean,
+  run: Run,
+): Promise<ExtendAnswers> {
   const one = (request: ExtendRequest, withClock: boolean): Promise<ExtendAnswers> => {
     const key = request.keys[0]!;
     const args = extendArgs(request, withClock).map(String);
@@ -78,7 +83,9 @@ export function extendBatch(batch: readonly ExtendRequest[], clock: boolean, clu
         ? one(requests[0]!, withClock)
         : (() => {
             const { keys, args } = extendManyCall(requests, withClock);
-            return run(EXTEND_MANY, keys, args.map(String)).then((reply) => decodeExtendManyReply(reply, indices.length));
+            return run(EXTEND_MANY, keys, args.map(String)).then((reply) =>
+              decodeExtendManyReply(reply, indices.length),
+            );
           })();
     return sent.then((reply) => {
       indices.forEach((i, j) => (answers[i] = reply[j]!));
@@ -96,7 +103,12 @@ const SEED_CHUNK = 256;
  * (a short script: lock traffic goes on in between), until `stopped` says so. A shard that fails to
  * seed gets its markers from the first acquire on each slot instead, which only starts its guard later.
  */
-export async function seedSlotMarkers(transport: Transport, guardKey: string, guardMs: number, stopped: () => boolean): Promise<void> {
+export async function seedSlotMarkers(
+  transport: Transport,
+  guardKey: string,
+  guardMs: number,
+  stopped: () => boolean,
+): Promise<void> {
   await Promise.all(
     [...transport.shards()].map(async ([shard, slots]) => {
       const markers = slots.map((slot) => slotMarkerKey(guardKey, slot));

@@ -1,4 +1,4 @@
-import { luaScript, type LuaScript } from '../scripts/lua.js';
+import type { LuaScript } from '../scripts/lua.js';
 import { settleWithin, TIMED_OUT, type Runtime } from '../runtime.js';
 
 /*
@@ -20,7 +20,8 @@ export function runScript(
 ): Promise<unknown> {
   const tail = [String(keys.length), ...keys, ...args];
   return send(['EVALSHA', script.sha, ...tail]).catch((err: unknown) => {
-    if (err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message)) return send(['EVAL', script.source, ...tail]);
+    if (err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message))
+      return send(['EVAL', script.source, ...tail]);
     throw err;
   });
 }
@@ -128,7 +129,8 @@ export function configPairs(reply: unknown): Array<[string, string]> {
     }
     return pairs;
   }
-  if (reply !== null && typeof reply === 'object') return Object.entries(reply).map(([k, v]) => [k, String(v)]);
+  if (reply !== null && typeof reply === 'object')
+    return Object.entries(reply).map(([k, v]) => [k, String(v)]);
   return [];
 }
 

@@ -31,9 +31,24 @@ export interface Voter {
    * queue). `seedUs`: the token proposed for a resource's first grant (fencing). `expectedClockUs`
    * (the clock guard): where the engine expects this voter's clock.
    */
-  acquire(keys: readonly string[], value: string, ttlMs: number, ticket: string, seedUs?: number, expectedClockUs?: number): Promise<AcquireVote>;
+  acquire(
+    keys: readonly string[],
+    value: string,
+    ttlMs: number,
+    ticket: string,
+    seedUs?: number,
+    expectedClockUs?: number,
+  ): Promise<AcquireVote>;
   /** A semaphore's slot search (scripts/semaphore.ts); optional: a voter without it serves none. */
-  acquireSlot?(slotKeys: readonly string[], lockKey: string, value: string, ttlMs: number, ticket: string, seedUs: number | undefined, permits: number): Promise<SlotVote>;
+  acquireSlot?(
+    slotKeys: readonly string[],
+    lockKey: string,
+    value: string,
+    ttlMs: number,
+    ticket: string,
+    seedUs: number | undefined,
+    permits: number,
+  ): Promise<SlotVote>;
   /** Raises the fence counters of `keys` to `tokens` while `value` still holds them. */
   raiseFence(keys: readonly string[], value: string, tokens: readonly number[]): Promise<boolean>;
   /** Extends each lock of the batch that still holds its value; one answer per lock (and the clock). */

@@ -4,9 +4,22 @@ import { ACQUIRE, decodeAcquireReply, type AcquireVote } from '../scripts/acquir
 import { RAISE_FENCE } from '../scripts/fence.js';
 import { CLOCK_MARK, decodeClockMarkReply, fenceCounterPattern, type ClockMark } from '../scripts/guards.js';
 import { decodeInspectReply, INSPECT, type KeyView } from '../scripts/inspect.js';
-import { FENCE_SUFFIX, keyPrefixOf, keySlot, queueKeyOf, READERS_SUFFIX, slotMarkerKey } from '../scripts/keys.js';
+import {
+  FENCE_SUFFIX,
+  keyPrefixOf,
+  keySlot,
+  queueKeyOf,
+  READERS_SUFFIX,
+  slotMarkerKey,
+} from '../scripts/keys.js';
 import { LET_GO, RELEASE, type LetGo } from '../scripts/let-go.js';
-import { decodeReadersReply, READ_ACQUIRE_SCRIPT, READ_INSPECT_SCRIPT, READ_LET_GO_SCRIPT, READ_RAISE_FENCE_SCRIPT } from '../scripts/read.js';
+import {
+  decodeReadersReply,
+  READ_ACQUIRE_SCRIPT,
+  READ_INSPECT_SCRIPT,
+  READ_LET_GO_SCRIPT,
+  READ_RAISE_FENCE_SCRIPT,
+} from '../scripts/read.js';
 import { decodeSlotReply, SEMAPHORE_ACQUIRE_SCRIPT, type SlotVote } from '../scripts/semaphore.js';
 import { settingsArg } from '../scripts/settings.js';
 import { isReader, wakeChannelOf } from '../scripts/values.js';
@@ -42,21 +55,22 @@ export class TransportVoter implements Voter {
   ) {
     this.settings = settingsArg(context.settings);
     const { settings, runtime, logger } = context;
-    this.guard = new IdentityGuard(transport, transport.label, {
+    this.guard = new IdentityGuard(transport, this, {
       runtime,
       logger,
       guardMs: settings.guardMs,
       timeoutMs: Math.max(context.connectTimeout, 1000),
       preflight: context.preflight,
-      voter: this,
       wakeChannel: wakeChannelOf('preflight'),
       keyPrefix: keyPrefixOf(settings.guardKey),
       markerOf: (shard) => this.shardMarker(shard),
       onAbstention: (shard, forMs, why) => {
-        for (const listener of this.abstentionListeners) listener(forMs, why, transport.clustered ? shard : undefined);
+        for (const listener of this.abstentionListeners)
+          listener(forMs, why, transport.clustered ? shard : undefined);
       },
       prepare: (shard) => {
-        for (const script of LOCK_SCRIPTS) transport.send({ shard }, ['SCRIPT', 'LOAD', script.source]).catch(() => undefined);
+        for (const script of LOCK_SCRIPTS)
+          transport.send({ shard }, ['SCRIPT', 'LOAD', script.source]).catch(() => undefined);
       },
     });
     transport.on((event) => {
@@ -67,7 +81,8 @@ export class TransportVoter implements Voter {
         if (transport.clustered && !this.seeding) this.seeding = this.seed();
       }
       if (event.type === 'connected') return;
-      for (const listener of this.healthListeners) listener(event.type === 'up', event.type === 'down' ? event.reason : undefined);
+      for (const listener of this.healthListeners)
+        listener(event.type === 'up', event.type === 'down' ? event.reason : undefined);
     });
   }
 
@@ -96,7 +111,14 @@ export class TransportVoter implements Voter {
     return this.connected;
   }
 
-  acquire(keys: readonly string[], value: string, ttlMs: number, ticket: string, seedUs?: number, expectedClockUs?: number): Promise<AcquireVote> {
+  acquire(
+    keys: readonly string[],
+    value: string,
+    ttlMs: number,
+    ticket: string,
+    seedUs?: number,
+    expectedClockUs?: number,
+  ): Promise<AcquireVote> {
     const key = keys[0]!;
     const seed = seedUs === undefined ? '' : seedUs.toFixed(0);
     let send: () => Promise<AcquireVote>;
@@ -106,16 +128,41 @@ export class TransportVoter implements Voter {
       send = () => this.run(READ_ACQUIRE_SCRIPT, readKeys, args).then(decodeAcquireReply);
     } else {
       const args = [value, this.settings, String(Math.ceil(ttlMs)), ticket, seed];
-      if (this.context.settings.clockReadings) args.push(expectedClockUs === undefined ? '' : String(expectedClockUs));
+      if (this.context.settings.clockReadings)
+        args.push(expectedClockUs === undefined ? '' : String(expectedClockUs));
       const all = [...declaredKeys(keys), this.markerOf(key)];
       send = () => this.run(ACQUIRE, all, args).then(decodeAcquireReply);
     }
-    return this.voteAgainOnChange(keys, value, () => this.vote(key, send, (forMs) => ({ kind: 'abstaining', forMs })));
+    return this.voteAgainOnChange(keys, value, () =>
+      this.vote(key, send, (forMs) => ({ kind: 'abstaining', forMs })),
+    );
   }
 
-  acquireSlot(slotKeys: readonly string[], lockKey: string, value: string, ttlMs: number, ticket: string, seedUs: number | undefined, permits: number): Promise<SlotVote> {
-    const keys = [...slotKeys, ...slotKeys.map((k) => k + FENCE_SUFFIX), queueKeyOf(slotKeys[0]!), lockKey, lockKey + FENCE_SUFFIX, this.markerOf(lockKey)];
-    const args = [value, this.settings, String(Math.ceil(ttlMs)), ticket, seedUs?.toFixed(0) ?? '', String(permits)];
+  acquireSlot(
+    slotKeys: readonly string[],
+    lockKey: string,
+    value: string,
+    ttlMs: number,
+    ticket: string,
+    seedUs: number | undefined,
+    permits: number,
+  ): Promise<SlotVote> {
+    const keys = [
+      ...slotKeys,
+      ...slotKeys.map((k) => k + FENCE_SUFFIX),
+      queueKeyOf(slotKeys[0]!),
+      lockKey,
+      lockKey + FENCE_SUFFIX,
+      this.markerOf(lockKey),
+    ];
+    const args = [
+      value,
+      this.settings,
+      String(Math.ceil(ttlMs)),
+      ticket,
+      seedUs?.toFixed(0) ?? '',
+      String(permits),
+    ];
     const send = () => this.run(SEMAPHORE_ACQUIRE_SCRIPT, keys, args).then(decodeSlotReply);
     return this.voteAgainOnChange(slotKeys, value, () =>
       this.vote(slotKeys[0]!, send, (forMs): SlotVote => ({ kind: 'abstaining', forMs })),
@@ -126,15 +173,22 @@ export class TransportVoter implements Voter {
     const key = keys[0]!;
     const raised = (reply: unknown) => reply === 1;
     if (isReader(value)) {
-      return this.run(READ_RAISE_FENCE_SCRIPT, [key, key + FENCE_SUFFIX, key + READERS_SUFFIX], [value, this.settings, String(tokens[0])]).then(raised);
+      return this.run(
+        READ_RAISE_FENCE_SCRIPT,
+        [key, key + FENCE_SUFFIX, key + READERS_SUFFIX],
+        [value, this.settings, String(tokens[0])],
+      ).then(raised);
     }
     const fenced = [...keys, ...keys.map((k) => k + FENCE_SUFFIX)];
     return this.run(RAISE_FENCE, fenced, [value, this.settings, ...tokens.map(String)]).then(raised);
   }
 
   extend(batch: readonly ExtendRequest[]): Promise<ExtendAnswers> {
-    return extendBatch(batch, this.context.settings.clockReadings === true, this.transport.clustered, (script, keys, args) =>
-      this.run(script, keys, args),
+    return extendBatch(
+      batch,
+      this.context.settings.clockReadings === true,
+      this.transport.clustered,
+      (script, keys, args) => this.run(script, keys, args),
     );
   }
 
@@ -143,7 +197,8 @@ export class TransportVoter implements Voter {
     const args = [value, this.settings, how.op];
     if (how.op === 'requeue') args.push(how.ticket, how.renamedTo ?? value);
     const send = isReader(value)
-      ? () => this.run(READ_LET_GO_SCRIPT, [key, key + FENCE_SUFFIX, queueKeyOf(key), key + READERS_SUFFIX], args)
+      ? () =>
+          this.run(READ_LET_GO_SCRIPT, [key, key + FENCE_SUFFIX, queueKeyOf(key), key + READERS_SUFFIX], args)
       : () => this.run(LET_GO, declaredKeys(keys), args);
     // A Cluster client may send a command again after later ones (MOVED, a slot map refreshed):
     // a let-go that frees a late grant must run after it, so it waits for this voter's acquire.
@@ -153,12 +208,17 @@ export class TransportVoter implements Voter {
 
   markClockStep(forMs: number, steppedPastMs?: number): Promise<ClockMark> {
     const pattern = fenceCounterPattern(keyPrefixOf(this.context.settings.guardKey));
-    const past = steppedPastMs === undefined || !this.transport.clustered ? '' : String(Math.floor(steppedPastMs));
+    const past =
+      steppedPastMs === undefined || !this.transport.clustered ? '' : String(Math.floor(steppedPastMs));
     const shards = this.transport.clustered ? [...this.transport.shards()] : [['', [] as number[]] as const];
     const marks = shards.map(([shard, slots]) => {
-      const markers = this.transport.clustered ? slots.map((slot) => slotMarkerKey(this.context.settings.guardKey, slot)) : [this.context.settings.guardKey];
+      const markers = this.transport.clustered
+        ? slots.map((slot) => slotMarkerKey(this.context.settings.guardKey, slot))
+        : [this.context.settings.guardKey];
       const send = (command: readonly string[]) => this.transport.send({ shard }, command);
-      return runScript(send, CLOCK_MARK, [], [String(Math.ceil(forMs)), pattern, past, ...markers]).then(decodeClockMarkReply);
+      return runScript(send, CLOCK_MARK, [], [String(Math.ceil(forMs)), pattern, past, ...markers]).then(
+        decodeClockMarkReply,
+      );
     });
     return Promise.all(marks).then((all) => ({
       abstainMs: Math.max(0, ...all.map((m) => m.abstainMs)),
@@ -205,12 +265,19 @@ export class TransportVoter implements Voter {
 
   async close(timeoutMs: number): Promise<void> {
     this.closing = true;
-    await Promise.all([this.guard.close(timeoutMs), this.seeding && settleWithin(this.context.runtime, this.seeding, timeoutMs)]);
+    await Promise.all([
+      this.guard.close(timeoutMs),
+      this.seeding && settleWithin(this.context.runtime, this.seeding, timeoutMs),
+    ]);
     await this.transport.close(timeoutMs);
   }
 
   /** Runs a lock script routed by its first key (a keyless one: any shard). */
-  private run(script: Parameters<typeof runScript>[1], keys: readonly string[], args: readonly string[]): Promise<unknown> {
+  private run(
+    script: Parameters<typeof runScript>[1],
+    keys: readonly string[],
+    args: readonly string[],
+  ): Promise<unknown> {
     const route: Route = keys.length > 0 ? { key: keys[0]! } : undefined;
     return runScript((command) => this.transport.send(route, command), script, keys, args);
   }
@@ -285,4 +352,3 @@ export class TransportVoter implements Voter {
 function declaredKeys(lockKeys: readonly string[]): string[] {
   return [...lockKeys, ...lockKeys.map((key) => key + FENCE_SUFFIX), ...lockKeys.map(queueKeyOf)];
 }
-

@@ -5,7 +5,7 @@
  * wall-clock tickets to show that the order test can fail.
  */
 import { LockNotAcquiredError, QuorumUnavailableError, type Lock, type Redlock } from '../../../lib/index.js';
-import type { VoterClocks } from '../../../lib/core/quorum/voter-clocks.js';
+import type { VoterClocks } from '../../../lib/core/guards/clock/readings.js';
 import { TestCluster, sleep } from '../../support/cluster.js';
 
 /** Steps this process's wall clock (Date.now and new Date()) by `skew.ms`, as NTP would. */

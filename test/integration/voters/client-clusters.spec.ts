@@ -10,8 +10,7 @@ import {
   type RedlockOptions,
 } from '../../../lib/index.js';
 import { RedisClusterNodes } from '../../../lib/testing/index.js';
-import { MemoryLogger } from '../../support/cluster.js';
-import { seedClusterMarkers } from '../../support/slot-markers.js';
+import { MemoryLogger, settleSlotMarkers } from '../../support/cluster.js';
 import { until } from '../deployments/support.js';
 
 /*
@@ -39,7 +38,9 @@ afterAll(async () => {
 });
 
 /** Markers of every slot in place with the guard off (as for clusters just created). */
-const seedMarkers = (cluster: RedisClusterNodes) => seedClusterMarkers(cluster, MARKER);
+function seedMarkers(cluster: RedisClusterNodes): Promise<void> {
+  return settleSlotMarkers(cluster, MARKER);
+}
 
 /** Whether `cluster` holds `key` (on the shard that serves it). */
 async function holds(cluster: RedisClusterNodes, key: string): Promise<boolean> {

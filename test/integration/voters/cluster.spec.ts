@@ -7,7 +7,7 @@ import {
   type RedlockOptions,
 } from '../../../lib/index.js';
 import { RedisClusterNodes, RedisNodes } from '../../../lib/testing/index.js';
-import { keySlot, slotMarkerKey } from '../../../lib/core/voter/ioredis-cluster/slots.js';
+import { keySlot, slotMarkerKey } from '../../../lib/core/scripts/keys.js';
 import { MemoryLogger } from '../../support/cluster.js';
 import { contend } from './history.js';
 

@@ -34,7 +34,11 @@ export interface IoredisSpec {
 type Listener = Parameters<EventEmitter['on']>[1];
 
 /** A connection the library opens for a URL or options (a Sentinel-managed primary included). */
-export function openIoredis(io: IoredisModule, node: string | RedisOptions, connectTimeout: number): IoredisSpec {
+export function openIoredis(
+  io: IoredisModule,
+  node: string | RedisOptions,
+  connectTimeout: number,
+): IoredisSpec {
   let faults = 0;
   const defaults: RedisOptions = {
     enableOfflineQueue: false,
@@ -58,7 +62,12 @@ export function openIoredis(io: IoredisModule, node: string | RedisOptions, conn
 }
 
 /** A Cluster the library opens for `{ cluster: [...], options? }`. */
-export function openIoredisCluster(io: IoredisModule, startup: ClusterNode[], given: ClusterOptions | undefined, connectTimeout: number): IoredisSpec {
+export function openIoredisCluster(
+  io: IoredisModule,
+  startup: ClusterNode[],
+  given: ClusterOptions | undefined,
+  connectTimeout: number,
+): IoredisSpec {
   const options: ClusterOptions = {
     enableOfflineQueue: false,
     clusterRetryStrategy: (attempt: number) => Math.min(attempt * 100, 2000),
@@ -66,7 +75,11 @@ export function openIoredisCluster(io: IoredisModule, startup: ClusterNode[], gi
     retryDelayOnClusterDown: 50,
     maxRedirections: 4,
     ...given,
-    redisOptions: { connectTimeout: Math.max(connectTimeout, 500), maxRetriesPerRequest: 0, ...given?.redisOptions },
+    redisOptions: {
+      connectTimeout: Math.max(connectTimeout, 500),
+      maxRetriesPerRequest: 0,
+      ...given?.redisOptions,
+    },
   };
   return { client: new io.Cluster(startup, options), label: clusterLabel(startup), owned: true };
 }
@@ -99,8 +112,10 @@ export class IoredisTransport implements Transport {
     this.client = spec.client;
     this.label = spec.label;
     this.clustered = (spec.client as Cluster).isCluster === true;
-    this.subscribers = new ShardSubscribers(runtime, () => [...this.shards().keys()], (shard, channels, deliver) =>
-      this.openSubscriber(shard, channels, deliver),
+    this.subscribers = new ShardSubscribers(
+      runtime,
+      () => [...this.shards().keys()],
+      (shard, channels, deliver) => this.openSubscriber(shard, channels, deliver),
     );
     const cluster = this.clustered ? (this.client as Cluster) : undefined;
     this.listen(this.client, 'error', (err: unknown) => this.failed(err));
@@ -120,7 +135,9 @@ export class IoredisTransport implements Transport {
   }
 
   get username(): string | undefined {
-    return this.clustered ? (this.client as Cluster).options.redisOptions?.username : (this.client as Redis).options.username;
+    return this.clustered
+      ? (this.client as Cluster).options.redisOptions?.username
+      : (this.client as Redis).options.username;
   }
 
   shards(): ReadonlyMap<string, readonly number[]> {
@@ -148,7 +165,9 @@ export class IoredisTransport implements Transport {
     const [name, ...args] = command as [string, ...string[]];
     if (route && 'shard' in route && this.clustered) {
       const node = this.master(route.shard);
-      return node ? node.call(name, ...args) : Promise.reject(new Error(`no master ${route.shard} in the cluster`));
+      return node
+        ? node.call(name, ...args)
+        : Promise.reject(new Error(`no master ${route.shard} in the cluster`));
     }
     return this.client.call(name, ...args);
   }
@@ -175,7 +194,12 @@ export class IoredisTransport implements Transport {
     await this.subscribers.close();
     for (const [emitter, event, listener] of this.attached.splice(0)) emitter.off(event, listener);
     if (!this.spec.owned || this.client.status === 'end') return;
-    if (this.client.status === 'ready') await settleWithin(this.runtime, this.client.quit().catch(() => undefined), timeoutMs);
+    if (this.client.status === 'ready')
+      await settleWithin(
+        this.runtime,
+        this.client.quit().catch(() => undefined),
+        timeoutMs,
+      );
     this.client.disconnect();
   }
 
@@ -219,18 +243,33 @@ export class IoredisTransport implements Transport {
   }
 
   private master(address: string): Redis | undefined {
-    return (this.client as Cluster).nodes('master').find((n) => `${n.options.host}:${n.options.port}` === address);
+    return (this.client as Cluster)
+      .nodes('master')
+      .find((n) => `${n.options.host}:${n.options.port}` === address);
   }
 
   /** A subscriber connection (a subscribed connection can run nothing else), re-subscribed by ioredis. */
-  private async openSubscriber(shard: string, channels: readonly string[], deliver: (channel: string, message: string) => void): Promise<ShardSubscription> {
+  private async openSubscriber(
+    shard: string,
+    channels: readonly string[],
+    deliver: (channel: string, message: string) => void,
+  ): Promise<ShardSubscription> {
     let connection: Redis;
     if (this.clustered) {
       const { host, port, username, password, tls } = this.master(shard)?.options ?? {};
       const settings = { host, port, username, password, tls, connectTimeout: this.connectTimeout };
-      connection = new this.io.Redis({ ...settings, enableOfflineQueue: true, maxRetriesPerRequest: null, retryStrategy: () => null });
+      connection = new this.io.Redis({
+        ...settings,
+        enableOfflineQueue: true,
+        maxRetriesPerRequest: null,
+        retryStrategy: () => null,
+      });
     } else {
-      connection = (this.client as Redis).duplicate({ enableOfflineQueue: true, maxRetriesPerRequest: null, lazyConnect: false });
+      connection = (this.client as Redis).duplicate({
+        enableOfflineQueue: true,
+        maxRetriesPerRequest: null,
+        lazyConnect: false,
+      });
     }
     connection.on('error', () => undefined); // the transport's own connection reports health
     connection.on('message', deliver);
@@ -258,4 +297,3 @@ export class IoredisTransport implements Transport {
 }
 
 const SINGLE: ReadonlyMap<string, readonly number[]> = new Map([['', []]]);
-

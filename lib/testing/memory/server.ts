@@ -1,0 +1,166 @@
+import { realRuntime, type Runtime } from '../../core/runtime.js';
+import { luaScript } from '../../core/scripts/lua.js';
+import { Keyspace } from './keyspace.js';
+import { EMULATED_SCRIPTS } from './scripts.js';
+
+/** Options of a {@link MemoryServer}. */
+export interface MemoryServerOptions {
+  /**
+   * Its wall clock (key expiry, TIME) and the randomness of its run_ids: default the real ones. The
+   * deterministic simulation passes its virtual runtime; {@link MemoryServer.stepClock} moves this
+   * server's clock alone.
+   */
+  runtime?: Runtime;
+  /** Its name: a label, and its shard's id in a Cluster transport (default `memory-<n>`). */
+  name?: string;
+  /**
+   * CONFIG GET answers over the defaults (`appendonly no`, `maxmemory-policy noeviction`, ...): e.g.
+   * `{ appendonly: 'yes', appendfsync: 'always' }` for a server trusted across its own restarts.
+   */
+  config?: Record<string, string>;
+}
+
+let servers = 0;
+
+/**
+ * A Redis server in memory, for the in-memory transport (transport.ts): a keyspace on a clock of
+ * its own, a run_id, pub/sub, a script cache, and the commands the library's voter sends. Its
+ * scripts are the library's Lua scripts emulated in TypeScript (scripts.ts), held to the Lua by a
+ * differential test against a real redis-server. Faults: {@link restart} (a new run_id, data kept or
+ * lost), {@link stop} / {@link start}, {@link flushAll}, {@link stepClock}.
+ */
+export class MemoryServer extends Keyspace {
+  readonly name: string;
+  /** INFO's run_id: new on every start. */
+  runId: string;
+  /** Whether it runs (a stopped server refuses connections). */
+  up = true;
+  /** How far this server's wall clock is off its runtime's, ms. */
+  clockOffsetMs = 0;
+  private readonly runtime: Runtime;
+  private readonly config: Record<string, string>;
+  private readonly loaded = new Set<string>();
+  private readonly channels = new Map<string, Set<(message: string) => boolean>>();
+  private readonly connections = new Set<(up: boolean) => void>();
+
+  constructor(options: MemoryServerOptions = {}) {
+    super();
+    this.runtime = options.runtime ?? realRuntime;
+    this.name = options.name ?? `memory-${servers++}`;
+    this.runId = this.newRunId();
+    const defaults = { 'maxmemory-policy': 'noeviction', appendonly: 'no', appendfsync: 'everysec' };
+    this.config = { ...defaults, 'cluster-enabled': 'no', ...options.config };
+  }
+
+  timeUs(): number {
+    return Math.round((this.runtime.wallNow() + this.clockOffsetMs) * 1000);
+  }
+
+  /** Steps this server's wall clock by `ms` (back when negative): keys expire by it, TIME follows. */
+  stepClock(ms: number): void {
+    this.clockOffsetMs += ms;
+  }
+
+  /** Stops: every connection drops (subscriptions too), commands are refused until {@link start}. */
+  stop(): void {
+    if (!this.up) return;
+    this.up = false;
+    for (const connection of this.connections) connection(false);
+  }
+
+  /** Starts again as a new process (new run_id, empty script cache), with its data or without. */
+  start({ keepData = true }: { keepData?: boolean } = {}): void {
+    if (this.up) return;
+    this.runId = this.newRunId();
+    this.loaded.clear();
+    if (!keepData) this.flushAll();
+    this.up = true;
+    for (const connection of this.connections) connection(true);
+  }
+
+  /** A crash and a start at once: `keepData` as with AOF (`appendfsync always`), or none. */
+  restart(options: { keepData?: boolean } = {}): void {
+    this.stop();
+    this.start(options);
+  }
+
+  /** A connection hears the server stop and start; returns how to hang up. */
+  attach(connection: (up: boolean) => void): () => void {
+    this.connections.add(connection);
+    return () => this.connections.delete(connection);
+  }
+
+  /**
+   * SUBSCRIBE for one subscriber connection; returns how to unsubscribe. `deliver` takes a message
+   * and says whether its connection is there to take it (one cut by a restart is not).
+   */
+  subscribe(channel: string, deliver: (message: string) => boolean): () => void {
+    const subscribers = this.channels.get(channel) ?? new Set();
+    this.channels.set(channel, subscribers.add(deliver));
+    return () => subscribers.delete(deliver);
+  }
+
+  /** PUBLISH: hands the message to each subscriber; how many took it. */
+  publish(channel: string, message: string): number {
+    let count = 0;
+    for (const deliver of [...(this.channels.get(channel) ?? [])]) count += Number(deliver(message));
+    return count;
+  }
+
+  /**
+   * Runs one command as the server would, atomically; an error reply throws. The commands the
+   * voter sends: EVALSHA / EVAL (NOSCRIPT until the script was loaded), SCRIPT LOAD, INFO, CONFIG
+   * GET, TIME, PING, PUBLISH; and FLUSHALL.
+   */
+  call(command: readonly string[]): unknown {
+    if (!this.up) throw new Error(`connect ECONNREFUSED (${this.name} is stopped)`);
+    const [name = '', ...args] = command;
+    switch (name.toUpperCase()) {
+      case 'EVALSHA':
+      case 'EVAL': {
+        const sha = name.toUpperCase() === 'EVAL' ? this.load(args[0]) : args[0];
+        if (!this.loaded.has(sha)) throw new Error('NOSCRIPT No matching script. Please use EVAL.');
+        const script = EMULATED_SCRIPTS.get(sha);
+        if (!script) throw new Error(`ERR ${this.name} emulates the library's scripts only, not ${sha}`);
+        const count = Number(args[1]);
+        return script(this, args.slice(2, 2 + count), args.slice(2 + count));
+      }
+      case 'SCRIPT':
+        return this.load(args[1]);
+      case 'INFO':
+        return this.info(args[0] ?? 'server');
+      case 'CONFIG':
+        return args[1] in this.config ? [args[1], this.config[args[1]]] : [];
+      case 'TIME': {
+        const us = this.timeUs();
+        return [String(Math.floor(us / 1e6)), String(us % 1e6)];
+      }
+      case 'PING':
+        return 'PONG';
+      case 'PUBLISH':
+        return this.publish(args[0], args[1]);
+      case 'FLUSHALL':
+        this.flushAll();
+        return 'OK';
+    }
+    throw new Error(`ERR unknown command '${name}' (${this.name} serves the lock's commands only)`);
+  }
+
+  /** INFO `section` (server or replication), the fields the voter reads. */
+  info(section: string): string {
+    if (section === 'replication') return 'role:master\r\nconnected_slaves:0\r\nsecond_repl_offset:-1\r\n';
+    return `redis_version:7.0.0-memory\r\nredis_mode:standalone\r\nrun_id:${this.runId}\r\n`;
+  }
+
+  private load(source: string): string {
+    const { sha } = luaScript('', source);
+    this.loaded.add(sha);
+    return sha;
+  }
+
+  /** 40 hex digits from the runtime's randomness (a simulation's run_ids follow its seed). */
+  private newRunId(): string {
+    const word = () => Math.floor(this.runtime.random() * 2 ** 32).toString(16);
+    return Array.from({ length: 5 }, () => word().padStart(8, '0')).join('');
+  }
+}
