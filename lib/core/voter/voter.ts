@@ -57,7 +57,7 @@ export class TransportVoter implements Voter {
   ) {
     this.settings = settingsArg(context.settings);
     const { settings, runtime, logger } = context;
-    this.guard = new IdentityGuard(transport, transport.label, {
+    this.guard = new IdentityGuard(transport, this, {
       runtime,
       logger,
       guardMs: settings.guardMs,
@@ -303,7 +303,7 @@ export class TransportVoter implements Voter {
     if (shard === undefined) return Promise.reject(new Error(`no master known for the slot of ${key}`));
     const now = () => {
       const forMs = this.guard.abstainingForMs(shard);
-      return forMs > 0 ? Promise.resolve(abstaining(forMs)) : this.guard.confirm(shard, send);
+      return forMs > 0 ? Promise.resolve(abstaining(forMs)) : this.guard.confirm(shard, send, { key });
     };
     const { reason, pending } = this.guard.readiness(shard);
     if (reason === undefined) return now();

@@ -161,8 +161,9 @@ describe.each(DRIVERS)('a quorum of three $name', (driver) => {
     try {
       const refused = engine({ preflight: 'error' });
       await expect(refused).rejects.toBeInstanceOf(NodeConfigurationError);
+      // The finding names its shard: `Redis node cluster://... (shard 127.0.0.1:port): ...`.
       await expect(refused).rejects.toThrow(
-        `shard 127.0.0.1:${shard.ports[2]}: maxmemory-policy is allkeys-lru`,
+        `(shard 127.0.0.1:${shard.ports[2]}): maxmemory-policy is allkeys-lru`,
       );
       // Under 'warn' it is logged and the cluster votes.
       const warned = await engine({ preflight: 'warn' });
