@@ -69,24 +69,21 @@ export type NodeRedisSpec = { readonly label: string; readonly owned: boolean } 
 /** A node-redis client, cluster, URL or options as a transport. */
 export function nodeRedisTransport(node: string | object, context: VoterContext): Transport {
   const kind = typeof node === 'object' ? clientKind(node) : undefined;
+  const client = node as NodeRedisClientApi & NodeRedisClusterApi;
   if (kind === 'node-redis-cluster') {
-    const cluster = node as NodeRedisClusterApi;
-    const roots = (cluster._options?.rootNodes ?? []).map((root) =>
+    const roots = (client._options?.rootNodes ?? []).map((root) =>
       labelOf(root).replace(/^rediss?:\/\/([^@]*@)?/, ''),
     );
     return new NodeRedisTransport(
-      { clustered: true, client: cluster, label: `cluster://${roots.join(',')}`, owned: false },
+      { clustered: true, client, label: `cluster://${roots.join(',')}`, owned: false },
       context,
     );
   }
-  if (kind === 'node-redis') {
-    const client = node as NodeRedisClientApi;
-    return new NodeRedisTransport(
-      { clustered: false, client, label: labelOf(client.options), owned: false },
-      context,
-    );
-  }
-  return new NodeRedisTransport(openClient(node, context.connectTimeout), context);
+  const spec: NodeRedisSpec =
+    kind === 'node-redis'
+      ? { clustered: false, client, label: labelOf(client.options), owned: false }
+      : openClient(node, context.connectTimeout);
+  return new NodeRedisTransport(spec, context);
 }
 
 /**
@@ -131,14 +128,8 @@ export async function closeNodeRedis(
 ): Promise<void> {
   if (!client.isOpen) return;
   const ready = (client as { isReady?: boolean }).isReady ?? true; // (a cluster of node-redis 5 has none)
-  const closed = ready
-    ? await settleWithin(
-        runtime,
-        client.close().catch(() => undefined),
-        timeoutMs,
-      )
-    : TIMED_OUT;
-  if (closed !== TIMED_OUT) return;
+  const closing = ready ? client.close().catch(() => undefined) : undefined;
+  if (closing && (await settleWithin(runtime, closing, timeoutMs)) !== TIMED_OUT) return;
   for (const one of [client, ...nodes]) {
     try {
       one.destroy();

@@ -8,17 +8,18 @@ import {
   closeNodeRedis,
   type Emitter,
   type Listener,
+  type MasterNode,
   type NodeRedisClientApi,
+  type NodeRedisClusterApi,
   type NodeRedisSpec,
 } from './node-redis.js';
 
 /*
- * Epochs: node-redis reconnects by itself and tells the client of the connection: 'ready' on every
- * new connection (after its handshake), 'error' when one fails. Both change the shard's epoch (a
- * Cluster: each master's, its client followed as the cluster replaces it); 'ready' with a
- * 'connected' event, so that the identity guard checks the server before the shard votes again. A
- * loss changes it at once: a command a client passed in queued meanwhile (its offline queue) is
- * written on the next connection before that one's 'ready', and its reply must not count.
+ * Epochs: node-redis reconnects by itself, and its client says 'ready' on every new connection (after
+ * the handshake), 'error' when one fails: both change the shard's epoch (a Cluster's: each master's
+ * client, followed as the cluster replaces it), 'ready' with a 'connected' event (the identity guard
+ * checks the server before the shard votes again). A loss changes it at once: a command the client
+ * queued meanwhile runs on the next connection before its 'ready', and its reply must not count.
  */
 
 /** How soon a cluster that found none of its root nodes (or a client that gave up) connects again, ms. */
@@ -83,9 +84,8 @@ export class NodeRedisTransport implements Transport {
   }
 
   get username(): string | undefined {
-    return this.spec.clustered
-      ? this.spec.client._options?.defaults?.username
-      : this.spec.client.options?.username;
+    const { spec } = this;
+    return spec.clustered ? spec.client._options?.defaults?.username : spec.client.options?.username;
   }
 
   shards(): ReadonlyMap<string, readonly number[]> {
@@ -103,27 +103,26 @@ export class NodeRedisTransport implements Transport {
   }
 
   shardOf(key: string): string | undefined {
-    return this.spec.clustered ? this.spec.client.slots[keySlot(key)]?.master?.address : '';
+    return this.spec.clustered ? masterOf(this.spec.client, { key })?.address : '';
   }
 
   epoch(shard: string): number {
     return this.epochs.get(shard) ?? 0;
   }
 
+  /**
+   * Sends on the connection of the shard, failing at once while it is down: a client that queues
+   * commands meanwhile (one passed in) could run them after the lock's decision, and before its
+   * server was checked. A keyless command goes to one master (node-redis 6 would send it to all).
+   */
   send(route: Route, command: readonly string[]): Promise<unknown> {
-    const options = this.commandOptions;
-    if (!this.spec.clustered) return this.spec.client.sendCommand(command, options);
-    const cluster = this.spec.client;
-    if (route && 'key' in route) return cluster.sendCommand(route.key, false, command, options);
-    // A shard, or any (node-redis 6 would send a keyless command to every shard): that master's
-    // client in the cluster, failing at once while it is not connected.
-    const master = route
-      ? cluster.masters.find((m) => m.address === route.shard)
-      : (cluster.masters.find((m) => m.client?.isReady) ?? cluster.masters[0]);
-    const client = master?.client;
+    const { spec, commandOptions: options } = this;
+    const master = spec.clustered ? masterOf(spec.client, route) : undefined;
+    const client = spec.clustered ? master?.client : spec.client;
     if (!client?.isReady)
-      return Promise.reject(new Error(`no connection to master ${route?.shard ?? 'of the cluster'}`));
-    return client.sendCommand(command, options);
+      return Promise.reject(new Error(`not connected to ${master?.address ?? this.label}`));
+    if (!spec.clustered || !route || !('key' in route)) return client.sendCommand(command, options);
+    return spec.client.sendCommand(route.key, false, command, options);
   }
 
   async connect(timeoutMs: number): Promise<boolean> {
@@ -255,7 +254,7 @@ export class NodeRedisTransport implements Transport {
   ): Promise<ShardSubscription> {
     const { runtime, nodeTimeout } = this.context;
     const { spec } = this;
-    const base = spec.clustered ? spec.client.masters.find((m) => m.address === shard)?.client : spec.client;
+    const base = spec.clustered ? masterOf(spec.client, { shard })?.client : spec.client;
     if (!base) throw new Error(`no client of master ${shard}`);
     const connection = base.duplicate({ disableOfflineQueue: false });
     connection.on('error', () => undefined); // the transport's own connections report health
@@ -263,13 +262,9 @@ export class NodeRedisTransport implements Transport {
     const listener = (message: string, channel: string) => deliver(channel, message);
     const subscribe = async (more: readonly string[]) =>
       void (await Promise.all(more.map((channel) => connection.subscribe(channel, listener))));
+    const subscribing = connection.connect().then(() => subscribe(channels));
     try {
-      const subscribed = await settleWithin(
-        runtime,
-        connection.connect().then(() => subscribe(channels)),
-        bound,
-      );
-      if (subscribed === TIMED_OUT)
+      if ((await settleWithin(runtime, subscribing, bound)) === TIMED_OUT)
         throw new Error(`no subscription to ${shard || this.label} within ${bound} ms`);
     } catch (err) {
       await closeNodeRedis(runtime, connection, 1000);
@@ -277,12 +272,8 @@ export class NodeRedisTransport implements Transport {
     }
     let answers = true;
     // A paused master keeps its connections open: it is asked through the cluster's own client.
-    const probe = async () => {
-      const reply = await settleWithin(runtime, this.send({ shard }, ['PING']), bound / 2).catch(
-        () => TIMED_OUT,
-      );
-      answers = reply !== TIMED_OUT;
-    };
+    const ping = () => this.send({ shard }, ['PING']).catch(() => TIMED_OUT);
+    const probe = async () => void (answers = (await settleWithin(runtime, ping(), bound / 2)) !== TIMED_OUT);
     return {
       get healthy() {
         return connection.isReady && answers;
@@ -295,6 +286,12 @@ export class NodeRedisTransport implements Transport {
       close: () => closeNodeRedis(runtime, connection, 1000),
     };
   }
+}
+
+/** The master of a key's slot, of a shard by its address, or any (a connected one first). */
+function masterOf({ masters, slots }: NodeRedisClusterApi, route: Route): MasterNode | undefined {
+  if (!route) return masters.find((m) => m.client?.isReady) ?? masters[0];
+  return 'key' in route ? slots[keySlot(route.key)]?.master : masters.find((m) => m.address === route.shard);
 }
 
 const SINGLE: ReadonlyMap<string, readonly number[]> = new Map([['', []]]);
