@@ -9,8 +9,11 @@ import {
   type RedlockNode,
   type RedlockOptions,
 } from '../../../lib/index.js';
+import * as ioredis from 'ioredis';
+import { realRuntime } from '../../../lib/core/runtime.js';
+import { IoredisTransport, type IoredisModule } from '../../../lib/core/transport/ioredis/ioredis.js';
+import { seedSlotMarkers } from '../../../lib/core/voter/batches.js';
 import { RedisClusterNodes } from '../../../lib/testing/index.js';
-import { seedSlotMarkers } from '../../../lib/core/voter/ioredis-cluster/slot-markers.js';
 import { MemoryLogger } from '../../support/cluster.js';
 import { until } from '../deployments/support.js';
 
@@ -41,10 +44,17 @@ afterAll(async () => {
 /** Markers of every slot in place with the guard off (as for clusters just created). */
 async function seedMarkers(cluster: RedisClusterNodes): Promise<void> {
   const client = cluster.client();
+  const transport = new IoredisTransport(
+    { client: client as unknown as ioredis.Cluster, label: 'seed', owned: false },
+    realRuntime,
+    ioredis as unknown as IoredisModule,
+    2000,
+  );
   try {
     if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
-    await seedSlotMarkers(client as unknown as Parameters<typeof seedSlotMarkers>[0], MARKER, 0);
+    await seedSlotMarkers(transport, MARKER, 0, () => false);
   } finally {
+    await transport.close(1000);
     client.disconnect();
   }
 }
