@@ -1,5 +1,6 @@
 import { clientKind } from '../../clients/detect.js';
 import { nodeRedisModule } from '../../clients/load.js';
+import { RedlockOptionsError } from '../../errors.js';
 import { settleWithin, TIMED_OUT, type Runtime } from '../../runtime.js';
 import { faultRetryMs, isFinalFault, nodeFault } from '../../voter/describe-error.js';
 import type { VoterContext } from '../../voter/voter-api.js';
@@ -94,6 +95,14 @@ export function nodeRedisTransport(node: string | object, context: VoterContext)
 function openClient(node: string | object, connectTimeout: number): NodeRedisSpec {
   const { createClient } = nodeRedisModule<{ createClient(options: object): NodeRedisClientApi }>();
   const given = (typeof node === 'string' ? { url: node } : node) as { socket?: object };
+  const misplaced = ['host', 'port', 'sentinels'].filter((key) => key in given);
+  if (misplaced.length > 0) {
+    throw new RedlockOptionsError(
+      'nodes',
+      `node-redis options with ${misplaced.join(', ')} (ioredis options): node-redis would ignore them`,
+      "Give createClient options ({ url } or { socket: { host, port } }), or choose client: 'ioredis' (a Sentinel-managed primary needs ioredis).",
+    );
+  }
   let faults = 0;
   const reconnectStrategy = (retries: number, cause: unknown) => {
     faults = isFinalFault(nodeFault(cause)) ? faults + 1 : 0;
