@@ -40,7 +40,7 @@ async function openClients() {
     const cluster = createCluster({ rootNodes: urls.map((url) => ({ url: `redis://${url}` })) });
     await cluster.connect();
     // The cluster and its masters' clients (the library follows their connections).
-    const emitters = [cluster, ...cluster.masters.map((master) => master.client)];
+    const emitters = [cluster, ...cluster.masters.map((master) => master.client).filter(Boolean)];
     return { nodes: [cluster], emitters, close: () => cluster.close() };
   }
   const { GlideClient, GlideClusterClient } = await import('@valkey/valkey-glide');
