@@ -212,7 +212,7 @@ export class IdentityGuard {
     let facts = await readServerFacts(settings.runtime, send, transport.username, settings.timeoutMs);
     if (this.closed) throw new Error('the engine closed');
     if (settings.preflight) {
-      const missing = await missingAclRules(send, keyPrefix, `${wakeChannel}*`, wakeChannel);
+      const missing = await missingAclRules(send, keyPrefix, wakeChannel.replace(/[^:]*$/, '*'), wakeChannel);
       facts = { ...facts, denied: [...new Set([...facts.denied, ...missing])] };
       const findings = checkServer(
         transport.clustered ? { ...facts, clusterEnabled: undefined, redisMode: undefined } : facts,
@@ -259,7 +259,7 @@ export class IdentityGuard {
       String(Math.ceil(guardMs)),
       fenceCounterPattern(this.settings.keyPrefix),
     ];
-    const call = runScript(send, IDENTITY_CHECK, [marker, marker + IDENTITY_SUFFIX], args);
+    const call = runScript(send, IDENTITY_CHECK, [marker, marker + IDENTITY_SUFFIX], args, true);
     const reply = await settleWithin(runtime, call, timeoutMs);
     if (reply === TIMED_OUT) throw new Error(`no reply to the identity check within ${timeoutMs} ms`);
     const check = decodeIdentityReply(reply);

@@ -2,7 +2,13 @@ import { IdentityGuard, ServerChangedError } from '../guards/identity.js';
 import { settleWithin } from '../runtime.js';
 import { ACQUIRE, decodeAcquireReply, type AcquireVote } from '../scripts/acquire.js';
 import { RAISE_FENCE } from '../scripts/fence.js';
-import { CLOCK_MARK, decodeClockMarkReply, fenceCounterPattern, type ClockMark } from '../scripts/guards.js';
+import {
+  CLOCK_MARK,
+  decodeClockMarkReply,
+  fenceCounterPattern,
+  RUN_ID,
+  type ClockMark,
+} from '../scripts/guards.js';
 import { decodeInspectReply, INSPECT, type KeyView } from '../scripts/inspect.js';
 import {
   FENCE_SUFFIX,
@@ -72,7 +78,9 @@ export class TransportVoter implements Voter {
       },
       onCheckFailed: (err) => this.reportError(err),
       prepare: (shard) => {
-        for (const script of LOCK_SCRIPTS)
+        // A transport that does not see reconnections reads the run_id behind its votes: load it too.
+        const scripts = transport.seesReconnects ? LOCK_SCRIPTS : [...LOCK_SCRIPTS, RUN_ID];
+        for (const script of scripts)
           transport.send({ shard }, ['SCRIPT', 'LOAD', script.source]).catch(() => undefined);
       },
     });
@@ -231,9 +239,13 @@ export class TransportVoter implements Voter {
         ? slots.map((slot) => slotMarkerKey(this.context.settings.guardKey, slot))
         : [this.context.settings.guardKey];
       const send = (command: readonly string[]) => this.transport.send({ shard }, command);
-      return runScript(send, CLOCK_MARK, [], [String(Math.ceil(forMs)), pattern, past, ...markers]).then(
-        decodeClockMarkReply,
-      );
+      return runScript(
+        send,
+        CLOCK_MARK,
+        [],
+        [String(Math.ceil(forMs)), pattern, past, ...markers],
+        true,
+      ).then(decodeClockMarkReply);
     });
     return Promise.all(marks).then((all) => ({
       abstainMs: Math.max(0, ...all.map((m) => m.abstainMs)),
