@@ -1,7 +1,16 @@
 /** Types for scripts/ensure-system-deps.mjs (plain JavaScript: it runs before anything is built). */
-export type Mode = 'sample' | 'test' | 'faults' | 'soak' | 'bench';
+export type Mode = 'sample' | 'test' | 'faults' | 'soak' | 'bench' | 'servers';
 export type ToolId =
-  'redis-server' | 'postgresql' | 'mariadb' | 'openssl' | 'faketime' | 'gcc' | 'chromium' | 'nft' | 'ip';
+  | 'redis-server'
+  | 'postgresql'
+  | 'mariadb'
+  | 'openssl'
+  | 'faketime'
+  | 'gcc'
+  | 'make'
+  | 'chromium'
+  | 'nft'
+  | 'ip';
 
 export interface Machine {
   platform: NodeJS.Platform;

@@ -5,7 +5,7 @@
  * pre-steps (`prestart:sample`, `pretest`, ...), never by the published package's install scripts.
  * Plain Node, no dependencies: it runs before anything is built.
  *
- *   node scripts/ensure-system-deps.mjs --for=sample|test|faults|soak|bench [--dry-run]
+ *   node scripts/ensure-system-deps.mjs --for=sample|test|faults|soak|bench|servers [--dry-run]
  *
  * --dry-run prints what it would install and run. NQL_SETUP_PRETEND_MISSING=gcc,chromium (tool ids
  * of TOOLS) plans as if those were missing, to try the install path on a machine that has them.
@@ -33,7 +33,7 @@ import { delimiter, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 /** What the pre-step is for: each mode needs some of the tools below. */
-export const MODES = ['sample', 'test', 'faults', 'soak', 'bench'];
+export const MODES = ['sample', 'test', 'faults', 'soak', 'bench', 'servers'];
 
 /**
  * The tools. `need` maps a mode to why that mode needs the tool. `optional` (a function of the
@@ -86,7 +86,10 @@ export const TOOLS = [
   {
     id: 'gcc',
     apt: 'gcc',
-    need: { test: "the tests' clock shim is compiled with it" },
+    need: {
+      test: "the tests' clock shim is compiled with it",
+      servers: 'Valkey and Redis are built from their sources with it (and the clock shim of S20)',
+    },
     optional: (m) =>
       m.platform === 'darwin' ? 'on macOS the compiler comes with `xcode-select --install`' : undefined,
   },
@@ -107,6 +110,12 @@ export const TOOLS = [
     installable: (m) => m.platform === 'linux' && m.distro !== 'ubuntu' && !m.chromiumStub,
   },
   {
+    id: 'make',
+    apt: 'make',
+    brew: 'make',
+    need: { servers: 'Valkey and Redis are built from their sources with make' },
+  },
+  {
     id: 'nft',
     apt: 'nftables',
     need: {
@@ -122,6 +131,7 @@ export const TOOLS = [
     need: {
       test: 'the network-partition fault tests (S16-S19) put nodes in network namespaces',
       faults: 'the network-partition scenarios S16-S19 put nodes in network namespaces',
+      servers: 'the network-partition scenario S16 puts nodes in network namespaces',
     },
     optional: netnsOptional,
     installable: netnsUsable,
@@ -302,6 +312,7 @@ export function probe() {
       openssl: onPath('openssl'),
       faketime: faketimePresent(),
       gcc: onPath('gcc'),
+      make: onPath('make'),
       chromium: chromium.present,
       nft: onPath('nft', sbin),
       ip: onPath('ip', sbin),

@@ -5,17 +5,8 @@ import { RedlockModule } from 'nest-quorum-lock';
 
 declare const logger: { warn(err: unknown): void };
 
-import { createClient } from 'redis';
-
-const a = createClient({ url: 'redis://10.0.0.1:6379' });
-a.on('error', (err) => logger.warn(err));
-await a.connect();
-
-RedlockModule.forRoot({
-  nodes: [a, 'redis://10.0.0.2:6379', { url: 'redis://10.0.0.3:6379', password: process.env.REDIS_PW }],
-  client: 'node-redis', // what URLs and options become (default: ioredis when installed, else node-redis)
-});
-
+// The node-redis module (first block of the page) is docs/examples/node-redis-module.ts, which the
+// consumer suite boots from the packed package.
 import { GlideClient } from '@valkey/valkey-glide';
 
 const glide = (host: string) =>

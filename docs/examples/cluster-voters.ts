@@ -2,7 +2,7 @@
 // Sentinel-managed primary as voters, and a multi-resource lock whose resources share a hash tag.
 // Type-checked by `npm run lint`; the README blocks appear here verbatim.
 import { Injectable, Module } from '@nestjs/common';
-import { LockService, RedlockModule } from 'nest-quorum-lock';
+import { DistributedLock, LockService, RedlockModule } from 'nest-quorum-lock';
 
 @Module({
   imports: [
@@ -38,5 +38,11 @@ export class OrderPayments {
     await this.locks.using(resources, async () => {
       // ...
     });
+  }
+
+  // The same from @DistributedLock: {{ and }} are literal braces, {0} the first argument.
+  @DistributedLock(['{{order:{0}}}:items', '{{order:{0}}}:payment'])
+  async ship(orderId: string): Promise<string> {
+    return `order ${orderId} shipped`; // locked: {order:<id>}:items and {order:<id>}:payment
   }
 }

@@ -18,3 +18,11 @@ export async function lockedTestExample(): Promise<void> {
     await redis.close(); // ends every node by pid
   }
 }
+
+/** docs/testing.md, "Another server": nodes of another server binary. */
+export async function valkeyNodesExample(): Promise<string> {
+  const valkey = await RedisNodes.start(3, { serverBinary: 'valkey-server' }); // or REDIS_SERVER_BIN
+  const { name, version } = valkey.server; // 'valkey', '8.0.1': what the binary says it is
+  await valkey.close();
+  return `${name} ${version}`;
+}

@@ -12,6 +12,11 @@ export type PreflightMode = 'error' | 'warn' | 'off';
 export interface ServerReport {
   /** An id of the server process (Redis: run_id), to spot one server behind two addresses. */
   readonly serverId?: string;
+  /**
+   * Which server software and version answers, as INFO says (`Redis 7.4.1`, `Valkey 8.0.1`; a
+   * shard of a Cluster). Names the kind of server in the duplicate-server error.
+   */
+  readonly server?: string;
   /** What the voter's own checks found (voter/ioredis/preflight.ts for Redis). */
   readonly findings: ReadonlyArray<{ severity: 'error' | 'notice'; problem: string; fix: string }>;
 }
@@ -56,10 +61,11 @@ export class Preflight {
     const twin = runId && this.twinOf(key, runId);
     if (runId) this.servers.set(key, { label, runId });
     if (twin) {
+      const kind = report.server?.startsWith('Valkey') ? 'Valkey' : 'Redis';
       findings.push({
         severity: 'error',
         problem:
-          `it is the same Redis server as ${twin} (run_id ${runId}): one server listed twice (two host ` +
+          `it is the same ${kind} server as ${twin} (run_id ${runId}): one server listed twice (two host ` +
           'names or addresses) counts twice toward the majority, so fewer real servers than a quorum can grant a lock',
         fix: 'list every server once; a majority must be of independent servers',
       });

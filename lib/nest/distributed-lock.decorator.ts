@@ -48,6 +48,34 @@ type AnyMethod = (...args: never[]) => unknown;
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type LockableMethod = (...args: any[]) => Promise<unknown> | Observable<unknown>;
 
+/**
+ * With `onBusy: 'skip'` a busy lock resolves the call with `undefined` without running the method:
+ * a method declared `Promise<number>` would hand `undefined` to callers typed for a number. Such a
+ * declaration fails to compile, with this message; `Promise<number | undefined>` (or
+ * `Promise<void>`) compiles. An Observable method completes empty instead, which its type allows.
+ */
+type SkipResult<M> = M extends (...args: never[]) => Promise<infer T>
+  ? undefined extends T
+    ? unknown
+    : {
+        "onBusy: 'skip' resolves undefined when the lock is busy: declare the method's result as Promise<T | undefined>": true;
+      }
+  : unknown;
+
+/** The method decorator `@DistributedLock` returns. */
+export type DistributedLockDecorator = <M extends LockableMethod>(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: TypedPropertyDescriptor<M>,
+) => void;
+
+/** The method decorator `@DistributedLock(key, { onBusy: 'skip' })` returns: see {@link SkipResult}. */
+export type SkippingLockDecorator = <M extends LockableMethod>(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: TypedPropertyDescriptor<M> & SkipResult<M>,
+) => void;
+
 /** Classes whose LockService property injection is registered (once per class, not per method). */
 const injected = new WeakSet<object>();
 
@@ -60,9 +88,12 @@ const injected = new WeakSet<object>();
  * is kept), and on methods of any provider. A method declared to return an `Observable` holds the
  * lock until the stream completes, errors or is unsubscribed. The method's own errors pass through
  * unchanged; a busy lock raises `LockNotAcquiredError` (HTTP 409 with Retry-After), or skips the call
- * with `onBusy: 'skip'`.
+ * with `onBusy: 'skip'` (then the method must be declared to resolve `T | undefined`).
  *
- * @param key a resource, several, a template (`'order:{0}'`, `'user:{1.id}'`) or a function of the arguments
+ * @param key a resource, several, a template or a function of the arguments. Template placeholders
+ * are the arguments by position (`'order:{0}'`) and paths into one (`'user:{1.id}'`); `{{` and `}}`
+ * are literal braces; any other brace (`'order:{id}'`) is a `RedlockOptionsError` when the
+ * decorator is applied.
  *
  * ```ts
  * @Post(':id/withdraw')
@@ -72,12 +103,13 @@ const injected = new WeakSet<object>();
  */
 export function DistributedLock(
   key: LockKey,
+  options: DistributedLockOptions & { onBusy: 'skip' },
+): SkippingLockDecorator;
+export function DistributedLock(key: LockKey, options?: DistributedLockOptions): DistributedLockDecorator;
+export function DistributedLock(
+  key: LockKey,
   options: DistributedLockOptions = {},
-): <M extends LockableMethod>(
-  target: object,
-  propertyKey: string | symbol,
-  descriptor: TypedPropertyDescriptor<M>,
-) => void {
+): DistributedLockDecorator {
   return (target, propertyKey, descriptor) => {
     const original = descriptor.value as unknown;
     const where = `${target.constructor.name}.${String(propertyKey)}`;

@@ -27,7 +27,7 @@ const log = new Logger('DistributedLock');
 /**
  * Registered by RedlockModule for the whole application. Maps a `LockNotAcquiredError` or a
  * `QuorumUnavailableError` to what each execution context's exception handling understands:
- * - HTTP: 409 Conflict / 503 Service Unavailable with `Retry-After`;
+ * - HTTP: 409 Conflict / 503 Service Unavailable with `Retry-After`, the body carrying `code`;
  * - RPC (`@MessagePattern`, `@EventPattern`): an `RpcException` whose error is
  *   `{ code, message, retryAfterMs? }` (see {@link LockErrorPayload});
  * - WebSocket: a `WsException` with the same object;

@@ -2,19 +2,31 @@ import { RedlockOptionsError } from '../core/index.js';
 
 /**
  * What `@DistributedLock` locks: a resource name, several, a template over the method's arguments
- * (`'order:{0}'`, `'user:{1.id}'`), or a function of the arguments.
+ * (`'order:{0}'`, `'user:{1.id}'`; `{{` and `}}` are literal braces), or a function of the
+ * arguments (its result is used as it is).
  */
 export type LockKey = string | readonly string[] | ((...args: never[]) => string | readonly string[]);
 
 /** Turns method arguments into resource names. */
 export type KeyResolver = (args: readonly unknown[]) => string[];
 
-const PLACEHOLDER = /\{(\d+)((?:\.[A-Za-z_$][\w$]*)*)\}/g;
+/** What may stand between braces: an argument's index, then a path of property names. */
+const PLACEHOLDER = /^(\d+)((?:\.[A-Za-z_$][\w$]*)*)$/;
+/** Text a user may have meant as a name or a path of names (`id`, `customer.id`). */
+const NAME_PATH = /^[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*$/;
+
+/** A parsed template: literal text and placeholders, in order. */
+type Part = string | { readonly index: number; readonly path: readonly string[] };
 
 /**
  * Compiles a {@link LockKey} once, at decoration time, so a malformed key fails when the class is
  * defined rather than on the first call. The resolver throws {@link RedlockOptionsError} when an
  * argument a template reads is missing: a lock is never silently taken on "order:undefined".
+ *
+ * Templates: `{0}`, `{1}`, ... are the method's arguments by position and `{0.id}`,
+ * `{1.customer.id}` paths into one; `{{` and `}}` are literal braces (a Redis Cluster hash tag
+ * such as `'{{order:{0}}}:items'`). Any other brace is refused here: `{id}` would otherwise be
+ * one literal key shared by every call.
  */
 export function compileLockKey(key: LockKey, where: string): KeyResolver {
   if (typeof key === 'function') {
@@ -41,16 +53,59 @@ export function compileLockKey(key: LockKey, where: string): KeyResolver {
   return (args) => compiled.map((resolve) => resolve(args));
 }
 
-function compileTemplate(template: string, where: string): (args: readonly unknown[]) => string {
-  const parts: Array<string | { index: number; path: string[] }> = [];
-  let last = 0;
-  for (const match of template.matchAll(PLACEHOLDER)) {
-    parts.push(template.slice(last, match.index));
-    parts.push({ index: Number(match[1]), path: match[2] ? match[2].slice(1).split('.') : [] });
-    last = match.index + match[0].length;
+/** Splits a template into literal text and placeholders; refuses any brace that is neither. */
+function parseTemplate(template: string, where: string): Part[] {
+  const parts: Part[] = [];
+  let text = '';
+  const refuse = (problem: string, fix: string): never => {
+    throw new RedlockOptionsError(`@DistributedLock('${template}') on ${where}`, problem, fix);
+  };
+  for (let i = 0; i < template.length; i++) {
+    const char = template[i];
+    if (char === '}') {
+      if (template[i + 1] !== '}') {
+        refuse(`a lone } at position ${i}`, 'Write }} for a literal }, and {{ for a literal {.');
+      }
+      text += '}';
+      i++;
+    } else if (char !== '{') {
+      text += char;
+    } else if (template[i + 1] === '{') {
+      text += '{';
+      i++;
+    } else {
+      const close = template.indexOf('}', i + 1);
+      if (close === -1) {
+        refuse(`a { at position ${i} is never closed`, 'Write {{ for a literal {, and }} for a literal }.');
+      }
+      const inside = template.slice(i + 1, close);
+      const match = PLACEHOLDER.exec(inside);
+      if (!match) refuse(`{${inside}} is not an argument placeholder`, suggestion(inside));
+      if (text) parts.push(text);
+      text = '';
+      parts.push({ index: Number(match![1]), path: match![2] ? match![2].slice(1).split('.') : [] });
+      i = close;
+    }
   }
-  if (parts.length === 0) return () => template;
-  parts.push(template.slice(last));
+  if (text) parts.push(text);
+  return parts;
+}
+
+/** How to write what the user probably meant by `{inside}`. */
+function suggestion(inside: string): string {
+  const path = NAME_PATH.test(inside) ? inside : 'id';
+  return (
+    `Placeholders name the method's arguments by position: write {0} for the first argument, or ` +
+    `{0.${path}} for its "${path}" property (a route's :id is usually {0}). Write {{ and }} for literal braces.`
+  );
+}
+
+function compileTemplate(template: string, where: string): (args: readonly unknown[]) => string {
+  const parts = parseTemplate(template, where);
+  if (parts.every((part) => typeof part === 'string')) {
+    const literal = parts.join('');
+    return () => literal;
+  }
   return (args) => {
     let out = '';
     for (const part of parts) {

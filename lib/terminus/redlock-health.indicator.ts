@@ -17,6 +17,8 @@ export interface RedlockNodeHealth {
   readonly abstainingUntil?: string;
   /** Why the node is 'down' (no reply within nodeTimeout, connection refused, ...). */
   readonly error?: string;
+  /** Which server it is, as its INFO said when last checked: `Redis 7.4.1`, `Valkey 8.0.1`. */
+  readonly server?: string;
 }
 
 /** The details the indicator reports under its key, next to `status`. */
@@ -54,8 +56,8 @@ interface Session<Key extends string> {
  *   indicator reports `up` with `degraded: true` in its details;
  * - `down` when fewer than a quorum vote: no lock can be granted (HealthCheckService answers 503).
  *
- * The details name every node with its log-safe label, its state, its PING latency and, when it
- * abstains, until when. Needs `TerminusModule` and the (global) `RedlockModule`:
+ * The details name every node with its log-safe label, its state, its PING latency, which server
+ * it is (`Valkey 8.0.1`) and, when it abstains, until when. Needs `TerminusModule` and the (global) `RedlockModule`:
  *
  * ```ts
  * @Module({ imports: [TerminusModule, RedlockHealthModule], controllers: [HealthController] })
@@ -96,8 +98,9 @@ export class RedlockHealthIndicator {
 
 /** One probed node as the details show it. */
 function nodeHealth(status: NodeStatus): RedlockNodeHealth {
+  const server = status.server === undefined ? {} : { server: status.server };
   if (!status.reachable) {
-    return { node: status.node, state: 'down', ...(status.error ? { error: status.error } : {}) };
+    return { node: status.node, state: 'down', ...(status.error ? { error: status.error } : {}), ...server };
   }
   const latency = status.latencyMs === undefined ? {} : { latencyMs: status.latencyMs };
   if (status.abstainingUntil !== undefined) {
@@ -106,9 +109,10 @@ function nodeHealth(status: NodeStatus): RedlockNodeHealth {
       state: 'abstaining',
       ...latency,
       abstainingUntil: new Date(status.abstainingUntil).toISOString(),
+      ...server,
     };
   }
-  return { node: status.node, state: 'up', ...latency };
+  return { node: status.node, state: 'up', ...latency, ...server };
 }
 
 function errorMessage(err: unknown): string {

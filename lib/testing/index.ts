@@ -1,6 +1,8 @@
 /** Public helpers for integration tests of code that uses distributed locks. */
 export { RedisNodes, assertRedisServerInstalled } from './redis-nodes.js';
 export type { RedisNodesOptions, RedisNodeInfo, Persistence } from './redis-nodes.js';
+export { REDIS_SERVER_BIN, redisServerVersion } from './redis-server-binary.js';
+export type { RedisServerVersion } from './redis-server-binary.js';
 export { freePort } from './free-port.js';
 export { PostgresServer } from './postgres-server.js';
 export type { PostgresServerOptions } from './postgres-server.js';

@@ -1,7 +1,8 @@
-import { accessSync, chownSync, constants, writeFileSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { accessSync, chownSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { inTempDir, LaunchedServer, runSetup, serverUser, startProcess } from './child-processes.js';
-import { freePort } from './free-port.js';
+import { onFreePort } from './free-port.js';
 
 /** Options for {@link MariaDbServer.start}. */
 export interface MariaDbServerOptions {
@@ -20,10 +21,30 @@ export interface MariaDbServerOptions {
 /** The database {@link MariaDbServer} creates at start (and its URL names). */
 const DATABASE = 'test';
 
+const live = new Set<ChildProcess>();
+const liveDirs = new Set<string>();
+let exitHookInstalled = false;
+
+/** Last resort: a test process that exits without close() still ends its servers, by pid. */
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const child of live) {
+      try {
+        if (child.pid) process.kill(child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    for (const dir of liveDirs) rmSync(dir, { recursive: true, force: true });
+  });
+}
+
 /**
  * A throw-away MariaDB server for integration tests: `mariadb-install-db` on a temp directory,
  * `mariadbd` on a free loopback port, user `root` without a password, database `test`. The server
- * is a child process ended by its pid (SIGTERM: a clean shutdown) in `close()`, or on process
+ * is a child process ended by its pid (SIGTERM: a clean shutdown) in {@link close}, or on process
  * exit if close was never reached; its directory is removed.
  *
  * mariadbd refuses to run as root unless told `--user=root`: when the tests run as root, the
@@ -34,14 +55,29 @@ const DATABASE = 'test';
  * try { const pool = mysql.createPool(db.url); ... } finally { await db.close(); }
  * ```
  */
-export class MariaDbServer extends LaunchedServer {
+export class MariaDbServer {
+  private closed = false;
+
+  private constructor(
+    private readonly proc: ChildProcess,
+    private readonly dir: string,
+    /** Address the server listens on. */
+    readonly host: string,
+    /** TCP port the server listens on. */
+    readonly port: number,
+  ) {}
+
   /** Initialises a data directory and starts the server; throws with install instructions when MariaDB is missing. */
   static async start(options: MariaDbServerOptions = {}): Promise<MariaDbServer> {
     const binaries = findBinaries();
-    const owner = serverUser('mysql', 'mariadbd', 'mariadb-server');
+    const owner = serverUser();
+    installExitHook();
     const host = options.host ?? '127.0.0.1';
     const timeout = options.startTimeout ?? 60_000;
-    return inTempDir('mariadb-server-', async (dir) => {
+    const dir = mkdtempSync(join(tmpdir(), 'mariadb-server-'));
+    liveDirs.add(dir);
+    try {
+      const data = join(dir, 'data');
       const initFile = join(dir, 'init.sql');
       writeFileSync(initFile, `CREATE DATABASE IF NOT EXISTS ${DATABASE};\n`);
       if (owner) chownSync(dir, owner.uid, owner.gid);
@@ -52,34 +88,56 @@ export class MariaDbServer extends LaunchedServer {
         innodb_doublewrite: '0',
         ...options.settings,
       };
-      const serverArgs = [`--datadir=${join(dir, 'data')}`, '--skip-log-bin', '--skip-name-resolve'];
-      serverArgs.push(...Object.entries(settings).map(([name, value]) => `--${name}=${value}`));
-      const setup = [
-        '--no-defaults',
-        ...serverArgs,
-        '--auth-root-authentication-method=normal',
-        '--skip-test-db',
+      const serverArgs = [
+        `--datadir=${data}`,
+        '--skip-log-bin',
+        '--skip-name-resolve',
+        ...Object.entries(settings).map(([name, value]) => `--${name}=${value}`),
       ];
-      runSetup(binaries.installDb, owner ? [...setup, '--user=mysql'] : setup, { cwd: dir, timeout });
-      const port = await freePort(host);
-      const files = [`--socket=${join(dir, 'mariadb.sock')}`, `--pid-file=${join(dir, 'mariadb.pid')}`];
-      const proc = await startProcess({
-        name: `mariadbd on port ${port}`,
-        command: binaries.server,
-        args: [
+      const init = spawnSync(
+        binaries.installDb,
+        [
           '--no-defaults',
           ...serverArgs,
-          `--port=${port}`,
-          `--bind-address=${host}`,
-          ...files,
-          `--init-file=${initFile}`,
+          '--auth-root-authentication-method=normal',
+          '--skip-test-db',
+          ...(owner ? ['--user=mysql'] : []),
         ],
-        ready: 'ready for connections',
-        timeoutMs: timeout,
-        spawn: { cwd: dir, ...owner },
+        { cwd: dir, encoding: 'utf8', timeout },
+      );
+      if (init.status !== 0)
+        throw new Error(
+          `mariadb-install-db failed (${init.status ?? init.error?.message}):\n${(init.stdout ?? '') + (init.stderr ?? '')}`,
+        );
+      return await onFreePort(host, async (port) => {
+        const proc = spawn(
+          binaries.server,
+          [
+            '--no-defaults',
+            ...serverArgs,
+            `--port=${port}`,
+            `--bind-address=${host}`,
+            `--socket=${join(dir, 'mariadb.sock')}`,
+            `--pid-file=${join(dir, 'mariadb.pid')}`,
+            `--init-file=${initFile}`,
+          ],
+          { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], ...(owner ?? {}) },
+        );
+        live.add(proc);
+        proc.once('exit', () => live.delete(proc));
+        try {
+          await waitUntilReady(proc, port, timeout);
+        } catch (err) {
+          await endProcess(proc);
+          throw err;
+        }
+        return new MariaDbServer(proc, dir, host, port);
       });
-      return new MariaDbServer(proc, dir, host, port, 'SIGTERM');
-    });
+    } catch (err) {
+      liveDirs.delete(dir);
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
   }
 
   /** `mysql://root@host:port/test`, for mysql2's `createPool(url)` and the ORMs' `url` options. */
@@ -91,24 +149,108 @@ export class MariaDbServer extends LaunchedServer {
   get database(): string {
     return DATABASE;
   }
+
+  /** pid of mariadbd (undefined once it has exited). */
+  get pid(): number | undefined {
+    return this.proc.exitCode === null && this.proc.signalCode === null ? this.proc.pid : undefined;
+  }
+
+  /** Shutdown (SIGTERM) by pid, SIGKILL after 10 s, then removes the directory. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await endProcess(this.proc);
+    liveDirs.delete(this.dir);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function executable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** mariadbd and mariadb-install-db (Debian keeps mariadbd in /usr/sbin, off a user's PATH). */
 function findBinaries(): { server: string; installDb: string } {
   const dirs = [...(process.env.PATH ?? '').split(delimiter).filter(Boolean), '/usr/sbin', '/usr/bin'];
-  const executable = (path: string) => {
-    try {
-      accessSync(path, constants.X_OK);
-      return true;
-    } catch {
-      return false;
-    }
-  };
   const find = (name: string) => dirs.map((d) => join(d, name)).find(executable);
-  const [server, installDb] = [find('mariadbd'), find('mariadb-install-db')];
+  const server = find('mariadbd');
+  const installDb = find('mariadb-install-db');
   if (server && installDb) return { server, installDb };
   throw new Error(
     'MariaDB server binaries (mariadbd, mariadb-install-db) were not found on PATH or in /usr/sbin. ' +
       'Install them: `sudo apt-get install -y mariadb-server` (Debian/Ubuntu) or `brew install mariadb` (macOS).',
   );
+}
+
+/** The `mysql` system user when running as root (mariadbd refuses root); undefined otherwise. */
+function serverUser(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const id = (flag: string) => spawnSync('id', [flag, 'mysql'], { encoding: 'utf8' });
+  const uid = id('-u');
+  const gid = id('-g');
+  if (uid.status !== 0 || gid.status !== 0)
+    throw new Error(
+      'mariadbd refuses to run as root and there is no `mysql` system user to run it as. ' +
+        'Run the tests as another user, or create one: `sudo apt-get install -y mariadb-server` does.',
+    );
+  return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+}
+
+function waitUntilReady(proc: ChildProcess, port: number, timeout: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('ready for connections')) finish();
+    };
+    const finish = (err?: Error) => {
+      clearTimeout(timer);
+      proc.off('close', onExit);
+      proc.stderr?.off('data', onData);
+      proc.stdout?.off('data', onData);
+      // Keep draining the pipes so a chatty server never blocks on a full pipe.
+      proc.stdout?.resume();
+      proc.stderr?.resume();
+      if (err) reject(err);
+      else resolve();
+    };
+    const onExit = (code: number | null) =>
+      finish(new Error(`mariadbd on port ${port} exited (${code}) while starting:\n${output.slice(-2000)}`));
+    const timer = setTimeout(
+      () =>
+        finish(
+          new Error(`mariadbd on port ${port} did not start within ${timeout} ms:\n${output.slice(-2000)}`),
+        ),
+      timeout,
+    );
+    proc.stderr?.on('data', onData);
+    proc.stdout?.on('data', onData);
+    // 'close', not 'exit': the output that says why (a port taken) may be read after 'exit'.
+    proc.once('close', onExit);
+  });
+}
+
+function endProcess(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => signal('SIGKILL'), 10_000);
+    proc.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    const signal = (name: NodeJS.Signals) => {
+      try {
+        if (proc.pid) process.kill(proc.pid, name);
+      } catch {
+        // already gone
+      }
+    };
+    signal('SIGCONT'); // a stopped server must run to shut down
+    signal('SIGTERM'); // clean shutdown
+  });
 }

@@ -1,7 +1,8 @@
-import { chownSync, existsSync, readdirSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { inTempDir, LaunchedServer, runSetup, serverUser, startProcess } from './child-processes.js';
-import { freePort } from './free-port.js';
+import { onFreePort } from './free-port.js';
 
 /** Options for {@link PostgresServer.start}. */
 export interface PostgresServerOptions {
@@ -21,11 +22,38 @@ export interface PostgresServerOptions {
   startTimeout?: number;
 }
 
+const live = new Set<ChildProcess>();
+const liveDirs = new Set<string>();
+let exitHookInstalled = false;
+
+/** Last resort: a test process that exits without close() still ends its servers, by pid. */
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const child of live) {
+      try {
+        // SIGQUIT: immediate shutdown; the postmaster takes its backends down with it.
+        if (child.pid) process.kill(child.pid, 'SIGQUIT');
+      } catch {
+        // already gone
+      }
+    }
+    for (const dir of liveDirs) {
+      try {
+        rmSync(dir, { recursive: true, force: true });
+      } catch {
+        // the server may still be writing its last files; a temp dir left behind is harmless
+      }
+    }
+  });
+}
+
 /**
  * A throw-away PostgreSQL server for integration tests: `initdb` on a temp directory, `postgres`
  * on a free loopback port with trust authentication, superuser `postgres`, database `postgres`.
- * The server is a child process ended by its pid (fast shutdown: SIGINT) in `close()`, or on
- * process exit if close was never reached; its directory is removed.
+ * The server is a child process ended by its pid (fast shutdown) in {@link close}, or on process
+ * exit if close was never reached; its directory is removed.
  *
  * PostgreSQL refuses to run as root: when the tests run as root, the server runs as the
  * `postgres` system user (which Debian's `postgresql` package creates).
@@ -35,43 +63,85 @@ export interface PostgresServerOptions {
  * try { const pool = new Pool({ connectionString: pg.url }); ... } finally { await pg.close(); }
  * ```
  */
-export class PostgresServer extends LaunchedServer {
+export class PostgresServer {
+  private closed = false;
+
+  private constructor(
+    private readonly proc: ChildProcess,
+    private readonly dir: string,
+    /** Address the server listens on. */
+    readonly host: string,
+    /** TCP port the server listens on. */
+    readonly port: number,
+  ) {}
+
   /** Initialises a cluster and starts it; throws with install instructions when PostgreSQL is missing. */
   static async start(options: PostgresServerOptions = {}): Promise<PostgresServer> {
     const binDir = options.binDir ?? findBinDir();
-    const owner = serverUser('postgres', 'PostgreSQL', 'postgresql');
+    const owner = serverUser();
+    installExitHook();
     const host = options.host ?? '127.0.0.1';
     const timeout = options.startTimeout ?? 60_000;
-    return inTempDir('pg-server-', async (dir) => {
+    const dir = mkdtempSync(join(tmpdir(), 'pg-server-'));
+    liveDirs.add(dir);
+    try {
       if (owner) chownSync(dir, owner.uid, owner.gid);
       const data = join(dir, 'data');
-      const initArgs = ['-D', data, ...'-U postgres --auth=trust -E UTF8 --locale=C --no-sync'.split(' ')];
-      runSetup(join(binDir, 'initdb'), initArgs, { cwd: dir, timeout, ...owner });
-      const port = await freePort(host);
+      const init = spawnSync(
+        join(binDir, 'initdb'),
+        ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync'],
+        { cwd: dir, encoding: 'utf8', timeout, ...(owner ?? {}) },
+      );
+      if (init.status !== 0)
+        throw new Error(`initdb failed (${init.status ?? init.error?.message}):\n${init.stderr ?? ''}`);
       const settings = {
         fsync: 'off',
         synchronous_commit: 'off',
         full_page_writes: 'off',
         ...options.settings,
       };
-      const args = ['-D', data, '-p', String(port), '-h', host, '-k', dir];
-      for (const [name, value] of Object.entries(settings)) args.push('-c', `${name}=${value}`);
-      const proc = await startProcess({
-        name: `postgres on port ${port}`,
-        command: join(binDir, 'postgres'),
-        args,
-        ready: 'database system is ready to accept connections',
-        timeoutMs: timeout,
-        exitSignal: 'SIGQUIT', // immediate shutdown: the postmaster takes its backends down with it
-        spawn: { cwd: dir, ...owner },
+      return await onFreePort(host, async (port) => {
+        const args = ['-D', data, '-p', String(port), '-h', host, '-k', dir];
+        for (const [name, value] of Object.entries(settings)) args.push('-c', `${name}=${value}`);
+        const proc = spawn(join(binDir, 'postgres'), args, {
+          cwd: dir,
+          stdio: ['ignore', 'pipe', 'pipe'],
+          ...(owner ?? {}),
+        });
+        live.add(proc);
+        proc.once('exit', () => live.delete(proc));
+        try {
+          await waitUntilReady(proc, port, timeout);
+        } catch (err) {
+          await endProcess(proc);
+          throw err;
+        }
+        return new PostgresServer(proc, dir, host, port);
       });
-      return new PostgresServer(proc, dir, host, port, 'SIGINT');
-    });
+    } catch (err) {
+      liveDirs.delete(dir);
+      rmSync(dir, { recursive: true, force: true });
+      throw err;
+    }
   }
 
   /** `postgres://postgres@host:port/postgres`, for `new Pool({ connectionString })`. */
   get url(): string {
     return `postgres://postgres@${this.host}:${this.port}/postgres`;
+  }
+
+  /** pid of the postmaster (undefined once it has exited). */
+  get pid(): number | undefined {
+    return this.proc.exitCode === null && this.proc.signalCode === null ? this.proc.pid : undefined;
+  }
+
+  /** Fast shutdown (SIGINT) by pid, SIGKILL after 10 s, then removes the directory. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await endProcess(this.proc);
+    liveDirs.delete(this.dir);
+    rmSync(this.dir, { recursive: true, force: true });
   }
 }
 
@@ -82,12 +152,80 @@ function findBinDir(): string {
   }
   const root = '/usr/lib/postgresql';
   const versions = existsSync(root)
-    ? readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'initdb')))
+    ? readdirSync(root)
+        .filter((v) => existsSync(join(root, v, 'bin', 'initdb')))
+        .sort((a, b) => Number(b) - Number(a))
     : [];
-  const newest = versions.sort((a, b) => Number(b) - Number(a))[0];
-  if (newest) return join(root, newest, 'bin');
+  if (versions[0]) return join(root, versions[0], 'bin');
   throw new Error(
     'PostgreSQL server binaries (initdb, postgres) were not found on PATH or under /usr/lib/postgresql. ' +
       'Install them: `sudo apt-get install -y postgresql` (Debian/Ubuntu) or `brew install postgresql` (macOS).',
   );
+}
+
+/** The `postgres` system user when running as root (PostgreSQL refuses root); undefined otherwise. */
+function serverUser(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const id = (flag: string) => spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' });
+  const uid = id('-u');
+  const gid = id('-g');
+  if (uid.status !== 0 || gid.status !== 0)
+    throw new Error(
+      'PostgreSQL refuses to run as root and there is no `postgres` system user to run it as. ' +
+        'Run the tests as another user, or create one: `sudo apt-get install -y postgresql` does.',
+    );
+  return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+}
+
+function waitUntilReady(proc: ChildProcess, port: number, timeout: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('database system is ready to accept connections')) finish();
+    };
+    const finish = (err?: Error) => {
+      clearTimeout(timer);
+      proc.off('close', onExit);
+      proc.stderr?.off('data', onData);
+      // Keep draining the pipes so a chatty server never blocks on a full pipe.
+      proc.stdout?.resume();
+      proc.stderr?.resume();
+      if (err) reject(err);
+      else resolve();
+    };
+    const onExit = (code: number | null) =>
+      finish(new Error(`postgres on port ${port} exited (${code}) while starting:\n${output.slice(-2000)}`));
+    const timer = setTimeout(
+      () =>
+        finish(
+          new Error(`postgres on port ${port} did not start within ${timeout} ms:\n${output.slice(-2000)}`),
+        ),
+      timeout,
+    );
+    proc.stderr?.on('data', onData);
+    proc.stdout?.on('data', onData);
+    // 'close', not 'exit': the output that says why (a port taken) may be read after 'exit'.
+    proc.once('close', onExit);
+  });
+}
+
+function endProcess(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const kill = setTimeout(() => signal('SIGKILL'), 10_000);
+    proc.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
+    const signal = (name: NodeJS.Signals) => {
+      try {
+        if (proc.pid) process.kill(proc.pid, name);
+      } catch {
+        // already gone
+      }
+    };
+    signal('SIGCONT'); // a stopped server must run to shut down
+    signal('SIGINT'); // fast shutdown: ends sessions, checkpoints, exits
+  });
 }

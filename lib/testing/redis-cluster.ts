@@ -1,17 +1,12 @@
 import { spawnSync } from 'node:child_process';
-import { ioredis, testClient } from './ioredis-module.js';
+import { ioredis } from './ioredis-module.js';
 import type { IoRedisClusterTestClient } from './test-clients.js';
 import { keySlot } from '../core/scripts/keys.js';
 import { RedisNodes, type Persistence } from './redis-nodes.js';
-
-const CLUSTER_ARGS =
-  '--cluster-enabled yes --cluster-node-timeout 1000 --cluster-require-full-coverage no --cluster-announce-ip 127.0.0.1';
-
-/** A CLUSTER SLOTS entry: first slot, last slot, the master `[host, port]`. */
-type SlotRange = [number, number, [string, number]];
+import { cliBeside } from './redis-server-binary.js';
 
 /**
- * A local Redis Cluster of real `redis-server` processes (one master per shard, no replicas), for
+ * A local Redis Cluster of real `redis-server` (or `valkey-server`) processes (one master per shard, no replicas), for
  * integration tests and benchmarks of code that locks over a cluster voter: started on free
  * ports, joined with `redis-cli --cluster create`, and ended by pid in {@link close} (a
  * {@link RedisNodes} set owns the processes and their data directories; kill, revive and friends
@@ -34,24 +29,52 @@ export class RedisClusterNodes {
    * `persistence` as for {@link RedisNodes} (default `none`); with `aof-everysec` or `aof-always` a
    * master restarted with `nodes.restart(i)` comes back with its data and its place in the cluster.
    * `env` as for {@link RedisNodes}: extra environment variables of master `index`'s process (e.g.
-   * a clock shim that steps its wall clock).
+   * a clock shim that steps its wall clock). `serverBinary` as for {@link RedisNodes} (default:
+   * `REDIS_SERVER_BIN`, else `redis-server`); the cluster is joined with the cli beside it
+   * (`valkey-cli` next to `valkey-server`), else `redis-cli` on PATH.
    */
   static async start(
     shards = 3,
-    options: { persistence?: Persistence; env?: (index: number) => Record<string, string> } = {},
+    options: {
+      persistence?: Persistence;
+      env?: (index: number) => Record<string, string>;
+      serverBinary?: string;
+    } = {},
   ): Promise<RedisClusterNodes> {
-    // A node that never met another one does not know its own address (CLUSTER SLOTS would say ""):
-    // each announces it.
-    const extraArgs = CLUSTER_ARGS.split(' ');
-    const nodes = await RedisNodes.start(shards, { ...options, extraArgs });
+    const nodes = await RedisNodes.start(shards, {
+      serverBinary: options.serverBinary,
+      persistence: options.persistence,
+      env: options.env,
+      extraArgs: [
+        '--cluster-enabled',
+        'yes',
+        '--cluster-node-timeout',
+        '1000',
+        '--cluster-require-full-coverage',
+        'no',
+        // A node that never met another one does not know its own address (CLUSTER SLOTS would say "").
+        '--cluster-announce-ip',
+        '127.0.0.1',
+      ],
+    });
     const cluster = new RedisClusterNodes(nodes);
     try {
       if (shards >= 3) {
-        const masters = nodes.ports.map((p) => `127.0.0.1:${p}`);
-        const args = ['--cluster', 'create', ...masters, '--cluster-replicas', '0', '--cluster-yes'];
-        const create = spawnSync('redis-cli', args, { encoding: 'utf8', timeout: 20_000 });
+        const cli = cliBeside(nodes.server.binary);
+        const create = spawnSync(
+          cli,
+          [
+            '--cluster',
+            'create',
+            ...nodes.ports.map((p) => `127.0.0.1:${p}`),
+            '--cluster-replicas',
+            '0',
+            '--cluster-yes',
+          ],
+          { encoding: 'utf8', timeout: 20_000 },
+        );
         if (create.status !== 0)
-          throw new Error(`redis-cli --cluster create failed:\n${create.stdout}${create.stderr}`);
+          throw new Error(`${cli} --cluster create failed:\n${create.stdout}${create.stderr}`);
       } else {
         // redis-cli wants 3 masters at least: join and split the slots by hand.
         const first = nodes.client(0);
@@ -79,7 +102,9 @@ export class RedisClusterNodes {
   /** The index (in {@link nodes}) of the shard that serves `key`. */
   async shardOf(key: string): Promise<number> {
     const slot = keySlot(key);
-    const slots = (await this.nodes.client(0).call('CLUSTER', 'SLOTS')) as SlotRange[];
+    const slots = (await this.nodes.client(0).call('CLUSTER', 'SLOTS')) as Array<
+      [number, number, [string, number]]
+    >;
     const range = slots.find(([from, to]) => slot >= from && slot <= to);
     if (!range) throw new Error(`no shard serves slot ${slot}`);
     return this.nodes.ports.indexOf(range[2][1]);
@@ -100,7 +125,11 @@ export class RedisClusterNodes {
       const states = await Promise.all(
         this.nodes.ports.map(async (_, i) => {
           if (this.nodes.pid(i) === undefined) return true;
-          const probe = testClient(this.nodes.url(i), { maxRetriesPerRequest: 0, lazyConnect: true });
+          const probe = new (ioredis().Redis)(this.nodes.url(i), {
+            maxRetriesPerRequest: 0,
+            lazyConnect: true,
+          });
+          probe.on('error', () => undefined);
           try {
             await probe.connect();
             const info = String(await probe.call('CLUSTER', 'INFO'));

@@ -1,19 +1,25 @@
-import type { ChildProcess } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { testClient } from './ioredis-module.js';
+import { ioredis } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
-import { assertRedisServerInstalled } from './child-processes.js';
-import { endProcess, removeDir, startProcess, tempDir } from './child-processes.js';
-import { freePort } from './free-port.js';
+import { assertRedisServerInstalled, endOnExit, endProcess } from './child-processes.js';
+import { onFreePort } from './free-port.js';
+import type { RedisServerVersion } from './redis-server-binary.js';
 
-export { assertRedisServerInstalled };
+export { assertRedisServerInstalled } from './child-processes.js';
 
 /** How a node keeps its data across a restart (`aof-everysec`: may lose the last second of writes). */
 export type Persistence = 'none' | 'aof-always' | 'aof-everysec';
 
 /** Options for the nodes {@link RedisNodes.start} launches. */
 export interface RedisNodesOptions {
+  /**
+   * The server binary to run: a path, or a name on PATH (`valkey-server`). Default: the
+   * `REDIS_SERVER_BIN` environment variable, else `redis-server`.
+   */
+  serverBinary?: string;
   /** Default `none` (`--save '' --appendonly no`): a restart loses everything. */
   persistence?: Persistence;
   /** Start with `--enable-debug-command local` (for DEBUG SLEEP and friends). */
@@ -26,7 +32,7 @@ export interface RedisNodesOptions {
   tls?: { certFile: string; keyFile: string; caFile: string };
   /** Address to bind (default 127.0.0.1). */
   host?: string;
-  /** Extra redis-server arguments for every node. */
+  /** Extra server arguments for every node. */
   extraArgs?: string[];
   /** How long one node may take to start, ms (default 10000). */
   startTimeout?: number;
@@ -37,7 +43,7 @@ export interface RedisNodesOptions {
   env?: (index: number) => Record<string, string>;
 }
 
-/** One running (or stopped) redis-server of a {@link RedisNodes} set. */
+/** One running (or stopped) server of a {@link RedisNodes} set. */
 export interface RedisNodeInfo {
   readonly index: number;
   readonly host: string;
@@ -58,46 +64,71 @@ const reserved = new Set<number>();
  * Starts real `redis-server` processes on free loopback ports, for integration tests of code that
  * locks (yours and ours), and injects faults into them: kill (SIGKILL), stop (SIGSTOP), resume,
  * restart on the same port with or without persistence. Every process is ended by its pid in
- * {@link close}, and on process exit if close was never reached.
+ * {@link close}, and on process exit if close was never reached. Another server binary (a
+ * `valkey-server`, a Redis built from source) is run with the `serverBinary` option or the
+ * `REDIS_SERVER_BIN` environment variable; {@link server} says which one runs.
  *
  * ```ts
  * const redis = await RedisNodes.start(5);
  * try { ... redis.urls ... } finally { await redis.close(); }
+ * const valkey = await RedisNodes.start(3, { serverBinary: 'valkey-server' });
  * ```
  */
 export class RedisNodes {
-  private readonly procs: Array<ChildProcess | undefined> = [];
+  private readonly procs: Array<ChildProcess | undefined>;
   private readonly clients = new Map<number, IoRedisTestClient>();
-  private readonly persistence: Persistence[];
   private closed = false;
 
   private constructor(
+    /** The binary the nodes run, and which server and version it is (its `--version`). */
+    readonly server: RedisServerVersion,
     private readonly dir: string,
     private readonly options: RedisNodesOptions,
     private readonly host: string,
     readonly ports: readonly number[],
+    private readonly persistence: Persistence[],
   ) {
-    this.persistence = ports.map(() => options.persistence ?? 'none');
+    this.procs = ports.map(() => undefined);
   }
 
-  /** Starts `count` nodes. Throws with install instructions when redis-server is not on PATH. */
+  /**
+   * Starts `count` nodes. Throws with install instructions when the server binary cannot be run
+   * (`redis-server` not on PATH, or the one `serverBinary` / `REDIS_SERVER_BIN` names).
+   */
   static async start(count = 5, options: RedisNodesOptions = {}): Promise<RedisNodes> {
-    assertRedisServerInstalled();
+    const server = assertRedisServerInstalled(options.serverBinary);
     const host = options.host ?? '127.0.0.1';
-    const dir = tempDir('redis-nodes-');
-    const ports: number[] = [];
-    for (let i = 0; i < count; i++) {
-      let port = await freePort(host);
-      while (ports.includes(port) || reserved.has(port)) port = await freePort(host);
-      ports.push(port);
-      reserved.add(port);
-    }
-    const nodes = new RedisNodes(dir, options, host, ports);
-    try {
-      await Promise.all(ports.map((_, i) => nodes.launch(i)));
-    } catch (err) {
+    const dir = mkdtempSync(join(tmpdir(), 'redis-nodes-'));
+    const ports: number[] = Array.from({ length: count }, () => 0);
+    const nodes = new RedisNodes(
+      server,
+      dir,
+      options,
+      host,
+      ports,
+      ports.map(() => options.persistence ?? 'none'),
+    );
+    // allSettled: a node still retrying must not spawn a process after close() below.
+    const launched = await Promise.allSettled(
+      ports.map((_, i) =>
+        onFreePort(
+          host,
+          (port) => {
+            ports[i] = port;
+            reserved.add(port);
+            return nodes.launch(i).catch((err: unknown) => {
+              reserved.delete(port);
+              throw err;
+            });
+          },
+          { avoid: (port) => reserved.has(port) },
+        ),
+      ),
+    );
+    const failed = launched.find((r) => r.status === 'rejected');
+    if (failed) {
       await nodes.close();
-      throw err;
+      throw failed.reason;
     }
     return nodes;
   }
@@ -114,10 +145,13 @@ export class RedisNodes {
 
   /** The connection URL of node `index`. */
   url(index: number): string {
-    const { tls, aclUser, password } = this.options;
-    const [user, secret] = aclUser ? [aclUser.username, aclUser.password] : ['', password];
-    const auth = secret === undefined ? '' : `${encodeURIComponent(user)}:${encodeURIComponent(secret)}@`;
-    return `${tls ? 'rediss' : 'redis'}://${auth}${this.host}:${this.port(index)}`;
+    const scheme = this.options.tls ? 'rediss' : 'redis';
+    const auth = this.options.aclUser
+      ? `${encodeURIComponent(this.options.aclUser.username)}:${encodeURIComponent(this.options.aclUser.password)}@`
+      : this.options.password
+        ? `:${encodeURIComponent(this.options.password)}@`
+        : '';
+    return `${scheme}://${auth}${this.host}:${this.port(index)}`;
   }
 
   /** The port of node `index`. */
@@ -129,7 +163,13 @@ export class RedisNodes {
 
   /** Details of node `index`. */
   info(index: number): RedisNodeInfo {
-    return { index, host: this.host, port: this.port(index), url: this.url(index), pid: this.pid(index) };
+    return {
+      index,
+      host: this.host,
+      port: this.port(index),
+      url: this.url(index),
+      pid: this.procs[index]?.pid,
+    };
   }
 
   /** The pid of node `index`'s process (undefined while killed). */
@@ -142,8 +182,16 @@ export class RedisNodes {
    * closed by {@link close}). Not for TLS nodes.
    */
   client(index: number): IoRedisTestClient {
-    const client = this.clients.get(index) ?? testClient(this.url(index), { maxRetriesPerRequest: 1 });
-    this.clients.set(index, client);
+    let client = this.clients.get(index);
+    if (!client) {
+      const { Redis } = ioredis();
+      client = new Redis(this.url(index), {
+        maxRetriesPerRequest: 1,
+        lazyConnect: false,
+      }) as unknown as IoRedisTestClient;
+      client.on('error', () => undefined);
+      this.clients.set(index, client);
+    }
     return client;
   }
 
@@ -173,7 +221,9 @@ export class RedisNodes {
   async restart(index: number, options: { persistence?: Persistence } = {}): Promise<void> {
     await this.kill(index);
     if (options.persistence) this.persistence[index] = options.persistence;
-    if (this.persistence[index] === 'none') rmSync(this.nodeDir(index), { recursive: true, force: true });
+    if (this.persistence[index] === 'none') {
+      rmSync(this.nodeDir(index), { recursive: true, force: true });
+    }
     await this.launch(index);
   }
 
@@ -189,8 +239,13 @@ export class RedisNodes {
     this.closed = true;
     for (const client of this.clients.values()) client.disconnect();
     this.clients.clear();
-    await Promise.all(this.procs.map((_, i) => this.kill(i)));
-    removeDir(this.dir);
+    await Promise.all(
+      this.procs.map(async (proc, i) => {
+        this.procs[i] = undefined;
+        if (proc) await endProcess(proc, 'SIGKILL');
+      }),
+    );
+    rmSync(this.dir, { recursive: true, force: true });
     for (const port of this.ports) reserved.delete(port);
   }
 
@@ -218,9 +273,10 @@ export class RedisNodes {
       'no',
       '--protected-mode',
       'no',
-      '--save',
-      '',
+      '--loglevel',
+      'notice',
     ];
+    args.push('--save', '');
     const fsync = { none: undefined, 'aof-always': 'always', 'aof-everysec': 'everysec' }[
       this.persistence[index]!
     ];
@@ -242,21 +298,53 @@ export class RedisNodes {
     }
     if (o.debugCommands) args.push('--enable-debug-command', 'local');
     if (o.password) args.push('--requirepass', o.password);
-    const user = o.aclUser;
-    if (user) args.push('--user', user.username, 'on', `>${user.password}`, '~*', '&*', '+@all');
-    if (user && !o.password) args.push('--user', 'default', 'off');
-    return [...args, ...(o.extraArgs ?? [])];
+    if (o.aclUser)
+      args.push('--user', o.aclUser.username, 'on', `>${o.aclUser.password}`, '~*', '&*', '+@all');
+    if (o.aclUser && !o.password) args.push('--user', 'default', 'off');
+    args.push(...(o.extraArgs ?? []));
+    return args;
   }
 
-  private async launch(index: number): Promise<void> {
+  private launch(index: number): Promise<void> {
     const env = this.options.env ? { ...process.env, ...this.options.env(index) } : undefined;
-    this.procs[index] = await startProcess({
-      name: `redis-server on port ${this.port(index)}`,
-      command: 'redis-server',
-      args: this.args(index),
-      ready: 'Ready to accept connections',
-      timeoutMs: this.options.startTimeout ?? 10_000,
-      spawn: { env },
+    const proc = spawn(this.server.binary, this.args(index), { stdio: ['ignore', 'pipe', 'pipe'], env });
+    this.procs[index] = proc;
+    endOnExit(proc);
+    const timeout = this.options.startTimeout ?? 10_000;
+    return new Promise((resolve, reject) => {
+      let output = '';
+      const onData = (chunk: Buffer) => {
+        output += chunk.toString();
+        if (output.includes('Ready to accept connections')) finish();
+      };
+      const finish = (err?: Error) => {
+        clearTimeout(timer);
+        proc.stdout?.off('data', onData);
+        proc.off('close', onExit);
+        // Keep draining the pipes so a chatty node never blocks on a full pipe.
+        proc.stdout?.resume();
+        proc.stderr?.resume();
+        if (err) reject(err);
+        else resolve();
+      };
+      const onExit = (code: number | null) =>
+        finish(
+          new Error(
+            `${this.server.name}-server on port ${this.port(index)} exited (${code}) while starting:\n${output.slice(-2000)}`,
+          ),
+        );
+      const timer = setTimeout(() => {
+        void endProcess(proc, 'SIGKILL');
+        finish(
+          new Error(
+            `${this.server.name}-server on port ${this.port(index)} did not start within ${timeout} ms:\n${output.slice(-2000)}`,
+          ),
+        );
+      }, timeout);
+      proc.stdout?.on('data', onData);
+      proc.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      // 'close', not 'exit': the output that says why (a port taken) may be read after 'exit'.
+      proc.once('close', onExit);
     });
   }
 }

@@ -1,11 +1,11 @@
-import type { ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RedisConnectionOptions } from '../core/clients/types.js';
-import { testClient } from './ioredis-module.js';
+import { ioredis } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
-import { endProcess, removeDir, startProcess, tempDir, until } from './child-processes.js';
-import { freePort } from './free-port.js';
+import { onFreePort } from './free-port.js';
 import { RedisNodes } from './redis-nodes.js';
 
 /** Options for {@link SentinelGroup.start}. */
@@ -18,16 +18,20 @@ export interface SentinelGroupOptions {
   downAfterMs?: number;
   /** `failover-timeout`. Default 5000. */
   failoverTimeoutMs?: number;
+  /**
+   * The server binary of the primary, the replica and the Sentinels (`<binary> <config>
+   * --sentinel`), as for RedisNodes. Default: `REDIS_SERVER_BIN`, else `redis-server`.
+   */
+  serverBinary?: string;
 }
 
 const HOST = '127.0.0.1';
 
-type Address = { host: string; port: number };
-
 /**
  * A Sentinel-managed primary on real processes, for integration tests of failovers: one primary
  * and one replica (`redis-server`, without persistence), watched by 1 or 3 Sentinels
- * (`redis-server <generated config> --sentinel`) on free loopback ports. Every process is ended
+ * (`redis-server <generated config> --sentinel`) on free loopback ports; `serverBinary` (or
+ * `REDIS_SERVER_BIN`) runs another binary for all of them, e.g. `valkey-server`. Every process is ended
  * by its pid in {@link close}; the data servers are a {@link RedisNodes} set each.
  *
  * ```ts
@@ -52,25 +56,28 @@ export class SentinelGroup {
   /** Starts the primary, its replica (synced) and the Sentinels (watching both). */
   static async start(options: SentinelGroupOptions = {}): Promise<SentinelGroup> {
     const name = options.name ?? 'mymaster';
-    const primary = await RedisNodes.start(1);
-    const replicaOf = ['--replicaof', HOST, String(primary.port(0))];
-    const replica = await RedisNodes.start(1, { extraArgs: replicaOf }).catch(async (err: unknown) => {
+    const serverBinary = options.serverBinary;
+    const primary = await RedisNodes.start(1, { serverBinary });
+    const replica = await RedisNodes.start(1, {
+      serverBinary,
+      extraArgs: ['--replicaof', HOST, String(primary.port(0))],
+    }).catch(async (err: unknown) => {
       await primary.close();
       throw err;
     });
-    const dir = tempDir('sentinels-');
+    const dir = mkdtempSync(join(tmpdir(), 'sentinels-'));
     const group = new SentinelGroup(name, dir, [primary, replica], []);
     try {
       await until(async () =>
-        String(await replica.client(0).info('replication')).includes('master_link_status:up'),
+        (await info(replica.client(0), 'replication')).includes('master_link_status:up'),
       );
       const count = options.sentinels ?? 1;
-      for (let i = 0; i < count; i++) group.sentinelPorts.push(await freePort(HOST));
-      await Promise.all(group.sentinelPorts.map((port, i) => group.launchSentinel(i, port, count, options)));
+      for (let i = 0; i < count; i++) await group.launchSentinel(i, count, options);
       // A failover needs a replica the Sentinels know of.
-      await until(
-        async () => ((await group.sentinel(0).call('SENTINEL', 'REPLICAS', name)) as unknown[]).length > 0,
-      );
+      await until(async () => {
+        const replicas = (await group.sentinel(0).call('SENTINEL', 'REPLICAS', name)) as unknown[];
+        return replicas.length > 0;
+      });
     } catch (err) {
       await group.close();
       throw err;
@@ -79,23 +86,25 @@ export class SentinelGroup {
   }
 
   /** The Sentinels' addresses. */
-  get sentinels(): Address[] {
+  get sentinels(): Array<{ host: string; port: number }> {
     return this.sentinelPorts.map((port) => ({ host: HOST, port }));
   }
 
   /** The voter, as `nodes` takes it: ioredis options with `sentinels` and `name`. */
-  get nodeOptions(): RedisConnectionOptions & { readonly sentinels: Address[]; readonly name: string } {
+  get nodeOptions(): RedisConnectionOptions & {
+    readonly sentinels: Array<{ host: string; port: number }>;
+    readonly name: string;
+  } {
     return { sentinels: this.sentinels, name: this.name };
   }
 
   /** The port of the current primary, as the Sentinels report it. */
   async primaryPort(): Promise<number> {
-    const address = (await this.sentinel(0).call(
-      'SENTINEL',
-      'GET-MASTER-ADDR-BY-NAME',
-      this.name,
-    )) as string[];
-    return Number(address[1]);
+    const [, port] = (await this.sentinel(0).call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.name)) as [
+      string,
+      string,
+    ];
+    return Number(port);
   }
 
   /** SIGKILL the current primary (a crash). Resolves with its port once it is gone. */
@@ -118,51 +127,134 @@ export class SentinelGroup {
     if (this.closed) return;
     this.closed = true;
     for (const client of this.clients.values()) client.disconnect();
-    await Promise.all(this.procs.map((proc) => endProcess(proc, 'SIGKILL')));
+    await Promise.all(this.procs.map((proc) => endProcess(proc)));
     await Promise.all(this.servers.map((s) => s.close()));
-    removeDir(this.dir);
+    rmSync(this.dir, { recursive: true, force: true });
   }
 
   private readonly clients = new Map<number, IoRedisTestClient>();
 
   /** A cached client of Sentinel `index`. */
   sentinel(index: number): IoRedisTestClient {
-    const port = this.sentinelPorts[index];
-    const client = this.clients.get(index) ?? testClient({ host: HOST, port }, { maxRetriesPerRequest: 1 });
-    this.clients.set(index, client);
+    let client = this.clients.get(index);
+    if (!client) {
+      const { Redis } = ioredis();
+      client = new Redis({
+        host: HOST,
+        port: this.sentinelPorts[index]!,
+        maxRetriesPerRequest: 1,
+      }) as unknown as IoRedisTestClient;
+      client.on('error', () => undefined);
+      this.clients.set(index, client);
+    }
     return client;
   }
 
-  private async launchSentinel(
-    index: number,
-    port: number,
-    count: number,
-    o: SentinelGroupOptions,
-  ): Promise<void> {
+  private async launchSentinel(index: number, count: number, o: SentinelGroupOptions): Promise<void> {
     // Sentinel rewrites its config file: one writable file per process.
     const config = join(this.dir, `sentinel-${index}.conf`);
-    const monitor = `${this.name} ${HOST} ${this.servers[0].port(0)} ${Math.floor(count / 2) + 1}`;
-    const lines = [
+    const { proc, port } = await startSentinel(this.servers[0].server.binary, config, (port) => [
       `port ${port}`,
       `bind ${HOST}`,
       `dir ${this.dir}`,
       'protected-mode no',
-      `sentinel monitor ${monitor}`,
-    ];
-    lines.push(`sentinel down-after-milliseconds ${this.name} ${o.downAfterMs ?? 1000}`);
-    lines.push(`sentinel failover-timeout ${this.name} ${o.failoverTimeoutMs ?? 5000}`);
-    writeFileSync(config, [...lines, `sentinel parallel-syncs ${this.name} 1`, ''].join('\n'));
-    const name = `redis-server --sentinel on port ${port}`;
-    const args = [config, '--sentinel'];
-    this.procs.push(
-      await startProcess({
-        name,
-        command: 'redis-server',
-        args,
-        ready: '+monitor master',
-        timeoutMs: 10_000,
-      }),
-    );
+      `sentinel monitor ${this.name} ${HOST} ${this.servers[0].port(0)} ${Math.floor(count / 2) + 1}`,
+      `sentinel down-after-milliseconds ${this.name} ${o.downAfterMs ?? 1000}`,
+      `sentinel failover-timeout ${this.name} ${o.failoverTimeoutMs ?? 5000}`,
+      `sentinel parallel-syncs ${this.name} 1`,
+    ]);
+    this.procs.push(proc);
+    this.sentinelPorts[index] = port;
     await until(async () => (await this.sentinel(index).ping()) === 'PONG', 10_000);
+  }
+}
+
+/**
+ * Starts `<binary> <configFile> --sentinel` on a free loopback port, with the configuration
+ * `config(port)` (written to `configFile`), and resolves once it listens; on another port when
+ * the one picked was taken before the Sentinel could bind it. Ended by pid when this process exits.
+ */
+export function startSentinel(
+  binary: string,
+  configFile: string,
+  config: (port: number) => string[],
+): Promise<{ proc: ChildProcess; port: number }> {
+  return onFreePort(HOST, async (port) => {
+    writeFileSync(configFile, [...config(port), ''].join('\n'));
+    const proc = spawn(binary, [configFile, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    live.add(proc);
+    proc.once('exit', () => live.delete(proc));
+    await sentinelListening(proc, port);
+    return { proc, port };
+  });
+}
+
+/**
+ * Resolves once the Sentinel says it runs (it listens by then); rejects with its output, the
+ * process ended, if it exits or is silent for 10 s. A PING alone could be answered by whatever
+ * took the port when the Sentinel could not bind it.
+ */
+function sentinelListening(proc: ChildProcess, port: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('Sentinel ID is')) finish();
+    };
+    const finish = (problem?: string) => {
+      clearTimeout(timer);
+      proc.off('close', onExit);
+      proc.stdout?.off('data', onData);
+      proc.stderr?.off('data', onData);
+      // Keep draining the pipes so a chatty Sentinel never blocks on a full pipe.
+      proc.stdout?.resume();
+      proc.stderr?.resume();
+      if (problem === undefined) return resolve();
+      void endProcess(proc);
+      reject(new Error(`Sentinel on port ${port} ${problem}:\n${output.slice(-2000)}`));
+    };
+    const onExit = (code: number | null) => finish(`exited (${code}) while starting`);
+    const timer = setTimeout(() => finish('did not start within 10000 ms'), 10_000);
+    proc.stdout?.on('data', onData);
+    proc.stderr?.on('data', onData);
+    // 'close', not 'exit': the output that says why (a port taken) may be read after 'exit'.
+    proc.once('close', onExit);
+  });
+}
+
+const live = new Set<ChildProcess>();
+process.on('exit', () => {
+  // Last resort: a test process that never called close() still ends its Sentinels, by pid.
+  for (const proc of live) {
+    try {
+      if (proc.pid) process.kill(proc.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
+
+function endProcess(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    proc.once('exit', () => resolve());
+    try {
+      if (proc.pid) process.kill(proc.pid, 'SIGKILL');
+    } catch {
+      resolve();
+    }
+  });
+}
+
+async function info(client: IoRedisTestClient, section: string): Promise<string> {
+  return String(await client.info(section));
+}
+
+/** Polls `condition` (errors count as false) until it holds, at most `ms`. */
+async function until(condition: () => Promise<boolean>, ms = 10_000): Promise<void> {
+  const end = performance.now() + ms;
+  while (!(await condition().catch(() => false))) {
+    if (performance.now() > end) throw new Error(`condition not met within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 50));
   }
 }

@@ -1,3 +1,4 @@
+import { writeSync } from 'node:fs';
 import { BEHAVIOURS } from './behaviours.js';
 import { DRIVERS } from './drivers.js';
 import { runRow } from './harness.js';
@@ -13,12 +14,24 @@ const table = new ResultTable(
   DRIVERS.map((d) => d.name),
 );
 
-afterAll(() => table.publish('results', 'Voter conformance: behaviours x voters', 'behaviour'));
+/**
+ * Under CONFORMANCE_ROW_MARKS=1, a line on stdout as each row starts (`@@ row <column> | <row>`),
+ * written straight to the file descriptor (not Jest's console), so that output a client library
+ * writes there itself (GLIDE's native logger) can be told by row: glide-quiet.spec.ts reads them.
+ */
+function mark(what: string): void {
+  if (process.env.CONFORMANCE_ROW_MARKS === '1') writeSync(1, `@@ row ${what}\n`);
+}
+
+afterAll(() => table.publish('results', 'Voter conformance: behaviours x voters', 'behaviour', 'servers'));
 
 for (const driver of DRIVERS) {
   describe(driver.name, () => {
     beforeAll(() => driver.start(), 30_000);
-    afterAll(() => driver.stop());
+    afterAll(async () => {
+      mark(`${driver.name} | stop`);
+      await driver.stop();
+    });
 
     for (const behaviour of BEHAVIOURS) {
       const reason = driver.cannot[behaviour.id];
@@ -29,6 +42,7 @@ for (const driver of DRIVERS) {
       }
       test(behaviour.title, async () => {
         const started = performance.now();
+        mark(`${driver.name} | ${behaviour.id}`);
         try {
           const notes = await runRow(driver, behaviour);
           const ms = Math.round(performance.now() - started);

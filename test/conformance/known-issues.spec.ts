@@ -17,7 +17,7 @@ let nodes: RedisNodes;
 beforeAll(async () => {
   nodes = await RedisNodes.start(1, { extraArgs: ['--maxmemory-policy', 'allkeys-lru'] });
 });
-afterAll(() => nodes.close());
+afterAll(() => nodes?.close());
 
 /**
  * `RedisVoter.from` (and so `nodes: [client]`) recognises a ready client with `instanceof Redis`

@@ -29,6 +29,10 @@
  *     409 on a busy lock, a waiting request served on the holder's release, releases sent one-way
  *     (one CLIENT REPLY SKIP per release) with every reply still in step; the process must then
  *     exit by itself (no open handle).
+ *  8. In the node-redis apps, boots docs/clients.md's node-redis module (a client passed in
+ *     unconnected: docs/examples/node-redis-module.ts) with that client's node down, then with it
+ *     refusing the password (app/node-redis-boot.ts): the app must listen within 10 s, serve a
+ *     locked route on the other two nodes, and exit by itself after closing.
  *
  * NEW ENTRY POINTS (e.g. `./terminus` -> dist/terminus/index.js): add them to package.json `exports`
  * (`types` first, then `default`) AND to `typesVersions` (for node10 resolution); this suite then
@@ -355,6 +359,11 @@ function writeApp(dir, combo, versions) {
   copyFileSync(join(here, 'app/fenced-sql.ts'), join(dir, 'src/fenced-sql.ts'));
   if (!combo.esm) copyFileSync(join(here, 'app/fenced-sql.cjs'), join(dir, 'fenced-sql.cjs'));
   copyFileSync(join(here, `app/clients-${clientOf(combo)}.ts`), join(dir, 'src/clients.ts'));
+  if (clientOf(combo) === 'node-redis') {
+    // docs/clients.md's module, as the page shows it, and the app that boots it (step 8).
+    copyFileSync(join(ROOT, 'docs/examples/node-redis-module.ts'), join(dir, 'src/locks.module.ts'));
+    copyFileSync(join(here, 'app/node-redis-boot.ts'), join(dir, 'src/node-redis-boot.ts'));
+  }
   if (combo.jest) {
     mkdirSync(join(dir, 'test'));
     copyFileSync(join(here, 'app/lock.jest.ts'), join(dir, 'test/lock.spec.ts'));
@@ -491,11 +500,11 @@ async function loadFromPlainNode(dir, specifiers) {
   return results;
 }
 
-/** Boots the compiled app; it must print RESULT and then exit by itself. */
-async function boot(dir) {
+/** Boots a compiled app (`dist/main.js` unless told); it must print RESULT and then exit by itself. */
+async function boot(dir, script = 'dist/main.js', argv = []) {
   let resultAt;
   let lingered = false;
-  const r = await run(process.execPath, ['dist/main.js'], {
+  const r = await run(process.execPath, [script, ...argv], {
     cwd: dir,
     timeoutMs: 120_000,
     onLine: (line, child) => {
@@ -662,6 +671,21 @@ async function runCombo(base, combo, tarball, versions) {
     if (result.protocol) row.notes.push(`protocol: ${result.protocol}`);
     for (const w of result.stderr) row.notes.push(`app stderr: ${w}`);
     if (!result.ok) throw new Error(result.error ?? 'a check failed');
+    if (clientOf(combo) === 'node-redis') {
+      for (const scenario of ['down', 'wrong-password']) {
+        const docs = await boot(dir, 'dist/node-redis-boot.js', [scenario]);
+        row.boot += docs.seconds;
+        for (const c of docs.checks) {
+          row.notes.push(`${c.ok ? 'ok  ' : 'FAIL'} docs/clients.md module, ${c.name}: ${c.detail}`);
+        }
+        for (const w of docs.stderr) row.notes.push(`node-redis-boot ${scenario} stderr: ${w}`);
+        if (!docs.ok)
+          throw new Error(`docs/clients.md module, ${scenario}: ${docs.error ?? 'a check failed'}`);
+        row.notes.push(
+          `ok   docs/clients.md module, ${scenario}: exited by itself, ${docs.seconds.toFixed(1)} s`,
+        );
+      }
+    }
     row.ok = true;
   } catch (err) {
     row.failure = String(err.message ?? err);

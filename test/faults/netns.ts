@@ -26,7 +26,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
-import type { Persistence } from '../../lib/testing/index.js';
+import { redisServerVersion, type Persistence } from '../../lib/testing/index.js';
 
 /** The port every node listens on, inside its own namespace. */
 export const REDIS_PORT = 6379;
@@ -73,8 +73,10 @@ export function netnsSupport(): { ok: boolean; reason?: string } {
   if (process.getuid?.() !== 0) {
     return (support = { ok: false, reason: `not root (uid ${process.getuid?.()}): ip netns needs root` });
   }
-  if (spawnSync('redis-server', ['--version']).status !== 0) {
-    return (support = { ok: false, reason: 'redis-server is not installed' });
+  try {
+    redisServerVersion();
+  } catch (err) {
+    return (support = { ok: false, reason: (err as Error).message });
   }
   const probe = `nql-${process.pid}-0-9`;
   try {
@@ -542,7 +544,7 @@ export class NetworkNodes {
     const dir = this.nodeDir(h.index);
     mkdirSync(dir, { recursive: true });
     const args = [
-      ...['netns', 'exec', h.ns, 'redis-server'],
+      ...['netns', 'exec', h.ns, redisServerVersion().binary], // REDIS_SERVER_BIN, else redis-server
       ...['--bind', h.address, '127.0.0.1', '--port', String(REDIS_PORT), '--dir', dir],
       ...['--daemonize', 'no', '--protected-mode', 'no', '--save', ''],
       ...(this.options.persistence === 'aof-always'

@@ -9,14 +9,14 @@
  * the primary dies: the replica promoted next lacks the primary's last `lagMs` of writes, as with
  * asynchronous replication over a real network.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, connect, type Server, type Socket } from 'node:net';
+import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { RedisNodes } from '../../lib/testing/index.js';
-import { freePort } from '../../lib/testing/free-port.js';
+import { startSentinel } from '../../lib/testing/sentinel-group.js';
 import type { LockNodes } from './harness.js';
 import { sleep } from './harness.js';
 
@@ -29,7 +29,6 @@ class LagProxy {
   ) {}
 
   static async start(upstreamPort: number, lagMs: number): Promise<LagProxy> {
-    const port = await freePort('127.0.0.1');
     const sockets = new Set<Socket>();
     const server = createServer((down) => {
       const up = connect(upstreamPort, '127.0.0.1');
@@ -51,8 +50,12 @@ class LagProxy {
       down.on('data', (chunk) => up.write(chunk));
       for (const s of [up, down]) s.on('error', drop).on('close', drop);
     });
-    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-    return new LagProxy(server, sockets, port);
+    // Port 0: the OS picks the port as it binds it (a port picked before could be taken meanwhile).
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', resolve);
+    });
+    return new LagProxy(server, sockets, (server.address() as AddressInfo).port);
   }
 
   close(): void {
@@ -94,18 +97,21 @@ export class SentinelNodes implements LockNodes {
       const { replica, proxy } = await laggingReplica(primary.port(0), lagMs);
       groups.push({ name: `g${g}`, primary, replica, proxy });
     }
-    const sentinelPort = await freePort('127.0.0.1');
-    const conf = join(dir, 'sentinel.conf');
-    const lines = [`port ${sentinelPort}`, 'bind 127.0.0.1', `dir ${dir}`, 'protected-mode no'];
-    for (const g of groups) {
-      lines.push(
-        `sentinel monitor ${g.name} 127.0.0.1 ${g.primary.port(0)} 1`,
-        `sentinel down-after-milliseconds ${g.name} 400`,
-        `sentinel failover-timeout ${g.name} 4000`,
-      );
-    }
-    writeFileSync(conf, lines.join('\n') + '\n');
-    const sentinel = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
+    const { proc: sentinel, port: sentinelPort } = await startSentinel(
+      'redis-server',
+      join(dir, 'sentinel.conf'),
+      (port) => [
+        `port ${port}`,
+        'bind 127.0.0.1',
+        `dir ${dir}`,
+        'protected-mode no',
+        ...groups.flatMap((g) => [
+          `sentinel monitor ${g.name} 127.0.0.1 ${g.primary.port(0)} 1`,
+          `sentinel down-after-milliseconds ${g.name} 400`,
+          `sentinel failover-timeout ${g.name} 4000`,
+        ]),
+      ],
+    );
     const nodes = new SentinelNodes(plain, groups, sentinel, sentinelPort, dir, lagMs);
     for (const g of groups) await nodes.waitForReplicaKnown(g);
     return nodes;

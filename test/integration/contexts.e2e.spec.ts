@@ -1,4 +1,5 @@
 import 'reflect-metadata';
+import type { AddressInfo, Server } from 'node:net';
 import {
   Controller,
   type INestApplication,
@@ -21,7 +22,6 @@ import { firstValueFrom } from 'rxjs';
 import { io, type Socket } from 'socket.io-client';
 import { DistributedLock, FencingToken, LockService, Redlock, RedlockModule } from '../../lib/index.js';
 import { RedisNodes } from '../../lib/testing/index.js';
-import { freePort } from '../../lib/testing/free-port.js';
 import { sleep } from '../support/cluster.js';
 
 /** Every lock-error payload has exactly these keys (retryAfterMs only when known). */
@@ -135,19 +135,20 @@ describe('lock errors per execution context, real transports (3 real redis-serve
     const logger = new CapturingLogger();
 
     beforeAll(async () => {
-      const port = await freePort();
       const moduleRef = await Test.createTestingModule({
         imports: [RedlockModule.forRoot({ nodes: redis.urls, restartGuard: false, nodeTimeout: 100 })],
         controllers: [RpcHandlers],
       }).compile();
+      // Port 0: the OS picks the port as it binds it (a port picked before could be taken meanwhile).
       server = moduleRef.createNestMicroservice({
         transport: Transport.TCP,
-        options: { host: '127.0.0.1', port },
+        options: { host: '127.0.0.1', port: 0 },
       });
       // Nest's exception handlers log through the static Logger, which useLogger() redirects (for
       // the WebSocket app below too): the tests read what an operator would see, and it stays quiet.
       server.useLogger(logger);
       await server.listen();
+      const { port } = server.unwrap<Server>().address() as AddressInfo;
       locks = server.get(LockService);
       client = ClientProxyFactory.create({ transport: Transport.TCP, options: { host: '127.0.0.1', port } });
       await client.connect();
@@ -249,8 +250,8 @@ describe('lock errors per execution context, real transports (3 real redis-serve
       }).compile();
       app = moduleRef.createNestApplication({ logger: false });
       app.useWebSocketAdapter(new IoAdapter(app));
-      const port = await freePort();
-      await app.listen(port, '127.0.0.1');
+      await app.listen(0, '127.0.0.1');
+      const { port } = (app.getHttpServer() as Server).address() as AddressInfo;
       locks = app.get(LockService);
       socket = io(`http://127.0.0.1:${port}`, { transports: ['websocket'], reconnection: false });
       await new Promise<void>((resolve, reject) => {

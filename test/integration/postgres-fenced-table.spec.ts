@@ -7,6 +7,7 @@ import {
   InvalidIdentifierError,
 } from 'nest-quorum-lock/postgres';
 import { PostgresServer } from 'nest-quorum-lock/testing';
+import { closeAfterSessions } from '../support/postgres-sessions.js';
 
 /** FencedTable against a real PostgreSQL server that this test starts and stops. */
 describe('FencedTable (nest-quorum-lock/postgres) on a real PostgreSQL', () => {
@@ -17,12 +18,10 @@ describe('FencedTable (nest-quorum-lock/postgres) on a real PostgreSQL', () => {
   beforeAll(async () => {
     server = await PostgresServer.start();
     pool = new pg.Pool({ connectionString: server.url, max: 12 });
-    // A connection still closing when the server shuts down gets 57P01: not a failure of any test.
-    pool.on('error', () => undefined);
   });
   afterAll(async () => {
     await pool?.end();
-    await server?.close();
+    await closeAfterSessions(server); // pool.end() does not wait for its connections to close
   });
 
   /** A fresh `accounts`-like table per test. */

@@ -12,7 +12,7 @@ import { RedlockTestingModule } from '../../lib/testing/index.js';
 @Injectable()
 class GoodJobs {
   @DistributedLock('good', { ttl: 500, wait: 100, onBusy: 'skip' })
-  async run(): Promise<string> {
+  async run(): Promise<string | undefined> {
     return 'ran';
   }
 }

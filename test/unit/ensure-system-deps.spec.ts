@@ -15,6 +15,7 @@ const ALL: ToolId[] = [
   'openssl',
   'faketime',
   'gcc',
+  'make',
   'chromium',
   'nft',
   'ip',
@@ -38,7 +39,7 @@ const APT = ['env', 'DEBIAN_FRONTEND=noninteractive', 'apt-get', '-o', 'DPkg::Lo
 
 describe('ensure-system-deps plan', () => {
   test('everything present: nothing to install, nothing to run, no failure', () => {
-    for (const mode of ['sample', 'test', 'faults', 'soak', 'bench']) {
+    for (const mode of ['sample', 'test', 'faults', 'soak', 'bench', 'servers']) {
       expect(plan(mode, machine([]))).toEqual({
         install: [],
         skip: [],
@@ -94,6 +95,19 @@ describe('ensure-system-deps plan', () => {
       'nftables',
       'iproute2',
     ]);
+  });
+
+  test('the server matrix needs a compiler and make (it builds Valkey and Redis), not redis-server', () => {
+    const p = plan('servers', machine(ALL));
+    expect(pkgs(p)).toEqual(['gcc', 'make', 'iproute2']);
+    expect(p.install[1].why).toBe('Valkey and Redis are built from their sources with make');
+    // Without root the partition scenario S16 is skipped, the build still needs its tools.
+    const user = plan('servers', machine(['make', 'ip'], { isRoot: false, sudo: false }));
+    expect(user.fail).toEqual({
+      missing: ['make'],
+      command: 'sudo apt-get update && sudo apt-get install -y make',
+    });
+    expect(user.skip.map((s) => s.id)).toEqual(['ip']);
   });
 
   test('not root, passwordless sudo: sudo -n apt-get; nft and ip are left out (the netns tests need root)', () => {

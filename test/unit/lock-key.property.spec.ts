@@ -7,7 +7,9 @@ import { compileLockKey, type LockKey } from '../../lib/nest/lock-key.js';
  * function or arguments a user passes, compiling and resolving a key either yields the right
  * resource names or throws a RedlockOptionsError. Never another error type (a TypeError from
  * spreading a number, a RangeError from an invalid Date), and never a silently wrong key such as
- * "order:undefined", "[object Object]" or a function's source code.
+ * "order:undefined", "[object Object]" or a function's source code. Issue 40, item 1: braces that
+ * are neither a placeholder (`{0}`, `{1.id}`) nor an escape (`{{`, `}}`) are refused when the key
+ * is compiled (when the decorator is applied), never taken as literal text.
  *
  * Runs per property are set explicitly (NUM_RUNS) and reported in the test names.
  */
@@ -64,10 +66,16 @@ const unrenderable: fc.Arbitrary<unknown> = fc.oneof(
   fc.string().map((s) => Symbol(s)),
 );
 
-/** Literal text of a template: anything but a placeholder (no `{<digits>...}` inside). */
-const literal = fc
-  .string({ unit: fc.constantFrom('a', 'Z', ':', '.', '-', '{', '}', '0', '7', 'é', '🔒', ' ', '_', '$') })
-  .filter((s) => !/\{\d/.test(s) && !s.endsWith('{'));
+/** Literal text of a resource, braces included (a template writes them doubled: {@link escape}). */
+const literal = fc.string({
+  unit: fc.constantFrom('a', 'Z', ':', '.', '-', '{', '}', '0', '7', 'é', '🔒', ' ', '_', '$'),
+});
+
+/** Literal text as a template writes it: `{{` and `}}` for braces. */
+const escape = (text: string) => text.replace(/[{}]/g, (brace) => brace + brace);
+
+/** What may stand between braces: `<index>` or `<index>.<name>...` (a model of the grammar). */
+const isPlaceholder = (inside: string) => /^\d+(\.[A-Za-z_$][\w$]*)*$/.test(inside);
 
 /** Property names, including inherited ones whose values are functions or prototypes. */
 const identifier = fc.oneof(
@@ -97,7 +105,7 @@ const templateCase = fc
     const leaves = new Map<string, string>(); // placeholder -> the text it renders, first writer wins
     for (const part of parts) {
       const ref = [part.index, ...part.path].join('.');
-      template += `${part.before}{${ref}}`;
+      template += `${escape(part.before)}{${ref}}`;
       // Build the argument so that the path leads to the leaf; a path that an earlier placeholder
       // already routed through an object keeps that object (conflicts are resolved by reading).
       if (!leaves.has(ref)) {
@@ -122,7 +130,7 @@ const templateCase = fc
       }
       expected += part.before;
     }
-    template += after;
+    template += escape(after);
     expected += after;
     return { parts, after, template, args, expected };
   });
@@ -196,7 +204,7 @@ describe(`@DistributedLock key templates (fast-check, ${NUM_RUNS} runs per prope
             }
             put(node, path[path.length - 1]!, bad);
           }
-          const outcome = resolve(`${prefix}{${[index, ...path].join('.')}}`, args);
+          const outcome = resolve(`${escape(prefix)}{${[index, ...path].join('.')}}`, args);
           if ('ok' in outcome) throw new Error(`rendered ${show(bad)} as ${JSON.stringify(outcome.ok)}`);
           expectTypedError(outcome.err);
         },
@@ -228,9 +236,9 @@ describe(`@DistributedLock key templates (fast-check, ${NUM_RUNS} runs per prope
           expect(typeof resource).toBe('string');
           expect(resource.length).toBeGreaterThan(0);
         }
-        // A template without placeholders is the resource itself.
+        // A template without braces is the resource itself.
         templates.forEach((t, i) => {
-          if (!/\{\d/.test(t)) expect(outcome.ok[i]).toBe(t);
+          if (!/[{}]/.test(t)) expect(outcome.ok[i]).toBe(t);
         });
       }),
       { numRuns: NUM_RUNS },
@@ -259,6 +267,62 @@ describe(`@DistributedLock key templates (fast-check, ${NUM_RUNS} runs per prope
           expect(typeof resource).toBe('string');
           expect(resource.length).toBeGreaterThan(0);
         }
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  test(`escaped text is the resource itself, whatever braces it holds (${NUM_RUNS} runs)`, () => {
+    fc.assert(
+      fc.property(
+        literal.filter((text) => text.length > 0),
+        (text) => {
+          expect(compileLockKey(escape(text), WHERE)([])).toEqual([text]);
+        },
+      ),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  test(`any {...} that is not {<index>} or {<index>.<path>} is refused when the key is compiled, before any call (${NUM_RUNS} runs)`, () => {
+    const inside = fc.oneof(
+      fc.stringMatching(/^[A-Za-z_$][\w$]{0,6}(\.[A-Za-z_$][\w$]{0,4}){0,2}$/), // {id}, {customer.id}
+      fc.string({ unit: fc.constantFrom('a', '0', '.', ' ', '-', ':', '$', '9') }),
+    );
+    fc.assert(
+      fc.property(literal, inside, literal, (before, content, after) => {
+        fc.pre(!isPlaceholder(content));
+        const template = `${escape(before)}{${content}}${escape(after)}`;
+        let err: unknown;
+        try {
+          compileLockKey(template, WHERE); // compiling alone: the decorator being applied
+        } catch (e) {
+          err = e;
+        }
+        expectTypedError(err);
+        const message = (err as RedlockOptionsError).message;
+        expect(message).toContain(WHERE);
+        expect(message).toContain(`{${content}} is not an argument placeholder`);
+        expect(message).toContain('{0}');
+      }),
+      { numRuns: NUM_RUNS },
+    );
+  });
+
+  test(`a lone { or } (not doubled, not part of a placeholder) is refused when the key is compiled (${NUM_RUNS} runs)`, () => {
+    fc.assert(
+      fc.property(literal, fc.constantFrom('{', '}'), literal, (before, brace, after) => {
+        // `after` escaped, then stripped of any '}' that would close a lone '{'.
+        const rest = brace === '{' ? escape(after.replace(/}/g, '')) : escape(after);
+        const template = `${escape(before)}${brace}${rest}`;
+        let err: unknown;
+        try {
+          compileLockKey(template, WHERE);
+        } catch (e) {
+          err = e;
+        }
+        expectTypedError(err);
+        expect((err as Error).message).toMatch(/a lone \} at position|a \{ at position \d+ is never closed/);
       }),
       { numRuns: NUM_RUNS },
     );

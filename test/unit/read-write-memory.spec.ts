@@ -41,7 +41,7 @@ describe('read-write locks on the in-memory voter (RedlockTestingModule)', () =>
     }).compile();
     await moduleRef.init();
   });
-  afterAll(() => moduleRef.close());
+  afterAll(() => moduleRef?.close());
 
   test('@DistributedLock mode read: readers share, rebuilds exclude them, every call served', async () => {
     const catalog = moduleRef.get(Catalog);

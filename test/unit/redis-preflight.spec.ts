@@ -1,7 +1,9 @@
 import { Preflight } from '../../lib/core/preflight.js';
 import {
   checkServer,
+  describeSoftware,
   parseInfo,
+  serverSoftware,
   trustedAcrossRestarts,
   type ServerFacts,
 } from '../../lib/core/voter/server.js';
@@ -98,6 +100,27 @@ test('parseInfo reads field:value lines', () => {
   });
 });
 
+describe('the server software INFO names', () => {
+  // INFO server of each, as the servers print it (Valkey keeps redis_version for compatibility).
+  const valkey8 = parseInfo(
+    '# Server\r\nredis_version:7.2.4\r\nserver_name:valkey\r\nvalkey_version:8.0.1\r\n',
+  );
+  const redis74 = parseInfo('# Server\r\nredis_version:7.4.1\r\nredis_git_sha1:00000000\r\n');
+
+  test('Valkey by its name and own version, not the Redis version it reports for compatibility', () => {
+    expect(serverSoftware(valkey8)).toEqual({ name: 'Valkey', version: '8.0.1' });
+    expect(serverSoftware(redis74)).toEqual({ name: 'Redis', version: '7.4.1' });
+    expect(serverSoftware({})).toBeUndefined(); // INFO denied: nothing to say
+  });
+
+  test("a cluster's masters in one text, each distinct server once", () => {
+    const [v, r] = [serverSoftware(valkey8), serverSoftware(redis74)];
+    expect(describeSoftware([v, v, undefined])).toBe('Valkey 8.0.1');
+    expect(describeSoftware([v, r, r])).toBe('Redis 7.4.1, Valkey 8.0.1');
+    expect(describeSoftware([undefined])).toBeUndefined();
+  });
+});
+
 describe('Preflight (engine-wide)', () => {
   const report = (serverId: string, findings: ReturnType<typeof checkServer> = []) => ({
     serverId,
@@ -112,6 +135,17 @@ describe('Preflight (engine-wide)', () => {
     expect(refusal).toBeInstanceOf(NodeConfigurationError);
     expect(refusal!.message).toContain('same Redis server as redis://127.0.0.1:6379 (run_id x)');
     expect(preflight.bootstrapDone([a, b])!.node).toBe('redis://localhost:6379');
+  });
+
+  test('the same Valkey server twice is named as Valkey', () => {
+    const preflight = new Preflight('error', new MemoryLogger());
+    const [a, b] = [{}, {}];
+    preflight.review(a, a, 'redis://127.0.0.1:6379', { ...report('v'), server: 'Valkey 8.0.1' });
+    const refusal = preflight.review(b, b, 'redis://localhost:6379', {
+      ...report('v'),
+      server: 'Valkey 8.0.1',
+    });
+    expect(refusal!.message).toContain('same Valkey server as redis://127.0.0.1:6379 (run_id v)');
   });
 
   test('the bootstrap error lists the nodes in the configured order, not the order they answered in', () => {

@@ -32,7 +32,7 @@ describe('semaphores on the in-memory voter (RedlockTestingModule)', () => {
     }).compile();
     await moduleRef.init();
   });
-  afterAll(() => moduleRef.close());
+  afterAll(() => moduleRef?.close());
 
   test('@DistributedLock with permits: at most k at once, every call served', async () => {
     const jobs = moduleRef.get(GpuJobs);

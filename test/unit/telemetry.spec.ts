@@ -51,7 +51,7 @@ describe('OpenTelemetry (SDK in-memory reader and exporter; no Redis)', () => {
       await engine.connect();
     });
     afterAll(async () => {
-      await engine.close();
+      await engine?.close();
       metrics.disable();
       trace.disable();
       await meterProvider.shutdown();

@@ -61,7 +61,7 @@ describe('RedlockTestingModule: the real LockService and decorators on memory (n
     await moduleRef.init();
     reports = moduleRef.get(ReportService);
   });
-  afterAll(() => moduleRef.close());
+  afterAll(() => moduleRef?.close());
 
   test('exclusive and waiting: 5 concurrent calls run one at a time, tokens strictly increasing', async () => {
     const results = await Promise.all(Array.from({ length: 5 }, () => reports.run('a', 20)));

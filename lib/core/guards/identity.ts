@@ -8,10 +8,12 @@ import { missingAclRules } from '../voter/acl-probe.js';
 import { describeError, isFinalFault, nodeFault } from '../voter/describe-error.js';
 import {
   checkServer,
+  describeSoftware,
   readServerFacts,
   runScript,
   trustedAcrossRestarts,
   type ServerFacts,
+  type ServerSoftware,
 } from '../voter/server.js';
 
 /** A vote ran on a connection, or a server, that was not the one checked: it must not count. */
@@ -56,6 +58,8 @@ interface Shard {
   /** The epoch the shard was checked on; undefined until a check passed. */
   checked: number | undefined;
   runId: string | undefined;
+  /** What the server said it is (INFO server) at its latest check. */
+  software: ServerSoftware | undefined;
   /** Runtime time until which it abstains (0: it votes). */
   abstainUntil: number;
   pending: Promise<void> | undefined;
@@ -116,6 +120,11 @@ export class IdentityGuard {
     return pending.length === 0 ? undefined : Promise.all(pending).then(() => undefined);
   }
 
+  /** What the servers said they are at their latest checks (`Valkey 8.0.1`; a Cluster: each distinct one). */
+  software(): string | undefined {
+    return describeSoftware([...this.shards.values()].map((s) => s.software));
+  }
+
   /** Whether every shard known was refused by preflight (the voter does not vote at all). */
   refusal(): string | undefined {
     for (const state of this.shards.values()) if (state.refused) return state.reason;
@@ -157,6 +166,7 @@ export class IdentityGuard {
     const state: Shard = {
       checked: undefined,
       runId: undefined,
+      software: undefined,
       abstainUntil: 0,
       pending: undefined,
       reason: undefined,
@@ -217,7 +227,11 @@ export class IdentityGuard {
       const findings = checkServer(
         transport.clustered ? { ...facts, clusterEnabled: undefined, redisMode: undefined } : facts,
       );
-      const refusal = settings.preflight.review(state, voter, label, { serverId: facts.runId, findings });
+      const refusal = settings.preflight.review(state, voter, label, {
+        serverId: facts.runId,
+        server: describeSoftware([facts.software]),
+        findings,
+      });
       if (refusal) {
         state.refused = true;
         state.reason = refusal.message;
@@ -226,6 +240,7 @@ export class IdentityGuard {
     }
     const abstainMs = await this.identity(send, label, facts, state, shard);
     state.runId = facts.runId;
+    state.software = facts.software;
     if (abstainMs > 0) state.abstainUntil = settings.runtime.now() + abstainMs;
     return abstainMs;
   }

@@ -26,6 +26,13 @@ export interface NodeStatus {
    * back-off; waiters ask the node again every second meanwhile). Absent while it works.
    */
   readonly subscriptionError?: string;
+  /**
+   * Which server answers, as its INFO said when the node was last checked (preflight, on each new
+   * connection): `Redis 7.4.1`, `Valkey 8.0.1` (Valkey's own version, not the `redis_version` it
+   * reports for compatibility); for a Cluster voter its masters', each distinct one. Absent before
+   * the first check, with `preflight: 'off'`, or where the ACL denies INFO.
+   */
+  readonly server?: string;
 }
 
 /**
@@ -285,6 +292,7 @@ export class Voters {
       node: voter.label,
       reachable: voter.connected,
       ...(voter.connected ? {} : { error: voter.connectionError }),
+      ...serverOf(voter.server),
       // Reported in epoch ms (a convenience for people and health checks), decided monotonically.
       ...(this.abstentions.abstainsUntil(i) > now
         ? { abstainingUntil: Math.round(wallNow + this.abstentions.abstainsUntil(i) - now) }
@@ -323,6 +331,11 @@ export class Voters {
     this.abstentions.close();
     await Promise.all(this.list.map((v) => v.close(this.nodeTimeout)));
   }
+}
+
+/** A status's `server`, left out when not known. */
+function serverOf(server: string | undefined): { server?: string } {
+  return server === undefined ? {} : { server };
 }
 
 /**

@@ -32,8 +32,34 @@ export function runScript(
   });
 }
 
+/**
+ * Which server software answers, and its own version: `Redis 7.4.1`, `Valkey 8.0.1`. Valkey
+ * reports `redis_version` too (7.2.4: the Redis it is compatible with), beside `server_name:valkey`
+ * and `valkey_version`.
+ */
+export interface ServerSoftware {
+  readonly name: 'Redis' | 'Valkey';
+  readonly version: string;
+}
+
+/** The software named in INFO server's fields (undefined when INFO said nothing of it). */
+export function serverSoftware(info: Readonly<Record<string, string>>): ServerSoftware | undefined {
+  if (info.server_name === 'valkey' || info.valkey_version !== undefined) {
+    return { name: 'Valkey', version: info.valkey_version ?? info.redis_version ?? '?' };
+  }
+  return info.redis_version === undefined ? undefined : { name: 'Redis', version: info.redis_version };
+}
+
+/** `Valkey 8.0.1`; several servers (a Cluster's masters) in one text: `Redis 7.0.15, Redis 7.4.1`. */
+export function describeSoftware(software: ReadonlyArray<ServerSoftware | undefined>): string | undefined {
+  const names = [...new Set(software.flatMap((s) => (s ? [`${s.name} ${s.version}`] : [])))].sort();
+  return names.length === 0 ? undefined : names.join(', ');
+}
+
 /** What a Redis server says of itself: INFO server and replication, and four CONFIG GETs. */
 export interface ServerFacts {
+  /** INFO server: which software, which version (Redis or Valkey). */
+  readonly software?: ServerSoftware;
   /** INFO server `run_id`: new on every start of the process, so it names one server's lifetime. */
   readonly runId?: string;
   /** INFO server `redis_mode`: standalone, cluster or sentinel. */
@@ -102,6 +128,7 @@ export async function readServerFacts(
   const config = Object.fromEntries(configs.flatMap((reply) => configPairs(reply)));
   const number = (value: string | undefined) => (value === undefined ? undefined : Number(value));
   return {
+    software: serverSoftware(info),
     runId: info.run_id,
     redisMode: info.redis_mode,
     role: info.role,

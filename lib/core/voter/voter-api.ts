@@ -24,6 +24,11 @@ export interface Voter {
   readonly connected: boolean;
   /** Why it is not connected, log-safe; undefined when connected or never tried. */
   readonly connectionError: string | undefined;
+  /**
+   * Which server answers, as its INFO said at its latest check: `Redis 7.4.1`, `Valkey 8.0.1`
+   * (a Cluster: each distinct one); undefined before the first check or where INFO is denied.
+   */
+  readonly server?: string | undefined;
   /** Resolves true once connected (and checked), false when `timeoutMs` passes first. */
   waitReady(timeoutMs: number): Promise<boolean>;
   /**

@@ -111,6 +111,10 @@ export class TransportVoter implements Voter {
     return this.transport.clustered || this.guard.readiness('').reason === undefined;
   }
 
+  get server(): string | undefined {
+    return this.guard.software();
+  }
+
   get connectionError(): string | undefined {
     if (this.connected) return undefined;
     if (!this.transport.up) return this.transport.lastError ?? 'not connected';

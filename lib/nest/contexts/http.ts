@@ -11,10 +11,11 @@ interface HeaderSink {
 
 /**
  * A busy lock becomes 409 Conflict, a lost quorum or an engine shutting down 503 Service
- * Unavailable, each with a
- * `Retry-After` header in whole seconds (at least 1) that agrees with the body's `retryAfterMs`
- * and message (see `retry-after.ts` for how the hint is chosen). The body is the payload of the
- * other contexts without its `code`, under Nest's usual `statusCode` and `error`.
+ * Unavailable, each with a `Retry-After` header in whole seconds (at least 1) that agrees with the
+ * body's `retryAfterMs` and message (see `retry-after.ts` for how the hint is chosen). The body is
+ * the payload of the other contexts, `code` included, under Nest's usual `statusCode` and `error`:
+ * the code tells a client a busy lock from the app's own 409 (and a lost quorum or a shutdown from
+ * other 503s).
  */
 export function toHttpException(
   err: MappedLockError,
@@ -22,12 +23,11 @@ export function toHttpException(
   context: ExecutionContext,
 ): Error {
   setHeader(context, 'Retry-After', String(retryAfterSeconds(payload.retryAfterMs)));
-  const { code: _code, ...rest } = payload;
   if (err instanceof LockNotAcquiredError) {
-    return new ConflictException({ statusCode: 409, error: 'Conflict', ...rest }, { cause: err });
+    return new ConflictException({ statusCode: 409, error: 'Conflict', ...payload }, { cause: err });
   }
   return new ServiceUnavailableException(
-    { statusCode: 503, error: 'Service Unavailable', ...rest },
+    { statusCode: 503, error: 'Service Unavailable', ...payload },
     { cause: err },
   );
 }

@@ -1,12 +1,13 @@
 import { EngineClosedError, LockNotAcquiredError, QuorumUnavailableError } from '../../core/index.js';
 import { retryAfterMs as computeRetryAfterMs, retryAfterSeconds } from './retry-after.js';
 
-/** The `code` of a lock error, as RPC, WebSocket and GraphQL clients receive it. */
+/** The `code` of a lock error, as HTTP, RPC, WebSocket and GraphQL clients receive it. */
 export type LockErrorCode = 'LOCK_NOT_ACQUIRED' | 'QUORUM_UNAVAILABLE' | 'ENGINE_CLOSED';
 
 /**
- * What a non-HTTP client receives when a `@DistributedLock` method could not take its lock:
- * the error of an `RpcException` / `WsException`, or the `extensions` of a `GraphQLError`.
+ * What a client receives when a `@DistributedLock` method could not take its lock: the error of an
+ * `RpcException` / `WsException`, the `extensions` of a `GraphQLError`, or the HTTP body (beside
+ * Nest's `statusCode` and `error`).
  * `message` is written for clients (no lock key, no advice meant for developers) and agrees with
  * `retryAfterMs`, which is present for a busy lock and for a quorum that abstains for a known
  * time; absent when nodes are down. With the module option `exposeLockDetails: true`, `detail`

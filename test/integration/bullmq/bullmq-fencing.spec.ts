@@ -17,6 +17,7 @@ import pg from 'pg';
 import ts from 'typescript';
 import { PostgresServer, RedisNodes } from 'nest-quorum-lock/testing';
 import { payouts } from '../../../docs/examples/bullmq.js';
+import { closeAfterSessions } from '../../support/postgres-sessions.js';
 
 const root = join(import.meta.dirname, '..', '..', '..');
 const out = join(root, 'test', '.generated', 'bullmq');
@@ -131,7 +132,8 @@ afterAll(async () => {
   await events?.close();
   await queue?.close();
   await pool?.end();
-  await Promise.all([lockNodes?.close(), queueNode?.close(), database?.close()]);
+  // pool.end() does not wait for its connections to close
+  await Promise.all([lockNodes?.close(), queueNode?.close(), closeAfterSessions(database)]);
 });
 
 test('a worker paused past the leases: its run aborts with LockLostError, its write is refused, the job completes once with the successor', async () => {

@@ -146,7 +146,7 @@ describe('preflight (real misconfigured servers)', () => {
     // node that was refused: it will not vote until it reconnects.
     const started = performance.now();
     await engine.connect().catch(() => undefined);
-    expect(performance.now() - started).toBeLessThan(400);
+    expect(performance.now() - started).toBeLessThan(500); // its connectTimeout
   });
 
   test('a healthy node down at bootstrap votes once it connected and was checked', async () => {

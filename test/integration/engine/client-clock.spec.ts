@@ -24,7 +24,7 @@ describe("the client's wall clock decides nothing", () => {
   });
   afterAll(async () => {
     Date.now = realNow;
-    await cluster.close();
+    await cluster?.close();
   });
   afterEach(() => {
     skew.ms = 0;

@@ -22,8 +22,8 @@ describe('clock guard: a voter whose clock steps forward does not count', () => 
     );
   });
   afterAll(async () => {
-    await cluster.close();
-    clocks.close();
+    await cluster?.close();
+    clocks?.close();
   });
   afterEach(async () => {
     for (let i = 0; i < 5; i++) clocks.set(nodeClock(i), 0);
@@ -133,8 +133,8 @@ describe('clock guard at bootstrap: a voter whose clock is offset from the other
     clocks.set(nodeClock(1), 2000);
   });
   afterAll(async () => {
-    await cluster.close();
-    clocks.close();
+    await cluster?.close();
+    clocks?.close();
   });
 
   test("is a NodeConfigurationError under preflight: 'error', naming the voter, the offset and the fix", async () => {

@@ -24,7 +24,7 @@ describe('clock guard: a hand-over from a voter marked for every client does not
     await Promise.all(cluster.redis.urls.map((_, i) => cluster.redis.client(i).set(MARKER, '0')));
   });
   afterEach(async () => {
-    await cluster.close();
+    await cluster?.close();
   });
 
   /** Marks voters `indices` as an engine that saw their clocks step would (CLOCK_MARK). */

@@ -85,8 +85,8 @@ describe('clock guard for every client: a voter whose clock steps ahead of the o
     await Promise.all(cluster.redis.urls.map((_, i) => cluster.redis.client(i).set(MARKER, '0')));
   });
   afterEach(async () => {
-    await cluster.close();
-    clocks.close();
+    await cluster?.close();
+    clocks?.close();
   });
 
   test('engine A sees voter 2 step +30 s and marks it; a fresh engine B and an engine C without the clock guard refuse voter 2 until the guard passed', async () => {

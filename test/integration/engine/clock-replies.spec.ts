@@ -26,8 +26,8 @@ describe('clock guard: a step seen first in an extension reply or a semaphore gr
     cluster = await TestCluster.start(5, { env: (i) => clocks.env(nodeClock(i)) });
   });
   afterAll(async () => {
-    await cluster.close();
-    clocks.close();
+    await cluster?.close();
+    clocks?.close();
   });
   beforeEach(async () => {
     for (let i = 0; i < 5; i++) clocks.set(nodeClock(i), 0);

@@ -10,6 +10,11 @@ import { MemoryLogger, sleep } from '../../support/cluster.js';
  * back-off, so that the voter joins once the password is right (rotations); `failWithoutQuorum`
  * makes bootstrap fail, naming each node and why; a host name that does not resolve is retried
  * and reported once.
+ *
+ * "At once" is asserted as what it promises: before connectTimeout, which an engine that waited
+ * for the refused nodes would reach. How fast it is (about 5 ms here, 100-150 ms for the first
+ * engine of a process that still loads the client library) is a speed, and a loaded machine
+ * stretches it: a 500 ms bound failed at 872 ms in a full run with the load average at 6.
  */
 
 const PASSWORD = 'pw-Cr3d-requirepass';
@@ -53,8 +58,10 @@ describe('credentials at bootstrap', () => {
     const e = engine({ nodes: withPassword(ROTATED), logger });
     const statuses = await e.connect();
     const connectMs = performance.now() - started;
-    expect(connectMs).toBeLessThan(1000); // not connectTimeout (5000 ms): WRONGPASS is final
-    expect(firstWarnAt[0]!).toBeLessThan(500);
+    expect(connectMs).toBeLessThan(CONNECT_TIMEOUT); // WRONGPASS is final: nothing to wait for
+    // Each node reported by the time connect() resolved, not later.
+    expect(firstWarnAt).toHaveLength(3);
+    expect(Math.max(...firstWarnAt)).toBeLessThanOrEqual(connectMs);
     expect(statuses.every((s) => !s.reachable)).toBe(true);
     for (const s of statuses) expect(s.error).toMatch(/^authentication failed \(WRONGPASS/);
 
@@ -109,7 +116,7 @@ describe('credentials at bootstrap', () => {
       logger,
     });
     const statuses = await e.connect();
-    expect(performance.now() - started).toBeLessThan(1000);
+    expect(performance.now() - started).toBeLessThan(CONNECT_TIMEOUT); // NOAUTH is final too
     for (const s of statuses) expect(s.error).toMatch(/^authentication failed \(NOAUTH/);
     expect(logger.lines.filter((l) => l.startsWith('warn:'))).toHaveLength(3);
   });
@@ -128,7 +135,7 @@ describe('credentials at bootstrap', () => {
         restartGuard: 5000,
       });
       const statuses = await e.connect();
-      expect(performance.now() - started).toBeLessThan(1000);
+      expect(performance.now() - started).toBeLessThan(CONNECT_TIMEOUT); // so is NOPERM
       for (const s of statuses) expect(s.error).toMatch(/^permission denied \(NOPERM /);
       await sleep(2500); // asked again meanwhile
       const warnings = logger.lines.filter((l) => l.startsWith('warn:'));
@@ -163,7 +170,7 @@ describe('credentials at bootstrap', () => {
       failWithoutQuorum: true,
     });
     const err = await e.connect().catch((x: unknown) => x);
-    expect(performance.now() - started).toBeLessThan(1000);
+    expect(performance.now() - started).toBeLessThan(CONNECT_TIMEOUT); // at once: not after connectTimeout
     expect(err).toBeInstanceOf(QuorumUnavailableError);
     const message = (err as Error).message;
     expect(message).toMatch(

@@ -11,7 +11,7 @@ describe('events$ and inspect (5 real redis-server nodes)', () => {
     engine = await cluster.engine({ nodeTimeout: 100 });
     other = await cluster.engine({ nodeTimeout: 100 });
   });
-  afterAll(() => cluster.close());
+  afterAll(() => cluster?.close());
 
   function record(target: Redlock): { events: LockEvent[]; stop: () => void } {
     const events: LockEvent[] = [];

@@ -13,7 +13,7 @@ describe('extend and release after expiry (S13)', () => {
     a = await cluster.engine({ nodeTimeout: 50 });
     b = await cluster.engine({ nodeTimeout: 50 });
   });
-  afterAll(() => cluster.close());
+  afterAll(() => cluster?.close());
 
   test('extend after expiry throws LockLostError and leaves the new holder key intact', async () => {
     const old = await a.acquire('s13-extend', { ttl: 200 });

@@ -21,7 +21,7 @@ describe('waiting in line: first come, first served, one waiter woken per releas
     cluster = await TestCluster.start(5);
     holder = await cluster.engine();
   });
-  afterAll(() => cluster.close());
+  afterAll(() => cluster?.close());
 
   /** Starts `count` engines waiting for `resource`, each queued 40 ms after the one before. */
   async function queueUp(resource: string, count: number, options: { wait: number; ttl?: number }) {

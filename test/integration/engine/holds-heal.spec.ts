@@ -23,8 +23,8 @@ describe('holds heal: extensions re-take the lock on voters that lost it', () =>
     );
   });
   afterAll(async () => {
-    await cluster.close();
-    clocks.close();
+    await cluster?.close();
+    clocks?.close();
   });
 
   const holders = (resource: string) =>

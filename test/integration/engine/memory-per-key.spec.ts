@@ -40,7 +40,7 @@ describe('memory per distinct key (real nodes)', () => {
   beforeAll(async () => {
     nodes = await RedisNodes.start(3);
   });
-  afterAll(() => nodes.close());
+  afterAll(() => nodes?.close());
 
   test('read locks and semaphores on 20,000 distinct keys: the heap does not grow with them', async () => {
     const results = await measure(nodes.urls);

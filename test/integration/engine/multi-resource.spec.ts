@@ -15,7 +15,7 @@ describe('multi-resource locks over 5 real nodes', () => {
     a = await cluster.engine({ nodeTimeout: 100, ttl: 3000 });
     b = await cluster.engine({ nodeTimeout: 100, ttl: 3000 });
   });
-  afterAll(() => cluster.close());
+  afterAll(() => cluster?.close());
 
   /** Lock key values of each resource on each node: result[resource][node]. */
   async function values(resources: readonly string[]): Promise<Record<string, Array<string | null>>> {

@@ -23,7 +23,7 @@ describe('node faults over 5 real nodes', () => {
     await warm.extend();
     await warm.release();
   });
-  afterAll(() => cluster.close());
+  afterAll(() => cluster?.close());
   // A test that failed half-way must not leave the next one with nodes still reconnecting.
   beforeEach(() => waitAllReachable());
 

@@ -42,7 +42,7 @@ beforeAll(async () => {
   a = await cluster.engine(engineOptions);
   b = await cluster.engine(engineOptions);
 });
-afterAll(() => cluster.close());
+afterAll(() => cluster?.close());
 
 /** A rejection must be the abort reason given, or one of the library's typed errors. */
 function expectTyped(err: unknown, abortReason?: unknown): void {

@@ -44,7 +44,7 @@ describe('read-write locks on the quorum', () => {
     a = await cluster.engine();
     b = await cluster.engine();
   });
-  afterAll(() => cluster.close());
+  afterAll(() => cluster?.close());
 
   test('readers share the key; a writer is kept out until the last reader leaves', async () => {
     const r1 = await a.acquire('shared', { mode: 'read', ttl: 5000 });

@@ -20,7 +20,7 @@ describe('restart guard (S5)', () => {
   beforeAll(async () => {
     cluster = await TestCluster.start(5);
   });
-  afterAll(() => cluster.close());
+  afterAll(() => cluster?.close());
 
   /** Waits until `engine` is connected to its node `index` again (after a restart). */
   async function reconnected(engine: Redlock, index: number): Promise<void> {

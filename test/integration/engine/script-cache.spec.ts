@@ -13,7 +13,7 @@ describe('one script cache for every engine', () => {
   beforeAll(async () => {
     cluster = await TestCluster.start(1);
   });
-  afterAll(() => cluster.close());
+  afterAll(() => cluster?.close());
 
   async function cachedScripts(): Promise<number> {
     const info = (await cluster.redis.client(0).info('memory')) as string;

@@ -36,7 +36,7 @@ describe('S26: 3 nodes, 2 permits, three clients each cut off from a different n
   });
   afterAll(async () => {
     clients.forEach((c) => c.disconnect());
-    await cluster.close();
+    await cluster?.close();
   });
 
   /** Client `client`'s URL of node `node`, as its ACL user. */

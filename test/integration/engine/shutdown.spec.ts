@@ -17,7 +17,7 @@ describe('shutdown: drain, then nothing left held (real nodes)', () => {
   beforeAll(async () => {
     cluster = await TestCluster.start(5);
   });
-  afterAll(() => cluster.close());
+  afterAll(() => cluster?.close());
 
   /** Lock keys of `resources` (a glob) held on each node. */
   const held = (pattern: string): Promise<number[]> =>

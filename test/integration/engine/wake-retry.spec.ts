@@ -18,7 +18,7 @@ describe('a failed wake subscription (real nodes, ACL)', () => {
     const acl = MINIMAL_ACL.filter((rule) => rule !== '+subscribe');
     nodes = await RedisNodes.start(3, { extraArgs: ['--user', LOCK_USER.username, ...acl] });
   });
-  afterAll(() => nodes.close());
+  afterAll(() => nodes?.close());
 
   test('is reported once, shown in status(), retried with back-off until it works; the waiter keeps waiting and gets the lock', async () => {
     const asLocker = nodes.urls.map((url) =>

@@ -11,7 +11,7 @@ describe('watchdogs that scale', () => {
   beforeAll(async () => {
     cluster = await TestCluster.start(5);
   });
-  afterAll(() => cluster.close());
+  afterAll(() => cluster?.close());
 
   test('200 locks under the watchdog: one script call per node per tick, not one per lock', async () => {
     const engine = await cluster.engine({ nodeTimeout: 500 }); // 200 grants at once on a busy CI machine

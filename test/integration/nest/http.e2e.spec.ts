@@ -235,6 +235,7 @@ describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
       expect(res.body).toEqual({
         statusCode: 409,
         error: 'Conflict',
+        code: 'LOCK_NOT_ACQUIRED', // a busy lock, not the app's own 409 (issue 40, item 6)
         message: 'The resource is busy; retry in 1 s.',
         retryAfterMs: 200,
       });
@@ -284,6 +285,7 @@ describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
       expect(res.body).toEqual({
         statusCode: 503,
         error: 'Service Unavailable',
+        code: 'QUORUM_UNAVAILABLE',
         message: 'Distributed lock quorum unavailable; retry shortly.',
       });
     } finally {
@@ -294,6 +296,7 @@ describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
   test('a QuorumUnavailableError with retryAfterMs: 503 with Retry-After = ceil(retryAfterMs / 1000)', async () => {
     const res = await request(app.getHttpServer()).get('/counter/abstaining').expect(503);
     expect(res.headers['retry-after']).toBe('8');
+    expect(res.body.code).toBe('QUORUM_UNAVAILABLE');
     expect(res.body.retryAfterMs).toBe(7200);
     // The sentence agrees with Retry-After (never "retry shortly" beside a long wait).
     expect(res.body.message).toBe('Distributed lock quorum unavailable; retry in 8 s.');
@@ -307,6 +310,7 @@ describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
     expect(res.body).toEqual({
       statusCode: 503,
       error: 'Service Unavailable',
+      code: 'ENGINE_CLOSED',
       message: 'This instance is shutting down; retry in 1 s.',
       retryAfterMs: 1000,
     });
@@ -417,7 +421,13 @@ describe('lock details: logged once per error, sent to clients only with exposeL
           expect(res.body.detail).toContain('"busy" is held by another owner');
           expect(res.body.message).toBe('The resource is busy; retry in 1 s.');
         } else {
-          expect(Object.keys(res.body).sort()).toEqual(['error', 'message', 'retryAfterMs', 'statusCode']);
+          expect(Object.keys(res.body).sort()).toEqual([
+            'code',
+            'error',
+            'message',
+            'retryAfterMs',
+            'statusCode',
+          ]);
           expect(JSON.stringify(res.body)).not.toContain('busy"');
         }
       } finally {

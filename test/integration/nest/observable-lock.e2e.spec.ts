@@ -52,8 +52,8 @@ describe('locked Observables (real nodes)', () => {
   });
   afterAll(async () => {
     await app?.close();
-    await watcher.close();
-    await nodes.close();
+    await watcher?.close();
+    await nodes?.close();
   });
 
   const heldOnNodes = (resource: string) =>

@@ -42,7 +42,7 @@ class PriceCatalog {
   }
 
   @DistributedLock('price-catalog-skip', { mode: 'read', onBusy: 'skip' })
-  async readOrSkip(): Promise<string> {
+  async readOrSkip(): Promise<string | undefined> {
     return 'read';
   }
 }

@@ -119,8 +119,8 @@ describe('app.close() while locked work runs (real nodes)', () => {
     await app.listen(0);
   });
   afterAll(async () => {
-    await watcher.close();
-    await nodes.close();
+    await watcher?.close();
+    await nodes?.close();
   });
 
   test('the request in flight finishes, the cron job and the worker keep their locks until their work ends, then nothing is held', async () => {

@@ -7,6 +7,7 @@ import { FencedWriter } from 'nest-quorum-lock';
 import { FencedTable } from 'nest-quorum-lock/postgres';
 import { PostgresServer, RedisNodes } from 'nest-quorum-lock/testing';
 import { AppModule } from '../../../sample-app/src/app.module.js';
+import { closeAfterSessions } from '../../support/postgres-sessions.js';
 import { readConfig, type StoreKind } from '../../../sample-app/src/config.js';
 
 /** Fenced access to the app's accounts behind its back, with the store's own helper. */
@@ -21,7 +22,6 @@ async function startStore(kind: StoreKind): Promise<{ env: Record<string, string
   if (kind === 'postgres') {
     const server = await PostgresServer.start();
     const pool = new pg.Pool({ connectionString: server.url });
-    pool.on('error', () => undefined); // an idle connection ended by the server's shutdown
     const accounts = new FencedTable<{ balance: string }>({ table: 'accounts' });
     return {
       env: { DATABASE_URL: server.url },
@@ -33,7 +33,7 @@ async function startStore(kind: StoreKind): Promise<{ env: Record<string, string
         },
         close: async () => {
           await pool.end();
-          await server.close();
+          await closeAfterSessions(server); // pool.end() does not wait for its connections to close
         },
       },
     };

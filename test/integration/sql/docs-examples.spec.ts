@@ -29,6 +29,7 @@ import {
   resetWithKnex,
   withdrawWithPrisma,
 } from '../../../docs/examples/sql-orms.js';
+import { closeAfterSessions } from '../../support/postgres-sessions.js';
 import { generatePrismaClient } from '../../support/prisma-client.js';
 
 const examples = join(import.meta.dirname, '..', '..', '..', 'docs', 'examples');
@@ -48,9 +49,11 @@ beforeAll(async () => {
   admin = new pg.Pool({ connectionString: server.url, max: 2 });
 }, 60_000);
 afterAll(async () => {
-  for (const close of closers.reverse()) await close().catch(() => undefined);
+  const failed: unknown[] = [];
+  for (const close of closers.reverse()) await close().catch((err: unknown) => failed.push(err));
   await admin?.end();
-  await server?.close();
+  await closeAfterSessions(server); // pool.end() does not wait for its connections to close
+  if (failed.length > 0) throw new AggregateError(failed, `${failed.length} handle(s) failed to close`);
 });
 
 test('TypeORM: the entity synchronised; the service withdraws under @DistributedLock in one transaction', async () => {

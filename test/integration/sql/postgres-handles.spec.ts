@@ -12,6 +12,7 @@ import { DataSource } from 'typeorm';
 import { DataSource as DataSource03 } from 'typeorm03';
 import type { SqlHandle } from 'nest-quorum-lock/sql';
 import { PostgresServer } from 'nest-quorum-lock/testing';
+import { closeAfterSessions } from '../../support/postgres-sessions.js';
 import { generatePrismaClient } from '../../support/prisma-client.js';
 import {
   handleBehaviours,
@@ -56,7 +57,6 @@ beforeAll(async () => {
   const clientFile = generatePrismaClient('postgresql', 'postgresql', PRISMA_ACCOUNT_MODEL);
   server = await PostgresServer.start();
   pool = new pg.Pool({ connectionString: server.url, max: 8 });
-  pool.on('error', () => undefined);
   closers.push(() => pool.end());
 
   // node-postgres: the pool, a pool client in BEGIN / ROLLBACK, and a plain Client.
@@ -157,8 +157,10 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
-  for (const close of closers.reverse()) await close().catch(() => undefined);
-  await server?.close();
+  const failed: unknown[] = [];
+  for (const close of closers.reverse()) await close().catch((err: unknown) => failed.push(err));
+  await closeAfterSessions(server); // pool.end() and the ORMs' closes do not wait for their connections
+  if (failed.length > 0) throw new AggregateError(failed, `${failed.length} handle(s) failed to close`);
 });
 
 for (const name of [

@@ -13,6 +13,7 @@ import { RedisNodes } from '../../../lib/testing/index.js';
 import { RedlockHealthIndicator } from '../../../lib/terminus/index.js';
 import { HealthModule } from '../../../docs/examples/health.js';
 import { sleep } from '../../support/cluster.js';
+import { serverLabel } from '../../support/servers.js';
 
 /**
  * RedlockHealthIndicator behind a real `/health` route (the README's HealthModule, served over
@@ -32,17 +33,20 @@ const up = (redis: RedisNodes, i: number) => ({
   node: label(redis, i),
   state: 'up',
   latencyMs: expect.any(Number),
+  server: serverLabel(redis.server), // 'Redis 7.0.15', 'Valkey 8.0.1': what INFO said at preflight
 });
 const down = (redis: RedisNodes, i: number) => ({
   node: label(redis, i),
   state: 'down',
   error: `no reply to PING within ${NODE_TIMEOUT} ms`,
+  server: serverLabel(redis.server),
 });
 const abstaining = (redis: RedisNodes, i: number) => ({
   node: label(redis, i),
   state: 'abstaining',
   latencyMs: expect.any(Number),
   abstainingUntil: expect.stringMatching(ISO),
+  server: serverLabel(redis.server),
 });
 
 async function startApp(redis: RedisNodes, options: Partial<RedlockOptions>): Promise<INestApplication> {

@@ -39,7 +39,7 @@ describe('clock guard for every client on a Redis Cluster voter: the stepped mas
   afterAll(async () => {
     await Promise.all(engines.map((e) => e.close()));
     await Promise.all([servers?.close(), cluster?.nodes.close()]);
-    clocks.close();
+    clocks?.close();
   });
 
   async function engine(logger = new MemoryLogger()): Promise<Redlock> {
