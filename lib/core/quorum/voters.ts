@@ -27,10 +27,10 @@ export interface NodeStatus {
    */
   readonly subscriptionError?: string;
   /**
-   * Which server answers, as its INFO said when the node was last checked (preflight, on each new
-   * connection): `Redis 7.4.1`, `Valkey 8.0.1` (Valkey's own version, not the `redis_version` it
-   * reports for compatibility); for a Cluster voter its masters', each distinct one. Absent before
-   * the first check, with `preflight: 'off'`, or where the ACL denies INFO.
+   * Which server answers, as its INFO said when the node was last checked (the identity guard, on
+   * each new connection): `Redis 7.4.1`, `Valkey 8.0.1` (Valkey's own version, not the
+   * `redis_version` it reports for compatibility); for a Cluster voter its masters', each distinct
+   * one. Absent before the first check, or where the ACL denies INFO.
    */
   readonly server?: string;
 }
