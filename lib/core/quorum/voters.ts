@@ -254,7 +254,8 @@ export class Voters {
       })
       .sort((a, b) => a - b);
     const wait = waits[this.quorum - 1]!;
-    return Number.isFinite(wait) ? wait : undefined;
+    // Whole ms, rounded up: the hint goes into messages and HTTP bodies, and early is in vain.
+    return Number.isFinite(wait) ? Math.ceil(wait) : undefined;
   }
 
   /**
@@ -270,7 +271,7 @@ export class Voters {
     const down = statuses.filter((s) => !s.reachable);
     if (down.length === 0) return statuses;
     const connected = this.count - down.length;
-    const which = down.map((s) => `${s.node} (${shortReason(s.error, timeoutMs)})`).join(', ');
+    const which = down.map((s) => `${s.node} (${shortReason(s.node, s.error, timeoutMs)})`).join(', ');
     if (connected < this.quorum) {
       this.logger.error(
         `No quorum: ${connected} of ${this.count} Redis nodes connected, ${this.quorum} needed; no lock can be ` +
@@ -340,11 +341,20 @@ function serverOf(server: string | undefined): { server?: string } {
 
 /**
  * A voter's connection error in a few words, for the connect summary: what kind of failure (the
- * voter's own line has the details and the fix), or that it did not answer in time.
+ * voter's own line has the details and the fix), or that it did not answer in time. A refusal by
+ * preflight starts with the node's own label (`Redis node <label>: <problem>. Fix: ...`): its
+ * problem is the reason, not the label.
  */
-function shortReason(error: string | undefined, timeoutMs: number): string {
+function shortReason(label: string, error: string | undefined, timeoutMs: number): string {
   if (!error || /^(wait|connecting|connect|reconnecting)$/.test(error)) {
     return `no connection within connectTimeout ${timeoutMs} ms`;
+  }
+  const own = `Redis node ${label}: `;
+  if (error.startsWith(own)) {
+    return `refused by preflight: ${error
+      .slice(own.length)
+      .replace(/ \(.*$/s, '')
+      .replace(/\. Fix: .*$/s, '')}`;
   }
   return error.replace(/ \(.*$/s, '').replace(/: .*$/s, '');
 }

@@ -371,9 +371,13 @@ export class TransportVoter implements Voter {
     return seedSlotMarkers(this.transport, guardKey, guardMs, () => this.closing).catch(() => undefined);
   }
 
-  /** A transport error: logged once per kind of fault, or distinct message, in a row. */
+  /**
+   * A transport error: logged once per kind of fault in a row. Losing a node is one kind whatever
+   * its messages (a kill is the dropped socket, then each refused reconnection): one line until it
+   * is reachable again.
+   */
   private reportError(err: unknown): void {
-    const kind = nodeFault(err) ?? describeError(err);
+    const kind = nodeFault(err) ?? 'unavailable';
     if (kind !== this.reported) this.context.logger.warn(nodeErrorLine(this.label, err));
     this.reported = kind;
   }
