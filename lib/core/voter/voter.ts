@@ -115,6 +115,20 @@ export class TransportVoter implements Voter {
     return this.guard.software();
   }
 
+  get serverIds(): readonly string[] {
+    return this.guard.serverIds();
+  }
+
+  get pending(): boolean {
+    if (this.guard.refusal() !== undefined) return false;
+    if (!this.transport.up) return this.transport.lastError === undefined;
+    if (this.guard.checking !== undefined) return true;
+    // Up: pending until every shard it reaches was checked (a check that failed is tried again).
+    return [...this.transport.shards().keys()].some(
+      (shard) => this.guard.readiness(shard).reason !== undefined,
+    );
+  }
+
   get connectionError(): string | undefined {
     if (this.connected) return undefined;
     if (!this.transport.up) return this.transport.lastError ?? 'not connected';
