@@ -44,7 +44,7 @@ export class LockNotAcquiredError extends RedlockError {
       reason
         ? `Lock on ${formatResources(resources)} was not acquired after ${attempts} attempt(s): ${reason}.`
         : `Lock on ${formatResources(resources)} is held by another owner; gave up after ${attempts} attempt(s). ` +
-            `It should be free in about ${retryAfterMs} ms: retry later, or pass a larger \`wait\`.`,
+            `It should be free in about ${Math.ceil(retryAfterMs)} ms: retry later, or pass a larger \`wait\`.`,
     );
   }
 

@@ -1,4 +1,5 @@
 import { clientKind, describeUnsupported, isPlainObject } from './clients/detect.js';
+import type { RedisClientPackage } from './clients/types.js';
 import { RedlockOptionsError } from './errors.js';
 import { show } from './option-checks.js';
 import { hasUnencodedCredentials, redactUrl } from './transport/urls.js';
@@ -6,9 +7,13 @@ import { isVoterFactory } from './voter/voter-api.js';
 
 /**
  * Checks every entry of `nodes`; returns whether one of them (a URL, options) needs a client
- * package to open its connection.
+ * package to open its connection. `client`: which package would open URLs, asked only for advice in
+ * an error (undefined when none can be told).
  */
-export function validateNodes(nodes: unknown): boolean {
+export function validateNodes(
+  nodes: unknown,
+  client: () => RedisClientPackage | undefined = () => undefined,
+): boolean {
   if (!Array.isArray(nodes) || nodes.length === 0) {
     throw new RedlockOptionsError(
       'nodes',
@@ -19,7 +24,7 @@ export function validateNodes(nodes: unknown): boolean {
   let needsPackage = false;
   nodes.forEach((node: unknown, i) => {
     if (typeof node === 'string') {
-      checkUrlEncoding(node, `nodes[${i}]`);
+      checkUrlEncoding(node, `nodes[${i}]`, client);
       validateUrl(node, `nodes[${i}]`);
       needsPackage = true;
     } else if (node === null || typeof node !== 'object') {
@@ -82,17 +87,25 @@ function validateUrl(node: string, option: string): void {
  * (`redis://:p@ss#1@10.0.0.1:6379` connects to host `ss` with password `p`, and the DNS error then
  * shows part of the secret). Never logged: the message shows the URL redacted.
  */
-function checkUrlEncoding(node: string, option: string): void {
+function checkUrlEncoding(node: string, option: string, client: () => RedisClientPackage | undefined): void {
   if (!hasUnencodedCredentials(node) && !node.includes('#')) return;
   throw new RedlockOptionsError(
     option,
     `${redactUrl(node)} has an unencoded "@", "#", "/", "?" or space in its user name or password (or a "#" ` +
       'elsewhere), so the host would be read from part of the password',
     'Percent-encode the user name and password, e.g. `redis://:${encodeURIComponent(password)}@host:6379` ' +
-      '("@" is %40, "#" is %23, "/" is %2F, "?" is %3F), or pass ioredis options ' +
-      '{ host, port, password } instead of a URL.',
+      `("@" is %40, "#" is %23, "/" is %2F, "?" is %3F), or pass ${OPTIONS_INSTEAD[client() ?? 'either']} ` +
+      'instead of a URL.',
   );
 }
+
+/** Connection options without a URL, in the shape of the client that opens them. */
+const OPTIONS_INSTEAD: Record<RedisClientPackage | 'either', string> = {
+  ioredis: 'ioredis options { host, port, password }',
+  'node-redis': 'node-redis options { socket: { host, port }, password }',
+  either:
+    'connection options: { host, port, password } with ioredis, { socket: { host, port }, password } with node-redis',
+};
 
 /** Checks a `{ cluster: [...], options? }` entry (an ioredis Cluster passed in is used as it is). */
 function validateClusterNode(node: unknown, option: string): void {

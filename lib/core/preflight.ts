@@ -62,11 +62,13 @@ export class Preflight {
     if (runId) this.servers.set(key, { label, runId });
     if (twin) {
       const kind = report.server?.startsWith('Valkey') ? 'Valkey' : 'Redis';
+      // The same address twice in `nodes` has no other name to point at.
+      const same = twin === label ? `listed twice in nodes` : `the same ${kind} server as ${twin}`;
       findings.push({
         severity: 'error',
         problem:
-          `it is the same ${kind} server as ${twin} (run_id ${runId}): one server listed twice (two host ` +
-          'names or addresses) counts twice toward the majority, so fewer real servers than a quorum can grant a lock',
+          `it is ${same} (run_id ${runId}): one server listed twice (two host names or addresses, or ` +
+          'the same one) counts twice toward the majority, so fewer real servers than a quorum can grant a lock',
         fix: 'list every server once; a majority must be of independent servers',
       });
     }

@@ -106,7 +106,14 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
  */
 function resolveClient(options: RedlockOptions): RedisClientPackage | undefined {
   const chosen = clientOption(options.client);
-  const needsPackage = validateNodes(options.nodes);
+  // The package is only asked for the advice of a URL error: its own error must not hide that one.
+  const needsPackage = validateNodes(options.nodes, () => {
+    try {
+      return chooseClientPackage(chosen);
+    } catch {
+      return undefined;
+    }
+  });
   return needsPackage ? chooseClientPackage(chosen) : chosen;
 }
 

@@ -6,7 +6,9 @@ import type { EngineParts } from './parts.js';
 
 /**
  * The engine's bootstrap (`Redlock.connect`): waits until every node is connected and checked
- * (preflight), at most `connectTimeout` ms, reads the voters' clocks for the clock guard, and
+ * (preflight), at most `connectTimeout` ms, or only until a quorum of distinct servers is while
+ * the others failed to connect (they join later: see Voters.connect), reads the voters' clocks for
+ * the clock guard (of late ones when they join), and
  * fails the bootstrap when a node is misconfigured (`preflight: 'error'`) or, under
  * `failWithoutQuorum`, when fewer than a quorum connected. `close` runs before either error is
  * thrown, so that a failed bootstrap leaves no connection open.
@@ -34,6 +36,14 @@ export async function bootstrap(
       }));
     throw new QuorumUnavailableError([], voters.quorum, voters.count, failures);
   }
+  if (options.clockGuard !== false) {
+    // Those that were down join later: the same clock check then (preflight reviews each new
+    // connection already), reported in the log since the bootstrap has passed.
+    statuses.forEach((status, index) => {
+      if (status.reachable) return;
+      voters.whenJoined(index, options.connectTimeout, () => void checkClocks(parts, preflight, [index]));
+    });
+  }
   return statuses;
 }
 
@@ -42,12 +52,17 @@ export async function bootstrap(
  * whose clock is offset from the others' by more than the guard: harmless to leases, but such an
  * offset hides steps, and it says that the voter's clock is not synchronised.
  */
-async function checkClocks(parts: EngineParts, preflight: Preflight | undefined): Promise<void> {
+async function checkClocks(
+  parts: EngineParts,
+  preflight: Preflight | undefined,
+  only?: readonly number[],
+): Promise<void> {
   const { voters, options } = parts;
-  await voters.readClocks(parts.lockKey('__clock_probe__'));
+  await voters.readClocks(parts.lockKey('__clock_probe__'), only);
   if (!preflight) return;
   const guard = clockGuardFor(options.clockGuard, options.ttl);
   for (const { index, offsetMs } of voters.clocks.disagreements(guard, voters.quorum)) {
+    if (only && !only.includes(index)) continue;
     const voter = voters.list[index]!;
     // Abstaining already (its identity check found its marker running: a restart, or an engine
     // that saw its clock step marked it for every client): it counts for nobody until the guard

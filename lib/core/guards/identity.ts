@@ -125,6 +125,11 @@ export class IdentityGuard {
     return describeSoftware([...this.shards.values()].map((s) => s.software));
   }
 
+  /** The run_ids of the servers behind the shards, as checked: one server behind two voters shares one. */
+  serverIds(): string[] {
+    return [...this.shards.values()].flatMap((s) => (s.runId ? [s.runId] : []));
+  }
+
   /** Whether every shard known was refused by preflight (the voter does not vote at all). */
   refusal(): string | undefined {
     for (const state of this.shards.values()) if (state.refused) return state.reason;

@@ -11,6 +11,8 @@ import { quorumOf, quorumRound, type RoundOptions, type RoundOutcome, type Vote 
 /** Every answer, or failure, of a voter letting go counts as done (see Voters.letGo). */
 const countsAsDone = (): 'yes' => 'yes';
 const SENT: Promise<void> = Promise.resolve();
+/** How often the bootstrap looks whether a quorum of distinct servers decided it, ms. */
+const DECIDED_POLL_MS = 10;
 
 /** Reachability of one voter, as reported by `Redlock.connect`, `status` and `probe`. */
 export interface NodeStatus {
@@ -50,6 +52,7 @@ export class Voters {
   /** Answered let-gos in flight (see {@link lettingGoSettled}). */
   private lettingGo = 0;
   private onLetGoSettled: (() => void) | undefined;
+  private closing = false;
 
   constructor(
     readonly list: readonly Voter[],
@@ -211,14 +214,14 @@ export class Voters {
   }
 
   /**
-   * Reads every connected voter's clock once (a read-only script on `probeKey`, bounded by five
-   * node timeouts, at least 500 ms): the baseline the clock guard compares later readings with, and what waiting
-   * tickets are stamped with from the first acquire on.
+   * Reads every connected voter's clock once, or those of `only` (a read-only script on `probeKey`,
+   * bounded by five node timeouts, at least 500 ms): the baseline the clock guard compares later
+   * readings with, and what waiting tickets are stamped with from the first acquire on.
    */
-  async readClocks(probeKey: string): Promise<void> {
+  async readClocks(probeKey: string, only?: readonly number[]): Promise<void> {
     await Promise.all(
       this.list.map(async (voter, index) => {
-        if (!voter.connected) return;
+        if (!voter.connected || (only && !only.includes(index))) return;
         const sentAt = this.runtime.now();
         // Once, at bootstrap: a voter still busy with its first connection gets some slack.
         const inspection = settleWithin(
@@ -254,23 +257,38 @@ export class Voters {
       })
       .sort((a, b) => a - b);
     const wait = waits[this.quorum - 1]!;
-    return Number.isFinite(wait) ? wait : undefined;
+    // Whole ms, rounded up: the hint goes into messages and HTTP bodies, and early is in vain.
+    return Number.isFinite(wait) ? Math.ceil(wait) : undefined;
   }
 
   /**
    * Waits until every voter is connected, at most `timeoutMs` (a voter that refused the
-   * credentials says so at once: nothing to wait for), and sums up those that are not in one
-   * line; each voter already logged its own error, with what to fix, when it happened. Resolves
-   * with each voter's status (it does not throw: a minority may well be down).
+   * credentials says so at once: nothing to wait for), or until a quorum of distinct servers
+   * votes and no other voter is still on its way (each failed its latest attempt or was refused:
+   * they join when they connect, see {@link whenJoined}); sums up those that are not connected in
+   * one line; each voter already logged its own error, with what to fix, when it happened.
+   * Resolves with each voter's status (it does not throw: a minority may well be down).
    */
   async connect(timeoutMs: number): Promise<NodeStatus[]> {
-    await Promise.all(this.list.map((v) => v.waitReady(timeoutMs)));
+    let over = false;
+    const ready = this.list.map(() => false);
+    const everyone = Promise.all(this.list.map((v, i) => v.waitReady(timeoutMs).then((r) => (ready[i] = r))));
+    // Polled: a transport's failed attempt is no event at this level.
+    const quorumDecided = new Promise<void>((resolve) => {
+      const poll = () => {
+        if (over || this.quorumDecided(ready)) resolve();
+        else this.runtime.setTimeout(poll, DECIDED_POLL_MS);
+      };
+      poll();
+    });
+    await Promise.race([everyone, quorumDecided]);
+    over = true;
     this.abstentions.logPending(); // the voters that abstain from boot, now rather than after the batch time
     const statuses = this.status();
     const down = statuses.filter((s) => !s.reachable);
     if (down.length === 0) return statuses;
     const connected = this.count - down.length;
-    const which = down.map((s) => `${s.node} (${shortReason(s.error, timeoutMs)})`).join(', ');
+    const which = down.map((s) => `${s.node} (${shortReason(s.node, s.error, timeoutMs)})`).join(', ');
     if (connected < this.quorum) {
       this.logger.error(
         `No quorum: ${connected} of ${this.count} Redis nodes connected, ${this.quorum} needed; no lock can be ` +
@@ -282,6 +300,43 @@ export class Voters {
       );
     }
     return statuses;
+  }
+
+  /**
+   * Whether the bootstrap may start: a quorum of distinct servers is `ready` (connected and checked;
+   * two voters whose servers share a run_id count once), and none of the others is still connecting
+   * or being checked.
+   */
+  private quorumDecided(ready: readonly boolean[]): boolean {
+    if (this.list.some((v, i) => !ready[i] && (v.pending ?? true))) return false;
+    const seen = new Set<string>();
+    let distinct = 0;
+    for (const voter of this.list.filter((v, i) => ready[i] && v.connected)) {
+      const ids = voter.serverIds ?? [];
+      if (ids.some((id) => seen.has(id))) continue;
+      for (const id of ids) seen.add(id);
+      distinct++;
+    }
+    return distinct >= this.quorum;
+  }
+
+  /**
+   * Calls `joined` once, when voter `index` (not connected now) first connects and passes its
+   * checks (its check bounded by `timeoutMs` each time it comes up), unless the voters close first.
+   */
+  whenJoined(index: number, timeoutMs: number, joined: () => void): void {
+    const voter = this.list[index]!;
+    let done = false;
+    const attempt = () => {
+      if (done || this.closing) return;
+      void voter.waitReady(timeoutMs).then((ready) => {
+        if (!ready || done || this.closing) return;
+        done = true;
+        joined();
+      });
+    };
+    voter.onHealthChange((up) => up && attempt());
+    attempt();
   }
 
   /** Current reachability of each voter, from the connections' state (no I/O). */
@@ -327,6 +382,7 @@ export class Voters {
 
   /** Closes every voter, each bounded by nodeTimeout, once the let-gos in flight have left. */
   async close(): Promise<void> {
+    this.closing = true;
     await this.lettingGoSettled(this.nodeTimeout);
     this.abstentions.close();
     await Promise.all(this.list.map((v) => v.close(this.nodeTimeout)));
@@ -340,11 +396,20 @@ function serverOf(server: string | undefined): { server?: string } {
 
 /**
  * A voter's connection error in a few words, for the connect summary: what kind of failure (the
- * voter's own line has the details and the fix), or that it did not answer in time.
+ * voter's own line has the details and the fix), or that it did not answer in time. A refusal by
+ * preflight starts with the node's own label (`Redis node <label>: <problem>. Fix: ...`): its
+ * problem is the reason, not the label.
  */
-function shortReason(error: string | undefined, timeoutMs: number): string {
+function shortReason(label: string, error: string | undefined, timeoutMs: number): string {
   if (!error || /^(wait|connecting|connect|reconnecting)$/.test(error)) {
     return `no connection within connectTimeout ${timeoutMs} ms`;
+  }
+  const own = `Redis node ${label}: `;
+  if (error.startsWith(own)) {
+    return `refused by preflight: ${error
+      .slice(own.length)
+      .replace(/ \(.*$/s, '')
+      .replace(/\. Fix: .*$/s, '')}`;
   }
   return error.replace(/ \(.*$/s, '').replace(/: .*$/s, '');
 }

@@ -29,6 +29,15 @@ export interface Voter {
    * (a Cluster: each distinct one); undefined before the first check or where INFO is denied.
    */
   readonly server?: string | undefined;
+  /**
+   * Whether it is still on its way to a verdict: connecting with no failure yet, or connected and a
+   * server behind it not checked yet. False once every one was checked, it was refused, or its
+   * latest attempt to connect failed (the bootstrap does not wait for it then). Absent: taken as
+   * true until it is ready.
+   */
+  readonly pending?: boolean;
+  /** The run_ids of its servers as checked: two voters sharing one are one server. */
+  readonly serverIds?: readonly string[];
   /** Resolves true once connected (and checked), false when `timeoutMs` passes first. */
   waitReady(timeoutMs: number): Promise<boolean>;
   /**

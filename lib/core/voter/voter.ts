@@ -115,6 +115,20 @@ export class TransportVoter implements Voter {
     return this.guard.software();
   }
 
+  get serverIds(): readonly string[] {
+    return this.guard.serverIds();
+  }
+
+  get pending(): boolean {
+    if (this.guard.refusal() !== undefined) return false;
+    if (!this.transport.up) return this.transport.lastError === undefined;
+    if (this.guard.checking !== undefined) return true;
+    // Up: pending until every shard it reaches was checked (a check that failed is tried again).
+    return [...this.transport.shards().keys()].some(
+      (shard) => this.guard.readiness(shard).reason !== undefined,
+    );
+  }
+
   get connectionError(): string | undefined {
     if (this.connected) return undefined;
     if (!this.transport.up) return this.transport.lastError ?? 'not connected';
@@ -371,9 +385,13 @@ export class TransportVoter implements Voter {
     return seedSlotMarkers(this.transport, guardKey, guardMs, () => this.closing).catch(() => undefined);
   }
 
-  /** A transport error: logged once per kind of fault, or distinct message, in a row. */
+  /**
+   * A transport error: logged once per kind of fault in a row. Losing a node is one kind whatever
+   * its messages (a kill is the dropped socket, then each refused reconnection): one line until it
+   * is reachable again.
+   */
   private reportError(err: unknown): void {
-    const kind = nodeFault(err) ?? describeError(err);
+    const kind = nodeFault(err) ?? 'unavailable';
     if (kind !== this.reported) this.context.logger.warn(nodeErrorLine(this.label, err));
     this.reported = kind;
   }
