@@ -6,8 +6,8 @@
  *
  *  1. `npm pack` once (prepack builds dist/), and checks what the tarball holds.
  *  2. For every supported combination (module system x NestJS major x Redis client and major:
- *     ioredis 5 / 6, node-redis 5 / 6 only -- no ioredis installed, `skipLibCheck: false` --, Valkey
- *     GLIDE only) it writes a
+ *     ioredis 5 / 6, node-redis 5 / 6 only -- no ioredis installed, `skipLibCheck: false` --,
+ *     iovalkey only (its clients as the nodes), Valkey GLIDE only) it writes a
  *     fresh app in a temp dir and runs ONE `npm install <tarball>` there, as a user adding the
  *     package to an app that already lists its own NestJS/ioredis versions -- without
  *     --legacy-peer-deps, so a peer range that excludes the combination fails the install.
@@ -119,6 +119,18 @@ const COMBOS = [
     emit: 'node10',
     strictLibCheck: true,
   },
+  // An app on iovalkey only (the ioredis fork for Valkey; no ioredis, no node-redis): its clients
+  // passed in as the nodes, its typings checked with skipLibCheck: false.
+  {
+    id: 'esm-nest12-iovalkey',
+    esm: true,
+    nest: '^12',
+    client: 'iovalkey',
+    iovalkey: '^0.4',
+    ts: '^6',
+    emit: 'nodenext',
+    strictLibCheck: true,
+  },
   // An app on Valkey GLIDE only (neither ioredis nor node-redis installed).
   // (TypeScript 6 includes no @types by default: ioredis' and node-redis' typings pull in Node's,
   // GLIDE's do not, so this app lists them, as a TypeScript 6 app must.)
@@ -138,7 +150,12 @@ const COMBOS = [
 const REQUIRED_PEERS = ['@nestjs/common', '@nestjs/core', 'reflect-metadata', 'rxjs'];
 
 /** The Redis client packages: optional peers, one of which each app installs (its `client`). */
-const CLIENT_PACKAGES = { ioredis: 'ioredis', 'node-redis': 'redis', glide: '@valkey/valkey-glide' };
+const CLIENT_PACKAGES = {
+  ioredis: 'ioredis',
+  iovalkey: 'iovalkey',
+  'node-redis': 'redis',
+  glide: '@valkey/valkey-glide',
+};
 const clientOf = (combo) => combo.client ?? 'ioredis';
 
 /** The environment of every child: none of the npm_* settings `npm run` passes down. */
@@ -719,6 +736,7 @@ async function main() {
       ioredis6,
       redis5,
       redis6,
+      iovalkey04,
       glide2,
       ts5,
       ts6,
@@ -739,6 +757,7 @@ async function main() {
       latest('ioredis', '^6'),
       latest('redis', '^5'),
       latest('redis', '^6'),
+      latest('iovalkey', '^0.4'),
       latest('@valkey/valkey-glide', '^2'),
       latest('typescript', '^5.8'),
       latest('typescript', '^6'),
@@ -758,9 +777,12 @@ async function main() {
     );
     const pick = { '^11': nest11, '^12': nest12, '^5.4': ioredis5, '^6': ioredis6 };
     const clientVersion = (combo) =>
-      ({ ioredis: pick[combo.ioredis], 'node-redis': combo.redis === '^5' ? redis5 : redis6, glide: glide2 })[
-        clientOf(combo)
-      ];
+      ({
+        ioredis: pick[combo.ioredis],
+        iovalkey: iovalkey04,
+        'node-redis': combo.redis === '^5' ? redis5 : redis6,
+        glide: glide2,
+      })[clientOf(combo)];
     // Every app also installs the optional peers (a user of ./postgres or ./terminus has them), so
     // that every entry point must load. A @nestjs/* peer follows the app's NestJS major.
     const optionalFor = {};
