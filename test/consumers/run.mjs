@@ -6,8 +6,8 @@
  *
  *  1. `npm pack` once (prepack builds dist/), and checks what the tarball holds.
  *  2. For every supported combination (module system x NestJS major x Redis client and major:
- *     ioredis 5 / 6, node-redis 5 / 6 only -- no ioredis installed, `skipLibCheck: false` --,
- *     iovalkey only (its clients as the nodes), Valkey GLIDE only) it writes a
+ *     ioredis 5 / 6, node-redis 5 / 6 only -- no ioredis installed, `skipLibCheck: false` --, Valkey
+ *     GLIDE only) it writes a
  *     fresh app in a temp dir and runs ONE `npm install <tarball>` there, as a user adding the
  *     package to an app that already lists its own NestJS/ioredis versions -- without
  *     --legacy-peer-deps, so a peer range that excludes the combination fails the install.
@@ -33,6 +33,9 @@
  *     unconnected: docs/examples/node-redis-module.ts) with that client's node down, then with it
  *     refusing the password (app/node-redis-boot.ts): the app must listen within 10 s, serve a
  *     locked route on the other two nodes, and exit by itself after closing.
+ *  9. In the node-redis 6 app (no ioredis), which installs iovalkey besides, app/iovalkey-boot.ts:
+ *     iovalkey clients as the nodes take, refuse (busy) and hand over a lock, and the process exits
+ *     by itself after closing.
  *
  * NEW ENTRY POINTS (e.g. `./terminus` -> dist/terminus/index.js): add them to package.json `exports`
  * (`types` first, then `default`) AND to `typesVersions` (for node10 resolution); this suite then
@@ -97,13 +100,15 @@ const COMBOS = [
   },
   { id: 'esm-nest11-ioredis5', esm: true, nest: '^11', ioredis: '^5.4', ts: '^5.8', emit: 'nodenext' },
   // An app on node-redis only: no ioredis installed (nor --legacy-peer-deps), and its typings
-  // checked with skipLibCheck: false, so the package's typings must not need ioredis'.
+  // checked with skipLibCheck: false, so the package's typings must not need ioredis'. It installs
+  // iovalkey besides (`also`): iovalkey clients as the nodes, without ioredis (app/iovalkey-boot.ts).
   {
     id: 'esm-nest12-node-redis6',
     esm: true,
     nest: '^12',
     client: 'node-redis',
     redis: '^6',
+    also: ['iovalkey'],
     ts: '^6',
     emit: 'nodenext',
     strictLibCheck: true,
@@ -117,18 +122,6 @@ const COMBOS = [
     redis: '^5',
     ts: '^5.8',
     emit: 'node10',
-    strictLibCheck: true,
-  },
-  // An app on iovalkey only (the ioredis fork for Valkey; no ioredis, no node-redis): its clients
-  // passed in as the nodes, its typings checked with skipLibCheck: false.
-  {
-    id: 'esm-nest12-iovalkey',
-    esm: true,
-    nest: '^12',
-    client: 'iovalkey',
-    iovalkey: '^0.4',
-    ts: '^6',
-    emit: 'nodenext',
     strictLibCheck: true,
   },
   // An app on Valkey GLIDE only (neither ioredis nor node-redis installed).
@@ -149,7 +142,10 @@ const COMBOS = [
 /** Peers every app installs; a lib/ import of anything else is an optional peer. */
 const REQUIRED_PEERS = ['@nestjs/common', '@nestjs/core', 'reflect-metadata', 'rxjs'];
 
-/** The Redis client packages: optional peers, one of which each app installs (its `client`). */
+/**
+ * The Redis client packages: optional peers, one of which each app installs (its `client`), and
+ * those it names in `also` besides.
+ */
 const CLIENT_PACKAGES = {
   ioredis: 'ioredis',
   iovalkey: 'iovalkey',
@@ -343,6 +339,7 @@ function writeApp(dir, combo, versions) {
       '@nestjs/core': versions.nest,
       '@nestjs/platform-express': versions.nest,
       [CLIENT_PACKAGES[clientOf(combo)]]: versions.client,
+      ...Object.fromEntries((combo.also ?? []).map((c) => [CLIENT_PACKAGES[c], versions.also[c]])),
       'reflect-metadata': versions.reflectMetadata,
       rxjs: versions.rxjs,
       ...versions.optionalPeers,
@@ -380,6 +377,9 @@ function writeApp(dir, combo, versions) {
     // docs/clients.md's module, as the page shows it, and the app that boots it (step 8).
     copyFileSync(join(ROOT, 'docs/examples/node-redis-module.ts'), join(dir, 'src/locks.module.ts'));
     copyFileSync(join(here, 'app/node-redis-boot.ts'), join(dir, 'src/node-redis-boot.ts'));
+  }
+  if (combo.also?.includes('iovalkey')) {
+    copyFileSync(join(here, 'app/iovalkey-boot.ts'), join(dir, 'src/iovalkey-boot.ts'));
   }
   if (combo.jest) {
     mkdirSync(join(dir, 'test'));
@@ -588,8 +588,10 @@ async function runCombo(base, combo, tarball, versions) {
     row.versions =
       `nest ${installed(dir, '@nestjs/core')}, ${clientPackage} ${installed(dir, clientPackage)}, ` +
       `ts ${installed(dir, 'typescript')}${combo.strictLibCheck ? ', skipLibCheck false' : ''}`;
+    const also = (combo.also ?? []).map((c) => CLIENT_PACKAGES[c]);
+    for (const name of also) row.versions += `, ${name} ${installed(dir, name)}`;
     for (const other of Object.values(CLIENT_PACKAGES)) {
-      if (other !== clientPackage && existsSync(join(dir, 'node_modules', other))) {
+      if (other !== clientPackage && !also.includes(other) && existsSync(join(dir, 'node_modules', other))) {
         throw new Error(`${other} was installed in an app on ${clientPackage} only`);
       }
     }
@@ -703,6 +705,15 @@ async function runCombo(base, combo, tarball, versions) {
         );
       }
     }
+    if (combo.also?.includes('iovalkey')) {
+      const valkey = await boot(dir, 'dist/iovalkey-boot.js');
+      row.boot += valkey.seconds;
+      for (const c of valkey.checks)
+        row.notes.push(`${c.ok ? 'ok  ' : 'FAIL'} iovalkey, ${c.name}: ${c.detail}`);
+      for (const w of valkey.stderr) row.notes.push(`iovalkey-boot stderr: ${w}`);
+      if (!valkey.ok) throw new Error(`iovalkey clients: ${valkey.error ?? 'a check failed'}`);
+      row.notes.push(`ok   iovalkey clients as nodes: exited by itself, ${valkey.seconds.toFixed(1)} s`);
+    }
     row.ok = true;
   } catch (err) {
     row.failure = String(err.message ?? err);
@@ -779,7 +790,6 @@ async function main() {
     const clientVersion = (combo) =>
       ({
         ioredis: pick[combo.ioredis],
-        iovalkey: iovalkey04,
         'node-redis': combo.redis === '^5' ? redis5 : redis6,
         glide: glide2,
       })[clientOf(combo)];
@@ -813,6 +823,7 @@ async function main() {
         vitest,
         nestTesting: combo.nest === '^11' ? nestTesting11 : nestTesting12,
         optionalPeers: optionalFor[combo.nest],
+        also: { iovalkey: iovalkey04 },
       }),
     );
 
