@@ -54,7 +54,7 @@ export function validateNodes(
 }
 
 const NODE_FIX =
-  'Use a redis:// URL, connection options, an ioredis Redis or Cluster, a node-redis client (createClient) or ' +
+  'Use a redis:// URL, connection options, an ioredis or iovalkey Redis or Cluster, a node-redis client (createClient) or ' +
   'cluster (createCluster), a Valkey GLIDE GlideClient or GlideClusterClient, or { cluster: [...] } for a ' +
   'Redis Cluster.';
 

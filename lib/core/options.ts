@@ -17,8 +17,9 @@ import type { VoterFactory } from './voter/voter-api.js';
 /**
  * One voter of the quorum: a Redis master as a `redis://` / `rediss://` URL or connection
  * options (for the client chosen by `client`; ioredis options with `sentinels` and `name`: a
- * Sentinel-managed primary), or a ready client: ioredis `Redis`, node-redis `createClient()`,
- * Valkey GLIDE `GlideClient`; a Redis Cluster as ONE voter (an ioredis `Cluster`, a node-redis
+ * Sentinel-managed primary), or a ready client: ioredis or iovalkey `Redis`, node-redis
+ * `createClient()`, Valkey GLIDE `GlideClient`; a Redis Cluster as ONE voter (an ioredis or iovalkey
+ * `Cluster`, a node-redis
  * `createCluster()`, a GLIDE `GlideClusterClient`, or `{ cluster: [{ host, port }, ...], options? }`
  * with ioredis); or a {@link VoterFactory} (e.g. `memoryNode(new MemoryServer())` from
  * `nest-quorum-lock/testing`). The client types are structural: none of the client packages'

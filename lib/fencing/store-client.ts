@@ -9,7 +9,7 @@ import type {
 import type { ServerSend } from '../core/voter/server.js';
 
 /**
- * A connection to the Redis that keeps fenced data: an ioredis `Redis` or `Cluster`, a node-redis 5
+ * A connection to the Redis that keeps fenced data: an ioredis (or iovalkey) `Redis` or `Cluster`, a node-redis 5
  * or 6 client or cluster, or a Valkey GLIDE 2 client or cluster client. Its own settings (timeouts,
  * retries) apply to the fenced calls.
  */
@@ -40,7 +40,7 @@ export function storeSend(client: FencedStoreClient): ServerSend {
       return (command) => c.customCommand!([...command], DECODE_STRINGS).then(pairsAsArray);
     default:
       throw new TypeError(
-        'FencedWriter needs a Redis client: an ioredis Redis or Cluster, a node-redis client or cluster ' +
+        'FencedWriter needs a Redis client: an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster ' +
           '(createClient / createCluster), or a Valkey GLIDE client; got ' +
           (client === null
             ? 'null'

@@ -1,11 +1,12 @@
 import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
 import * as ioredis from 'ioredis';
+import { Cluster as ValkeyCluster, Redis as Valkey } from 'iovalkey';
 import { Redis as Redis6 } from 'ioredis6';
 import { createClient, createCluster } from 'redis';
 import { createClient as createClient5, createCluster as createCluster5 } from 'redis5';
 import type { RedlockNode } from '../../lib/core/options.js';
 import { realRuntime } from '../../lib/core/runtime.js';
-import { IoredisTransport, type IoredisModule } from '../../lib/core/transport/ioredis/ioredis.js';
+import { IoredisTransport } from '../../lib/core/transport/ioredis/ioredis.js';
 import { createVoter } from '../../lib/core/transport/pick.js';
 import { seedSlotMarkers } from '../../lib/core/voter/batches.js';
 import type { Voter, VoterContext } from '../../lib/core/voter/voter-api.js';
@@ -38,6 +39,7 @@ export const DRIVERS: VoterDriver[] = [
   standalone('ioredis 6, RESP2 (client)', (url, ctx, own) =>
     voterFor(own(new Redis6(url, { protocol: 2 })), ctx),
   ),
+  standalone('iovalkey 0.4 (client)', (url, ctx, own) => voterFor(own(new Valkey(url)), ctx)),
   standalone('node-redis 6, RESP3 (client)', (url, ctx, own) => voterFor(own(createClient({ url })), ctx)),
   standalone('node-redis 5, RESP2 (client)', (url, ctx, own) => voterFor(own(createClient5({ url })), ctx)),
   standalone("node-redis 6 (URL, client: 'node-redis')", (url, ctx) => voterFor(url, ctx, 'node-redis')),
@@ -45,6 +47,12 @@ export const DRIVERS: VoterDriver[] = [
     voterFor(own(glideClient(await glide(url))), ctx),
   ),
   cluster('ioredis 5 Cluster', (startupNodes, ctx) => voterFor({ cluster: startupNodes }, ctx)),
+  cluster('iovalkey 0.4 Cluster (client)', (startupNodes, ctx, own) =>
+    voterFor(
+      own(new ValkeyCluster(startupNodes), (c) => c.disconnect()),
+      ctx,
+    ),
+  ),
   cluster('node-redis 6 Cluster (createCluster)', async (startupNodes, ctx, own) => {
     const rootNodes = startupNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` }));
     const client = own(createCluster({ rootNodes }), (c) => void c.destroy());
@@ -185,7 +193,6 @@ export function cluster(
     const transport = new IoredisTransport(
       { client: client as unknown as ioredis.Cluster, label: 'settle', owned: false },
       realRuntime,
-      ioredis as unknown as IoredisModule,
       2000,
     );
     try {

@@ -1,7 +1,7 @@
 import * as ioredis from 'ioredis';
 import { Redis as Redis6 } from 'ioredis6';
 import { realRuntime } from '../../lib/core/runtime.js';
-import { IoredisTransport, type IoredisModule } from '../../lib/core/transport/ioredis/ioredis.js';
+import { IoredisTransport } from '../../lib/core/transport/ioredis/ioredis.js';
 import { createVoter } from '../../lib/core/transport/pick.js';
 import { checkServer, readServerFacts } from '../../lib/core/voter/server.js';
 import { RedisNodes } from '../../lib/testing/index.js';
@@ -74,9 +74,8 @@ test('control: the same check through an ioredis 6 client with the default (lega
 
 /** The server facts preflight reads, through the ioredis transport over `client`. */
 async function factsThrough(client: Redis6) {
-  const io = ioredis as unknown as IoredisModule;
   const spec = { client: client as unknown as ioredis.Redis, label: 'facts', owned: false };
-  const transport = new IoredisTransport(spec, realRuntime, io, 2000);
+  const transport = new IoredisTransport(spec, realRuntime, 2000);
   try {
     return await readServerFacts(
       realRuntime,

@@ -1,12 +1,10 @@
 import { Redlock, type RedlockOptions } from '../../lib/index.js';
 import { RedisClusterNodes, RedisNodes, type RedisNodesOptions } from '../../lib/testing/index.js';
 import { LOCK_USER, MINIMAL_ACL, underMinimalAcl } from './acl.js';
-import * as ioredis from 'ioredis';
 import type { Cluster, Redis } from 'ioredis';
 import { realRuntime } from '../../lib/core/runtime.js';
 import {
   IoredisTransport as IoredisTransportClass,
-  type IoredisModule,
   type IoredisTransport,
 } from '../../lib/core/transport/ioredis/ioredis.js';
 import { seedSlotMarkers } from '../../lib/core/voter/batches.js';
@@ -84,7 +82,7 @@ export async function settleSlotMarkers(cluster: RedisClusterNodes, guardKey: st
   const client = cluster.client();
   if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
   const spec = { client: client as unknown as Cluster, label: 'settle', owned: false };
-  const transport = new IoredisTransportClass(spec, realRuntime, ioredis as unknown as IoredisModule, 2000);
+  const transport = new IoredisTransportClass(spec, realRuntime, 2000);
   try {
     await seedSlotMarkers(transport, guardKey, 0, () => false);
   } finally {

@@ -52,11 +52,11 @@ function pickTransport(
   const io = () => ioredisModule<IoredisModule>();
   if (typeof node === 'object') {
     switch (clientKind(node)) {
+      // ioredis 5, 6 and iovalkey alike: a client passed in needs no package loaded.
       case 'ioredis':
         return new IoredisTransport(
           { client: node as Redis, label: ioredisLabel(node as Redis), owned: false },
           runtime,
-          io(),
           connectTimeout,
         );
       case 'ioredis-cluster': {
@@ -64,7 +64,6 @@ function pickTransport(
         return new IoredisTransport(
           { client: node as Cluster, label: clusterLabel(startup), owned: false },
           runtime,
-          io(),
           connectTimeout,
         );
       }
@@ -82,7 +81,6 @@ function pickTransport(
       return new IoredisTransport(
         openIoredisCluster(io(), cluster as ClusterNode[], options as ClusterOptions, connectTimeout),
         runtime,
-        io(),
         connectTimeout,
       );
     }
@@ -91,12 +89,11 @@ function pickTransport(
   return new IoredisTransport(
     openIoredis(io(), node as string | RedisOptions, connectTimeout),
     runtime,
-    io(),
     connectTimeout,
   );
 }
 
-/** `redis://host:port` of an ioredis client passed in. */
+/** `redis://host:port` of an ioredis (or iovalkey) client passed in. */
 function ioredisLabel(client: Redis): string {
   const o = client.options;
   return `${o.tls ? 'rediss' : 'redis'}://${o.host}:${o.port}`;

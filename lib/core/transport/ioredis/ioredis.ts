@@ -13,10 +13,11 @@ import { addressOf, redactUrl } from '../urls.js';
  * fast: no offline queue, no retried command (a command in flight when a connection drops fails
  * instead of running after the lock decision); a node that refuses the credentials is asked again
  * with a back-off. Every new connection (ioredis' 'ready', a Cluster node's too) and every loss
- * changes the shard's epoch.
+ * changes the shard's epoch. A client passed in needs no package loaded here: its subscriber
+ * connections are duplicates of its own (an app may have iovalkey and no ioredis).
  */
 
-/** The members of the ioredis module the transport calls (it is an optional peer). */
+/** The members of the ioredis module that open connections for URLs and options (an optional peer). */
 export interface IoredisModule {
   Redis: new (...args: unknown[]) => Redis;
   Cluster: new (startup: ClusterNode[], options?: ClusterOptions) => Cluster;
@@ -110,7 +111,6 @@ export class IoredisTransport implements Transport {
   constructor(
     private readonly spec: IoredisSpec,
     private readonly runtime: Runtime,
-    private readonly io: IoredisModule,
     private readonly connectTimeout: number,
   ) {
     this.client = spec.client;
@@ -264,10 +264,14 @@ export class IoredisTransport implements Transport {
   ): Promise<ShardSubscription> {
     let connection: Redis;
     if (this.clustered) {
-      const { host, port, username, password, tls } = this.master(shard)?.options ?? {};
-      const settings = { host, port, username, password, tls, connectTimeout: this.connectTimeout };
-      connection = new this.io.Redis({
-        ...settings,
+      const master = this.master(shard);
+      if (!master) throw new Error(`no master ${shard} in the cluster`);
+      // The Cluster's connection to that master, with its settings (credentials, TLS, family), but
+      // connected now, to the master, and never reconnected (ShardSubscribers opens another).
+      connection = master.duplicate({
+        connectTimeout: this.connectTimeout,
+        lazyConnect: false,
+        readOnly: false,
         enableOfflineQueue: true,
         maxRetriesPerRequest: null,
         retryStrategy: () => null,
