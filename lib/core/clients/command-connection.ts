@@ -6,7 +6,7 @@ import { ioredisModule, nodeRedisModule, PACKAGE_NAME, tryLoad } from './load.js
 /*
  * One short-lived connection to one server for a one-off task outside an engine (the fresh-node
  * command, the test launchers' fresh-node record), with whichever client package is installed:
- * ioredis, else node-redis. It never reconnects: a node down is an error, at once.
+ * ioredis, else node-redis, else Valkey GLIDE. It never reconnects: a node down is an error, at once.
  */
 
 /** A connection that sends commands, closed by its user. */
@@ -31,6 +31,15 @@ interface IoredisLike {
   on(event: 'error', listener: () => void): unknown;
 }
 
+interface GlideLike {
+  customCommand(args: string[]): Promise<unknown>;
+  close(): void;
+}
+
+interface GlideFactory {
+  createClient(config: object): Promise<GlideLike>;
+}
+
 interface NodeRedisLike {
   connect(): Promise<unknown>;
   sendCommand(command: string[]): Promise<unknown>;
@@ -46,7 +55,15 @@ export async function openCommandConnection(
   const timeoutMs = options.timeoutMs ?? 5000;
   const tls = url.startsWith('rediss:') ? (options.ca ? { ca: options.ca } : {}) : undefined;
   let connection: CommandConnection & { connect(): Promise<unknown> };
-  if (tryLoad(PACKAGE_NAME.ioredis) !== undefined || tryLoad(PACKAGE_NAME['node-redis']) === undefined) {
+  const glide = tryLoad(PACKAGE_NAME.glide) as { GlideClient?: GlideFactory } | undefined;
+  const either =
+    tryLoad(PACKAGE_NAME.ioredis) !== undefined || tryLoad(PACKAGE_NAME['node-redis']) !== undefined;
+  if (!either && glide?.GlideClient) {
+    connection = glideConnection(glide.GlideClient, url, timeoutMs);
+  } else if (
+    tryLoad(PACKAGE_NAME.ioredis) !== undefined ||
+    tryLoad(PACKAGE_NAME['node-redis']) === undefined
+  ) {
     const { Redis } = ioredisModule<{ Redis: new (url: string, options: object) => IoredisLike }>();
     const client = new Redis(url, {
       lazyConnect: true,
@@ -91,4 +108,30 @@ export async function openCommandConnection(
     throw new Error(`cannot connect to ${redactUrl(url)} within ${timeoutMs} ms`);
   }
   return { send: connection.send, close: connection.close };
+}
+
+/** A GLIDE client for `url` (GLIDE takes no URL: its parts become the configuration). */
+function glideConnection(
+  factory: GlideFactory,
+  url: string,
+  timeoutMs: number,
+): CommandConnection & { connect(): Promise<unknown> } {
+  const parsed = new URL(url);
+  const password = decodeURIComponent(parsed.password);
+  const username = decodeURIComponent(parsed.username);
+  const db = Number(parsed.pathname.slice(1) || '0');
+  let client: GlideLike | undefined;
+  return {
+    connect: async () => {
+      client = await factory.createClient({
+        addresses: [{ host: parsed.hostname, port: Number(parsed.port || 6379) }],
+        useTLS: parsed.protocol === 'rediss:',
+        requestTimeout: timeoutMs,
+        ...(password ? { credentials: { password, ...(username ? { username } : {}) } } : {}),
+        ...(db > 0 ? { databaseId: db } : {}),
+      });
+    },
+    send: (command) => client!.customCommand([...command]),
+    close: () => Promise.resolve(client?.close()),
+  };
 }
