@@ -23,12 +23,15 @@ export interface CommandConnectionOptions {
   readonly ca?: string | Buffer;
 }
 
+/** A connection being opened: `abort` ends it at once when opening failed. */
+type Opening = CommandConnection & { connect(): Promise<unknown>; abort(): void };
+
 interface IoredisLike {
   connect(): Promise<unknown>;
   call(command: string, ...args: string[]): Promise<unknown>;
   quit(): Promise<unknown>;
   disconnect(): void;
-  on(event: 'error', listener: () => void): unknown;
+  on(event: 'error', listener: (err: unknown) => void): unknown;
 }
 
 interface GlideLike {
@@ -44,7 +47,7 @@ interface NodeRedisLike {
   connect(): Promise<unknown>;
   sendCommand(command: string[]): Promise<unknown>;
   destroy(): void;
-  on(event: 'error', listener: () => void): unknown;
+  on(event: 'error', listener: (err: unknown) => void): unknown;
 }
 
 /** Connects to `url` (`redis://` or `rediss://`, credentials in it); rejects with why when it cannot. */
@@ -54,7 +57,7 @@ export async function openCommandConnection(
 ): Promise<CommandConnection> {
   const timeoutMs = options.timeoutMs ?? 5000;
   const tls = url.startsWith('rediss:') ? (options.ca ? { ca: options.ca } : {}) : undefined;
-  let connection: CommandConnection & { connect(): Promise<unknown> };
+  let connection: Opening;
   const glide = tryLoad(PACKAGE_NAME.glide) as { GlideClient?: GlideFactory } | undefined;
   const either =
     tryLoad(PACKAGE_NAME.ioredis) !== undefined || tryLoad(PACKAGE_NAME['node-redis']) !== undefined;
@@ -72,15 +75,17 @@ export async function openCommandConnection(
       retryStrategy: () => null,
       ...(tls ? { tls } : {}),
     });
-    client.on('error', () => undefined); // surfaced by connect() and the commands
+    let lastError: unknown;
+    client.on('error', (err: unknown) => (lastError = err)); // the socket's own error: why connect() failed
     connection = {
-      connect: () => client.connect(),
+      connect: () => client.connect().catch((err: unknown) => Promise.reject(lastError ?? err)),
       send: ([command, ...args]) => client.call(command!, ...args),
       close: () =>
         client.quit().then(
           () => undefined,
           () => client.disconnect(),
         ),
+      abort: () => client.disconnect(),
     };
   } else {
     const { createClient } = nodeRedisModule<{ createClient(options: object): NodeRedisLike }>();
@@ -93,29 +98,24 @@ export async function openCommandConnection(
       connect: () => client.connect(),
       send: (command) => client.sendCommand([...command]),
       close: () => Promise.resolve(client.destroy()),
+      abort: () => client.destroy(),
     };
   }
-  const connected = await settleWithin(realRuntime, connection.connect(), timeoutMs).catch(
-    async (err: unknown) => {
-      await connection.close().catch(() => undefined);
-      throw new Error(
-        `cannot connect to ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`,
-      );
-    },
-  );
+  const connected = await settleWithin(realRuntime, connection.connect(), timeoutMs).catch((err: unknown) => {
+    connection.abort();
+    throw new Error(
+      `cannot connect to ${redactUrl(url)}: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  });
   if (connected === TIMED_OUT) {
-    await connection.close().catch(() => undefined);
+    connection.abort();
     throw new Error(`cannot connect to ${redactUrl(url)} within ${timeoutMs} ms`);
   }
   return { send: connection.send, close: connection.close };
 }
 
 /** A GLIDE client for `url` (GLIDE takes no URL: its parts become the configuration). */
-function glideConnection(
-  factory: GlideFactory,
-  url: string,
-  timeoutMs: number,
-): CommandConnection & { connect(): Promise<unknown> } {
+function glideConnection(factory: GlideFactory, url: string, timeoutMs: number): Opening {
   const parsed = new URL(url);
   const password = decodeURIComponent(parsed.password);
   const username = decodeURIComponent(parsed.username);
@@ -133,5 +133,6 @@ function glideConnection(
     },
     send: (command) => client!.customCommand([...command]),
     close: () => Promise.resolve(client?.close()),
+    abort: () => client?.close(),
   };
 }

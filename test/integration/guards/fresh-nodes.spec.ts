@@ -1,3 +1,5 @@
+import 'reflect-metadata';
+import { lockedTestExample } from '../../../docs/examples/testing.js';
 import { freshNodeCommand } from '../../../lib/cli/fresh-node.js';
 import { NodeNotFreshError, QuorumUnavailableError, Redlock } from '../../../lib/index.js';
 import { RedisNodes } from '../../../lib/testing/index.js';
@@ -55,6 +57,10 @@ describe('fresh nodes and the restart guard', () => {
     expect(await abstaining(nodes.urls)).toEqual([false, false, false]);
     const lock = await engines[0]!.acquire('fresh', { wait: 0 });
     await lock.release();
+  });
+
+  it("docs/testing.md's example: an app on RedisNodes locks at once, the restart guard on", async () => {
+    await lockedTestExample(); // rejects with QuorumUnavailableError while the nodes abstain
   });
 
   it('a RedisNodes node restarted (no persistence) abstains: the proof was for the server before', async () => {
