@@ -1,6 +1,5 @@
-import { openCommandConnection } from '../core/clients/command-connection.js';
 import { NodeNotFreshError } from '../core/errors.js';
-import { markFreshNode } from '../core/guards/fresh-node.js';
+import { markFreshNodeAt } from '../core/guards/fresh-node.js';
 import { DEFAULTS } from '../core/options.js';
 import { redactUrl } from '../core/transport/urls.js';
 
@@ -56,21 +55,20 @@ export async function freshNodeCommand(args: readonly string[], out: CommandOutp
   for (const url of urls) {
     const label = redactUrl(url);
     try {
-      const connection = await openCommandConnection(url);
-      try {
-        for (const keyPrefix of prefixes) {
-          const proof = await markFreshNode(connection.send, { keyPrefix, label });
-          out.log(
-            `${label}: recorded as fresh for key prefix "${keyPrefix}" (server run_id ${proof.runId}): it votes ` +
-              'at once; if it restarts, it abstains for restartGuard as any restarted node does.',
-          );
-        }
-      } finally {
-        await connection.close();
-      }
+      const proofs = await markFreshNodeAt(url, prefixes);
+      proofs.forEach((proof, i) =>
+        out.log(
+          `${label}: recorded as fresh for key prefix "${prefixes[i]}" (server run_id ${proof.runId}): it votes ` +
+            'at once; if it restarts, it abstains for restartGuard as any restarted node does.',
+        ),
+      );
     } catch (err) {
       code = 1;
-      out.error(err instanceof NodeNotFreshError ? err.message : `${label}: ${(err as Error).message}`);
+      const message = err instanceof Error ? err.message : String(err);
+      // NodeNotFreshError and a failed connection name the node already.
+      out.error(
+        err instanceof NodeNotFreshError || message.includes(label) ? message : `${label}: ${message}`,
+      );
     }
   }
   return code;

@@ -2,8 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openCommandConnection } from '../core/clients/command-connection.js';
-import { markFreshNode } from '../core/guards/fresh-node.js';
+import { markFreshNodeAt } from '../core/guards/fresh-node.js';
 import { DEFAULTS } from '../core/options.js';
 import { ioredis } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
@@ -265,16 +264,8 @@ export class RedisNodes {
   /** Records node `index`, started just now, as fresh for the prefixes of `freshFor`. */
   private async markFresh(index: number): Promise<void> {
     const prefixes = this.options.freshFor ?? [DEFAULTS.keyPrefix];
-    if (prefixes.length === 0) return;
     const ca = this.options.tls ? readFileSync(this.options.tls.caFile) : undefined;
-    const connection = await openCommandConnection(this.url(index), { ca });
-    try {
-      for (const keyPrefix of prefixes) {
-        await markFreshNode(connection.send, { keyPrefix, label: `${this.host}:${this.port(index)}` });
-      }
-    } finally {
-      await connection.close();
-    }
+    if (prefixes.length > 0) await markFreshNodeAt(this.url(index), prefixes, { ca });
   }
 
   private signal(index: number, signal: NodeJS.Signals): void {

@@ -1,6 +1,8 @@
+import { openCommandConnection } from '../clients/command-connection.js';
 import { NodeNotFreshError } from '../errors.js';
 import { DEFAULTS } from '../options.js';
 import { realRuntime } from '../runtime.js';
+import { redactUrl } from '../transport/urls.js';
 import { FRESH_NODE } from '../scripts/guards.js';
 import { GUARD_MARKER_NAME, IDENTITY_SUFFIX } from '../scripts/keys.js';
 import { readServerFacts, runScript, trustedAcrossRestarts, type ServerSend } from '../voter/server.js';
@@ -84,4 +86,27 @@ export async function markFreshNode(
     );
   }
   return { runId: String(runId), marker };
+}
+
+/**
+ * {@link markFreshNode} for each of `keyPrefixes` on the server at `url` (`redis://` or `rediss://`,
+ * `ca` for a server certificate outside Node's store), over a connection of its own with the client
+ * package installed (ioredis, node-redis or Valkey GLIDE), closed after.
+ * @throws NodeNotFreshError as markFreshNode does; Error when the node cannot be reached.
+ */
+export async function markFreshNodeAt(
+  url: string,
+  keyPrefixes: readonly string[],
+  options: { readonly ca?: string | Buffer } = {},
+): Promise<FreshNodeProof[]> {
+  const connection = await openCommandConnection(url, options);
+  try {
+    const proofs: FreshNodeProof[] = [];
+    for (const keyPrefix of keyPrefixes) {
+      proofs.push(await markFreshNode(connection.send, { keyPrefix, label: redactUrl(url) }));
+    }
+    return proofs;
+  } finally {
+    await connection.close();
+  }
 }
