@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { markFreshNodeAt } from '../core/guards/fresh-node.js';
+import { NodeNotFreshError } from '../core/errors.js';
 import { DEFAULTS } from '../core/options.js';
 import { ioredis } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
@@ -48,7 +49,8 @@ export interface RedisNodesOptions {
    * (`markFreshNode`): an engine with one of them lets them vote at once, the restart guard on. The
    * record names each server's run_id, so a node restarted later ({@link RedisNodes.restart},
    * {@link RedisNodes.revive}) is another server and abstains for `restartGuard`, as in production.
-   * Default `['redlock:']` (the engine's default prefix); `[]` records nothing (new nodes abstain).
+   * Default `['redlock:']` (the engine's default prefix), where `extraArgs` left the nodes standalone
+   * primaries (a replica or a Cluster node is left unrecorded); `[]` records nothing (new nodes abstain).
    */
   freshFor?: readonly string[];
 }
@@ -265,7 +267,12 @@ export class RedisNodes {
   private async markFresh(index: number): Promise<void> {
     const prefixes = this.options.freshFor ?? [DEFAULTS.keyPrefix];
     const ca = this.options.tls ? readFileSync(this.options.tls.caFile) : undefined;
-    if (prefixes.length > 0) await markFreshNodeAt(this.url(index), prefixes, { ca });
+    const marked = prefixes.length > 0 ? markFreshNodeAt(this.url(index), prefixes, { ca }) : undefined;
+    // By default, a node that extraArgs made a replica or a Cluster node is left unrecorded.
+    const unasked = (err: unknown) => this.options.freshFor === undefined && err instanceof NodeNotFreshError;
+    await marked?.catch((err: unknown) => {
+      if (!unasked(err)) throw err;
+    });
   }
 
   private signal(index: number, signal: NodeJS.Signals): void {
