@@ -60,6 +60,12 @@ export interface NodeFailure {
   readonly reason: string;
 }
 
+/** Why a 503 waits for abstaining nodes, and the one way out, for fresh nodes only. */
+const ABSTAINING =
+  'Waiting keeps locks safe: a node abstains when it may have lost locks it granted (a restart, a ' +
+  'failover, a step of its clock), and every one of them has expired when it votes again. Nodes created just now and still empty (dev, tests): ' +
+  '`npx nest-quorum-lock fresh-node <url>` records them fresh, so that they vote at once.';
+
 /** Too few nodes answered (down, timed out, or abstaining under the restart guard) to reach a majority. */
 export class QuorumUnavailableError extends RedlockError {
   /** Stable, machine-readable code: what RPC, WebSocket and GraphQL clients receive as `code`. */
@@ -88,7 +94,8 @@ export class QuorumUnavailableError extends RedlockError {
               ? failures.length > 0 && failures.every((f) => REFUSED.test(f.reason))
                 ? '. The nodes answered and refused the credentials: fix what each one names.'
                 : '. Check that the nodes are running and reachable, and their credentials.'
-              : `. A quorum votes again in ${formatDelay(retryAfterMs)} (retryAfterMs ${Math.ceil(retryAfterMs)}): retry after that.`),
+              : `. A quorum votes again in ${formatDelay(retryAfterMs)} (retryAfterMs ${Math.ceil(retryAfterMs)}): retry after that. ` +
+                ABSTAINING),
     );
   }
 }
@@ -233,5 +240,20 @@ export class CrossSlotLockError extends RedlockError {
         'Give them a common hash tag: start each resource with the same {tag}, e.g. "{order:42}:items" and ' +
         '"{order:42}:payment" (Redis hashes only the text between the first { and the next }).',
     );
+  }
+}
+
+/**
+ * `markFreshNode` (or `npx nest-quorum-lock fresh-node`) refused to record a node as fresh: it holds
+ * data, is a replica or a Cluster node, or does not say its run_id. Nothing was written.
+ */
+export class NodeNotFreshError extends RedlockError {
+  constructor(
+    /** Log-safe label of the node. */
+    readonly node: string,
+    /** Why it was refused. */
+    readonly reason: string,
+  ) {
+    super(`Redis node ${node} was not marked fresh: ${reason}.`);
   }
 }

@@ -12,6 +12,7 @@ export type { RedlockOptions, LockOptions, RedlockNode } from './options.js';
 export type { PreflightMode } from './preflight.js';
 export type { RedlockLogger } from './logger.js';
 export { realRuntime, type Runtime } from './runtime.js';
+export { markFreshNode, type FreshNodeOptions, type FreshNodeProof } from './guards/fresh-node.js';
 export type { Voter, VoterContext, VoterFactory } from './voter/voter-api.js';
 export type { Transport, TransportEvent, Route } from './transport/transport.js';
 export type {
@@ -46,5 +47,6 @@ export {
   LockUsageError,
   LockUpgradeError,
   CrossSlotLockError,
+  NodeNotFreshError,
 } from './errors.js';
 export type { NodeFailure } from './errors.js';

@@ -42,6 +42,7 @@ export class RedisClusterNodes {
     } = {},
   ): Promise<RedisClusterNodes> {
     const nodes = await RedisNodes.start(shards, {
+      freshFor: [], // a Cluster's markers are per slot: a new cluster abstains once
       serverBinary: options.serverBinary,
       persistence: options.persistence,
       env: options.env,

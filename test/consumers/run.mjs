@@ -25,10 +25,12 @@
  *     fenced writes and reads on a real PostgreSQL (app/fenced-sql.ts, compiled in every app, uses
  *     its typings with no ORM installed).
  *  7. Boots the app (test/consumers/app/main.ts) against 3 real redis-server nodes that it starts
- *     through the tarball's `nest-quorum-lock/testing`: 200 with strictly increasing fencing tokens,
+ *     through the tarball's `nest-quorum-lock/testing`, the restart guard on (the nodes are recorded
+ *     fresh): 200 at once with strictly increasing fencing tokens,
  *     409 on a busy lock, a waiting request served on the holder's release, releases sent one-way
- *     (one CLIENT REPLY SKIP per release) with every reply still in step; the process must then
- *     exit by itself (no open handle).
+ *     (one CLIENT REPLY SKIP per release) with every reply still in step; the package's bin as npm
+ *     installed it (`nest-quorum-lock fresh-node`, with the app's own client package) records an
+ *     empty node and refuses one with data; the process must then exit by itself (no open handle).
  *  8. In the node-redis apps, boots docs/clients.md's node-redis module (a client passed in
  *     unconnected: docs/examples/node-redis-module.ts) with that client's node down, then with it
  *     refusing the password (app/node-redis-boot.ts): the app must listen within 10 s, serve a
@@ -250,6 +252,7 @@ async function pack(dir) {
     'dist/index.js',
     'dist/index.d.ts',
     'dist/testing/index.js',
+    'dist/cli/main.js',
   ]) {
     if (!files.includes(needed)) problems.push(`missing ${needed}`);
   }

@@ -138,9 +138,10 @@ export class Abstentions {
     }
     if (plain.length > 0) {
       line +=
-        ' Nodes created just now cannot have granted anything: start once with `restartGuard: false` ' +
-        '(e.g. `RedlockModule.forRoot({ nodes, restartGuard: false })`), which marks them trusted for later ' +
-        'runs; never for nodes that can restart without persistence.';
+        ' Waiting is the safe choice: a node that restarted empty looks exactly like a new one, and locks it ' +
+        'granted before it restarted may still be in use by its holder; once restartGuard has passed, every ' +
+        'lock it may have forgotten has expired. Only for nodes created just now and still empty (a dev or test setup): ' +
+        '`npx nest-quorum-lock fresh-node <url>` records them fresh, so they vote at once.';
     }
     this.logger.warn(line);
   }

@@ -164,3 +164,36 @@ end
 return written
 `,
 );
+
+/**
+ * Records that a node is fresh (guards/fresh-node.ts): when the database holds no key but the
+ * guards' own (names containing ARGV[2], the marker's name, under any prefix), the marker (KEYS[1])
+ * is set to '0' and the identity record (KEYS[2]) to this server's run_id, read here, in the same
+ * atomic step: the identity check then lets this very server vote at once, and any other server
+ * (this one restarted) abstains as usual. ARGV[1]: trusted across restarts ('1'/'0'), ARGV[3]: the
+ * most keys looked at before refusing. Returns {'marked', run_id} or {'not-empty', run_id, number of
+ * other keys (at least), JSON array of up to 3 of them}.
+ */
+export const FRESH_NODE = luaScript(
+  'fresh-node',
+  `
+local run_id = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')
+local size, most = redis.call('DBSIZE'), tonumber(ARGV[3])
+if size > most then return {'not-empty', run_id, size, '[]'} end
+local others, named, cursor = 0, {}, '0'
+repeat
+  local page = redis.call('SCAN', cursor, 'COUNT', most)
+  cursor = page[1]
+  for _, key in ipairs(page[2]) do
+    if not string.find(key, ARGV[2], 1, true) then
+      others = others + 1
+      if #named < 3 then named[#named + 1] = key end
+    end
+  end
+until cursor == '0'
+if others > 0 then return {'not-empty', run_id, others, cjson.encode(named)} end
+redis.call('SET', KEYS[1], '0')
+redis.call('SET', KEYS[2], run_id .. ' ' .. ARGV[1])
+return {'marked', run_id}
+`,
+);

@@ -76,7 +76,7 @@ describe("the client's wall clock decides nothing", () => {
 
   test("an abstention ends by the monotonic clock: a step of the client's clock neither ends nor stretches it", async () => {
     // New nodes: no restart-guard marker, so they abstain for the guard.
-    const fresh = await TestCluster.start(3);
+    const fresh = await TestCluster.start(3, { freshFor: [] }); // new, not recorded: they abstain
     try {
       const engine = await fresh.engine({ restartGuard: 1500, ttl: 300 });
       const refused = await engine.acquire('guarded').catch((e: unknown) => e);
