@@ -587,7 +587,9 @@ async function runCombo(base, combo, tarball, versions) {
       'npx nest-quorum-lock functions',
     );
     if (!/^#!lua name=nest_quorum_lock_[0-9a-f]{12}\n/.test(printed.stdout))
-      throw new Error(`npx nest-quorum-lock functions printed ${JSON.stringify(printed.stdout.slice(0, 80))}`);
+      throw new Error(
+        `npx nest-quorum-lock functions printed ${JSON.stringify(printed.stdout.slice(0, 80))}`,
+      );
 
     const entries = entryPoints(dir);
     writeEntryPointImports(dir, entries);
