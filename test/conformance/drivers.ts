@@ -102,6 +102,9 @@ export const DRIVERS: VoterDriver[] = [
     { extraArgs: NO_EVAL_ACL },
   ),
   memory('in-memory', (server, ctx) => voterFor(memoryNode(server, { label: 'memory://conformance' }), ctx)),
+  memory("in-memory, scripts: 'functions'", (server, ctx) =>
+    voterFor(memoryNode(server, { label: 'memory://conformance' }), { ...ctx, scripts: 'functions' }),
+  ),
 ];
 
 /** `url` logged in as `user`. */
