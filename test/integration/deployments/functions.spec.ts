@@ -1,7 +1,7 @@
 import { runCli } from '../../../lib/cli/run.js';
 import { FUNCTION_LIBRARY } from '../../../lib/core/scripts/library.js';
 import { NodeConfigurationError, QuorumUnavailableError } from '../../../lib/index.js';
-import type { RedisNodes } from '../../../lib/testing/index.js';
+import { RedisClusterNodes, type RedisNodes } from '../../../lib/testing/index.js';
 import { MINIMAL_ACL } from '../../support/acl.js';
 import { Deployment, rejection, until } from './support.js';
 
@@ -113,6 +113,45 @@ describe("scripts: 'functions' under a lock user that may not EVAL", () => {
     expect(logger.lines.some((l) => l.includes(`lacks the FUNCTION library ${FUNCTION_LIBRARY.name}`))).toBe(
       true,
     );
+  });
+
+  test('a Cluster: the library is loaded on every master; where the user may not, preflight names each master', async () => {
+    const scriptless = ['+@all', '-eval', '-evalsha', '-eval_ro', '-evalsha_ro', '-script'];
+    const cluster = await RedisClusterNodes.start(3, {
+      extraArgs: [
+        ...['--user', 'loader', 'on', '>loader-pw', '~*', '&*', ...scriptless],
+        ...['--user', 'locker', 'on', '>lock-secret', '~*', '&*', ...scriptless, '-function'],
+      ],
+    });
+    try {
+      const node = (username: string, password: string) => ({
+        cluster: cluster.startupNodes,
+        options: { redisOptions: { username, password } },
+      });
+      const { engine: refused } = deployment.engine([node('locker', 'lock-secret')], {
+        scripts: 'functions',
+      });
+      const err = (await refused.connect().catch((e: unknown) => e)) as NodeConfigurationError;
+      expect(err).toBeInstanceOf(NodeConfigurationError);
+      expect(err.errors).toHaveLength(3);
+      for (const e of err.errors) {
+        expect(e.node).toMatch(/^cluster:\/\/.* \(shard 127\.0\.0\.1:\d+\)$/);
+        expect(e.problem).toContain(`lacks the FUNCTION library ${FUNCTION_LIBRARY.name}`);
+      }
+
+      const { engine: loader } = deployment.engine([node('loader', 'loader-pw')], { scripts: 'functions' });
+      await loader.connect();
+      const masters = cluster.nodes.ports.map((_, i) => i);
+      expect(await Promise.all(masters.map((i) => hasLibrary(cluster.nodes, i)))).toEqual([true, true, true]);
+      // Now loaded, the user that may not load it locks, on every master's slots.
+      const { engine } = deployment.engine([node('locker', 'lock-secret')], { scripts: 'functions' });
+      await engine.connect();
+      const locks = await Promise.all(['a', 'b', 'c', 'd', 'e', 'f'].map((k) => engine.acquire(`fn-${k}`)));
+      await Promise.all(locks.map((lock) => lock.release()));
+    } finally {
+      await deployment.close();
+      await cluster.nodes.close();
+    }
   });
 
   test("with scripts: 'eval' the same user is refused (what the option is for)", async () => {
