@@ -228,10 +228,7 @@ export class IdentityGuard {
     let facts = await readServerFacts(settings.runtime, send, transport.username, settings.timeoutMs);
     if (this.closed) throw new Error('the engine closed');
     // Functions: loaded here, on the shard's new connection, before anything calls them.
-    const unloaded =
-      settings.scripts === 'functions'
-        ? await ensureFunctions(send).then(() => undefined, denied)
-        : undefined;
+    const unloaded = settings.scripts === 'functions' ? await this.functions(send) : undefined;
     if (settings.preflight) {
       const pattern = wakeChannel.replace(/[^:]*$/, '*');
       const missing = unloaded
@@ -259,6 +256,18 @@ export class IdentityGuard {
     state.software = facts.software;
     if (abstainMs > 0) state.abstainUntil = settings.runtime.now() + abstainMs;
     return abstainMs;
+  }
+
+  /** Makes sure the server has the FUNCTION library; the refusal to load it, as preflight reports it. */
+  private async functions(send: (command: readonly string[]) => Promise<unknown>) {
+    const { runtime, timeoutMs } = this.settings;
+    const ensured = await settleWithin(
+      runtime,
+      ensureFunctions(send).then(() => undefined, denied),
+      timeoutMs,
+    );
+    if (ensured === TIMED_OUT) throw new Error(`no reply to FCALL_RO / FUNCTION LOAD within ${timeoutMs} ms`);
+    return ensured;
   }
 
   /**
