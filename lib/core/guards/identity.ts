@@ -225,10 +225,13 @@ export class IdentityGuard {
     const { keyPrefix, wakeChannel } = settings;
     const send = (command: readonly string[]) => transport.send({ shard }, command);
     const label = shard === '' ? voter.label : `${voter.label} (shard ${shard})`;
+    // Functions: loaded here, on the shard's new connection, before anything calls them (beside
+    // the reads of the server's facts: no round trip more before the shard votes).
+    const functions = settings.scripts === 'functions' ? this.functions(send) : undefined;
+    functions?.catch(() => undefined); // when the facts fail first, the check fails with them
     let facts = await readServerFacts(settings.runtime, send, transport.username, settings.timeoutMs);
     if (this.closed) throw new Error('the engine closed');
-    // Functions: loaded here, on the shard's new connection, before anything calls them.
-    const unloaded = settings.scripts === 'functions' ? await this.functions(send) : undefined;
+    const unloaded = await functions;
     if (settings.preflight) {
       const pattern = wakeChannel.replace(/[^:]*$/, '*');
       const missing = unloaded
