@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 import { freshNodeCommand, FRESH_NODE_USAGE } from './fresh-node.js';
+import { runCli } from './run.js';
 
 /*
- * The package's command line (`npx nest-quorum-lock <command>`). One command so far: fresh-node.
+ * The package's command line (`npx nest-quorum-lock <command>`): `functions` prints the FUNCTION
+ * library (run.ts); `fresh-node` records brand-new, empty nodes as fresh (fresh-node.ts).
  */
 
 const [command, ...args] = process.argv.slice(2);
@@ -10,10 +12,12 @@ const out = { log: (line: string) => console.log(line), error: (line: string) =>
 
 async function main(): Promise<number> {
   if (command === 'fresh-node') return freshNodeCommand(args, out);
-  out.error(
-    `${command === undefined ? 'Name a command' : `Unknown command ${JSON.stringify(command)}`}.\n${FRESH_NODE_USAGE}`,
-  );
-  return 2;
+  const { stdout, stderr, code } = runCli(process.argv.slice(2));
+  process.stdout.write(stdout);
+  process.stderr.write(stderr);
+  if (code !== 0 || command === undefined || command === 'help' || command.startsWith('-'))
+    process.stdout.write(`\n${FRESH_NODE_USAGE}\n`);
+  return code;
 }
 
 main().then(

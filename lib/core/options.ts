@@ -102,6 +102,16 @@ export interface RedlockOptions {
    */
   preflight?: PreflightMode;
   /**
+   * How the lock's scripts are called. `'eval'` (default): EVALSHA, EVAL after NOSCRIPT.
+   * `'functions'`: the same scripts as a FUNCTION library (Redis 7+, Valkey), called with FCALL /
+   * FCALL_RO, for servers and proxies that refuse EVAL, EVALSHA or SCRIPT. Each function's name
+   * carries a hash of its code and of the library's version (names are global on a server). The
+   * library is loaded on every server (every master of a Cluster) where the ACL user may FUNCTION
+   * LOAD; elsewhere an administrator loads it (`npx nest-quorum-lock functions` prints it), and
+   * preflight names a server that lacks it. See docs/deploying.md, "Servers that refuse EVAL".
+   */
+  scripts?: 'eval' | 'functions';
+  /**
    * When `release()` resolves. By default a release is one-way on the engine's own connections: it
    * resolves once its bytes are handed to the sockets, without waiting for replies, and a later
    * command of this engine reaches each node after it (same connection). With `true`, it resolves
@@ -198,6 +208,7 @@ export interface ResolvedOptions {
   readonly maxHold: number;
   readonly drainTimeout: number;
   readonly preflight: PreflightMode;
+  readonly scripts: 'eval' | 'functions';
   readonly confirmRelease: boolean;
   /** The clock guard, ms; false when off; undefined: the default (see {@link clockGuardFor}). */
   readonly clockGuard: number | false | undefined;
@@ -245,6 +256,7 @@ export const DEFAULTS = {
   maxHold: 600_000,
   drainTimeout: 10_000,
   preflight: 'error',
+  scripts: 'eval',
   confirmRelease: false,
   clockGuard: 500,
   healHolds: true,

@@ -29,7 +29,8 @@ export class RedisClusterNodes {
    * `persistence` as for {@link RedisNodes} (default `none`); with `aof-everysec` or `aof-always` a
    * master restarted with `nodes.restart(i)` comes back with its data and its place in the cluster.
    * `env` as for {@link RedisNodes}: extra environment variables of master `index`'s process (e.g.
-   * a clock shim that steps its wall clock). `serverBinary` as for {@link RedisNodes} (default:
+   * a clock shim that steps its wall clock). `extraArgs`: more server arguments for every master
+   * (e.g. `--user` lines of an ACL). `serverBinary` as for {@link RedisNodes} (default:
    * `REDIS_SERVER_BIN`, else `redis-server`); the cluster is joined with the cli beside it
    * (`valkey-cli` next to `valkey-server`), else `redis-cli` on PATH.
    */
@@ -39,6 +40,7 @@ export class RedisClusterNodes {
       persistence?: Persistence;
       env?: (index: number) => Record<string, string>;
       serverBinary?: string;
+      extraArgs?: string[];
     } = {},
   ): Promise<RedisClusterNodes> {
     const nodes = await RedisNodes.start(shards, {
@@ -56,6 +58,7 @@ export class RedisClusterNodes {
         // A node that never met another one does not know its own address (CLUSTER SLOTS would say "").
         '--cluster-announce-ip',
         '127.0.0.1',
+        ...(options.extraArgs ?? []),
       ],
     });
     const cluster = new RedisClusterNodes(nodes);

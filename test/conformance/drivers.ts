@@ -28,6 +28,28 @@ type StandaloneFactory = (url: string, context: VoterContext, own: Own) => Voter
 const voterFor = (node: RedlockNode, context: VoterContext, client?: 'ioredis' | 'node-redis'): Voter =>
   createVoter(node, context, client, 'nodes[0]');
 
+/**
+ * A lock user that may not run scripts (EVAL, EVALSHA and their _RO forms, SCRIPT), as on servers
+ * and proxies that refuse EVAL: the columns of `scripts: 'functions'` log in as it (the library
+ * loaded by the voter itself, FUNCTION LOAD being allowed); the rows' own admin connection is the
+ * default user's.
+ */
+const NO_EVAL_USER = { username: 'no-eval', password: 'no-eval-pw' };
+const NO_EVAL_ACL = [
+  '--user',
+  NO_EVAL_USER.username,
+  'on',
+  `>${NO_EVAL_USER.password}`,
+  '~*',
+  '&*',
+  '+@all',
+  '-eval',
+  '-evalsha',
+  '-eval_ro',
+  '-evalsha_ro',
+  '-script',
+];
+
 export const DRIVERS: VoterDriver[] = [
   standalone('ioredis 5, RESP2 (URL)', (url, ctx) => voterFor(url, ctx)),
   standalone('ioredis 6, RESP3 (client)', (url, ctx, own) =>
@@ -72,8 +94,34 @@ export const DRIVERS: VoterDriver[] = [
       ctx,
     );
   }),
+  standalone(
+    "ioredis 5, scripts: 'functions', EVAL denied (URL)",
+    (url, ctx) => voterFor(asUser(url, NO_EVAL_USER), { ...ctx, scripts: 'functions' }),
+    { extraArgs: NO_EVAL_ACL },
+  ),
+  cluster(
+    "ioredis 5 Cluster, scripts: 'functions', EVAL denied",
+    (startupNodes, ctx) =>
+      voterFor(
+        { cluster: startupNodes, options: { redisOptions: { ...NO_EVAL_USER } } },
+        { ...ctx, scripts: 'functions' },
+      ),
+    {},
+    { extraArgs: NO_EVAL_ACL },
+  ),
   memory('in-memory', (server, ctx) => voterFor(memoryNode(server, { label: 'memory://conformance' }), ctx)),
+  memory("in-memory, scripts: 'functions'", (server, ctx) =>
+    voterFor(memoryNode(server, { label: 'memory://conformance' }), { ...ctx, scripts: 'functions' }),
+  ),
 ];
+
+/** `url` logged in as `user`. */
+function asUser(url: string, user: { username: string; password: string }): string {
+  const withUser = new URL(url);
+  withUser.username = user.username;
+  withUser.password = user.password;
+  return withUser.toString();
+}
 
 /** A GLIDE client to `url` (GLIDE connects when it creates a client). */
 function glide(url: string): Promise<GlideClient> {
@@ -90,7 +138,11 @@ function glideClient(client: GlideClient): GlideClient & { disconnect(): void } 
 }
 
 /** A column on one standalone redis-server (started per test file), real time. */
-export function standalone(name: string, factory: StandaloneFactory): VoterDriver {
+export function standalone(
+  name: string,
+  factory: StandaloneFactory,
+  server: { extraArgs?: string[] } = {},
+): VoterDriver {
   let nodes: RedisNodes | undefined;
   const clients: Array<{ disconnect(): void }> = [];
   const admin = () => nodes!.client(0);
@@ -109,7 +161,7 @@ export function standalone(name: string, factory: StandaloneFactory): VoterDrive
     cannot: {},
     async start() {
       // AOF: a restart keeps the data (changeServer); FLUSHALL still loses it (loseData).
-      nodes = await RedisNodes.start(1, { persistence: 'aof-everysec' });
+      nodes = await RedisNodes.start(1, { persistence: 'aof-everysec', extraArgs: server.extraArgs });
     },
     async createVoter(context) {
       return factory(nodes!.url(0), context, own);
@@ -172,6 +224,7 @@ export function cluster(
   name: string,
   factory: ClusterFactory,
   cannot: Partial<Record<string, string>> = {},
+  server: { extraArgs?: string[] } = {},
 ): VoterDriver {
   let shards: RedisClusterNodes | undefined;
   const closers: Array<() => void> = [];
@@ -210,7 +263,7 @@ export function cluster(
     cannot,
     async start() {
       // AOF: a restarted master keeps its data and its slots (changeServer).
-      shards = await RedisClusterNodes.start(3, { persistence: 'aof-everysec' });
+      shards = await RedisClusterNodes.start(3, { persistence: 'aof-everysec', extraArgs: server.extraArgs });
       await settleMarkers();
     },
     async createVoter(context) {

@@ -4,7 +4,8 @@
  * Consumer-app suite: proves that the package a user downloads installs, type-checks, loads and
  * works in the kinds of apps teams run. `npm run test:consumers` (CI runs it after `npm test`).
  *
- *  1. `npm pack` once (prepack builds dist/), and checks what the tarball holds.
+ *  1. `npm pack` once (prepack builds dist/), and checks what the tarball holds; each app runs its
+ *     bin (`npx nest-quorum-lock functions` prints the FUNCTION library).
  *  2. For every supported combination (module system x NestJS major x Redis client and major:
  *     ioredis 5 / 6, node-redis 5 / 6 only -- no ioredis installed, `skipLibCheck: false` --, Valkey
  *     GLIDE only) it writes a
@@ -600,6 +601,16 @@ async function runCombo(base, combo, tarball, versions) {
     }
     const peers = Object.keys(versions.optionalPeers).map((name) => `${name} ${installed(dir, name)}`);
     if (peers.length) row.notes.push(`optional peers installed: ${peers.join(', ')}`);
+
+    // The package's bin, as docs/deploying.md has an administrator run it ("Servers that refuse EVAL").
+    const printed = must(
+      await run('npx', ['--no', 'nest-quorum-lock', 'functions'], { cwd: dir }),
+      'npx nest-quorum-lock functions',
+    );
+    if (!/^#!lua name=nest_quorum_lock_[0-9a-f]{12}\n/.test(printed.stdout))
+      throw new Error(
+        `npx nest-quorum-lock functions printed ${JSON.stringify(printed.stdout.slice(0, 80))}`,
+      );
 
     const entries = entryPoints(dir);
     writeEntryPointImports(dir, entries);

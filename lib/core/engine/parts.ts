@@ -73,6 +73,7 @@ export function buildEngineParts(
     connectTimeout: resolved.connectTimeout,
     nodeTimeout: resolved.nodeTimeout,
     preflight,
+    scripts: resolved.scripts,
     runtime,
   };
   const voters = new Voters(

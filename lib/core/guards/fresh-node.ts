@@ -74,7 +74,7 @@ export async function markFreshNode(
     FRESH_NODE,
     [marker, marker + IDENTITY_SUFFIX],
     [trusted, GUARD_MARKER_NAME, String(MOST_KEYS)],
-    true,
+    { bySource: true },
   )) as [string, string, number?, string?];
   const [outcome, runId, others, named] = reply;
   if (outcome !== 'marked') {

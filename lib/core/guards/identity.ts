@@ -5,6 +5,7 @@ import { decodeIdentityReply, fenceCounterPattern, IDENTITY_CHECK, RUN_ID } from
 import { IDENTITY_SUFFIX } from '../scripts/keys.js';
 import type { Route, Transport } from '../transport/transport.js';
 import { missingAclRules } from '../voter/acl-probe.js';
+import { ensureFunctions, functionsFinding, FunctionsNotLoadedError } from '../voter/functions.js';
 import { describeError, isFinalFault, nodeFault } from '../voter/describe-error.js';
 import {
   checkServer,
@@ -12,6 +13,8 @@ import {
   readServerFacts,
   runScript,
   trustedAcrossRestarts,
+  type Finding,
+  type ScriptMode,
   type ServerFacts,
   type ServerSoftware,
 } from '../voter/server.js';
@@ -39,6 +42,8 @@ export interface IdentitySettings {
   readonly timeoutMs: number;
   /** Undefined when preflight is off. */
   readonly preflight: Preflight | undefined;
+  /** How scripts are called (the option `scripts`). */
+  readonly scripts: ScriptMode;
   /** The wake channels' pattern and one channel, for the ACL probe. */
   readonly wakeChannel: string;
   /** The key prefix (the ACL probe's keys). */
@@ -151,7 +156,8 @@ export class IdentityGuard {
         throw new ServerChangedError();
       });
     }
-    const readRunId = () => runScript((c) => this.transport.send(route, c), RUN_ID, [], []);
+    const mode = this.settings.scripts;
+    const readRunId = () => runScript((c) => this.transport.send(route, c), RUN_ID, [], [], { mode });
     return Promise.all([send(), readRunId()]).then(([reply, id]) => {
       if (String(id) === checkedRunId) return reply;
       void this.check(shard, true);
@@ -224,14 +230,23 @@ export class IdentityGuard {
     const { keyPrefix, wakeChannel } = settings;
     const send = (command: readonly string[]) => transport.send({ shard }, command);
     const label = shard === '' ? voter.label : `${voter.label} (shard ${shard})`;
+    // Functions: loaded here, on the shard's new connection, before anything calls them (beside
+    // the reads of the server's facts: no round trip more before the shard votes).
+    const functions = settings.scripts === 'functions' ? this.functions(send) : undefined;
+    functions?.catch(() => undefined); // when the facts fail first, the check fails with them
     let facts = await readServerFacts(settings.runtime, send, transport.username, settings.timeoutMs);
     if (this.closed) throw new Error('the engine closed');
+    const unloaded = await functions;
     if (settings.preflight) {
-      const missing = await missingAclRules(send, keyPrefix, wakeChannel.replace(/[^:]*$/, '*'), wakeChannel);
+      const pattern = wakeChannel.replace(/[^:]*$/, '*');
+      const missing = unloaded
+        ? []
+        : await missingAclRules(send, keyPrefix, pattern, wakeChannel, settings.scripts);
       facts = { ...facts, denied: [...new Set([...facts.denied, ...missing])] };
-      const findings = checkServer(
+      const findings: Finding[] = checkServer(
         transport.clustered ? { ...facts, clusterEnabled: undefined, redisMode: undefined } : facts,
       );
+      if (unloaded) findings.push(functionsFinding(unloaded, transport.username));
       const refusal = settings.preflight.review(state, voter, label, {
         serverId: facts.runId,
         server: describeSoftware([facts.software]),
@@ -243,11 +258,24 @@ export class IdentityGuard {
         throw new Error(refusal.message);
       }
     }
+    if (unloaded) throw unloaded;
     const abstainMs = await this.identity(send, label, facts, state, shard);
     state.runId = facts.runId;
     state.software = facts.software;
     if (abstainMs > 0) state.abstainUntil = settings.runtime.now() + abstainMs;
     return abstainMs;
+  }
+
+  /** Makes sure the server has the FUNCTION library; the refusal to load it, as preflight reports it. */
+  private async functions(send: (command: readonly string[]) => Promise<unknown>) {
+    const { runtime, timeoutMs } = this.settings;
+    const ensured = await settleWithin(
+      runtime,
+      ensureFunctions(send).then(() => undefined, denied),
+      timeoutMs,
+    );
+    if (ensured === TIMED_OUT) throw new Error(`no reply to FCALL_RO / FUNCTION LOAD within ${timeoutMs} ms`);
+    return ensured;
   }
 
   /**
@@ -279,7 +307,10 @@ export class IdentityGuard {
       String(Math.ceil(guardMs)),
       fenceCounterPattern(this.settings.keyPrefix),
     ];
-    const call = runScript(send, IDENTITY_CHECK, [marker, marker + IDENTITY_SUFFIX], args, true);
+    const call = runScript(send, IDENTITY_CHECK, [marker, marker + IDENTITY_SUFFIX], args, {
+      mode: this.settings.scripts,
+      bySource: true,
+    });
     const reply = await settleWithin(runtime, call, timeoutMs);
     if (reply === TIMED_OUT) throw new Error(`no reply to the identity check within ${timeoutMs} ms`);
     const check = decodeIdentityReply(reply);
@@ -311,6 +342,12 @@ export class IdentityGuard {
       });
     }, SURVEY_MS);
   }
+}
+
+/** A library that could not be loaded is a finding; anything else fails the check. */
+function denied(err: unknown): FunctionsNotLoadedError {
+  if (err instanceof FunctionsNotLoadedError) return err;
+  throw err;
 }
 
 /** Why a node whose server changed abstains, for the log line and the 'node-abstaining' event. */

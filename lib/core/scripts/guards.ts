@@ -67,6 +67,7 @@ if left() < guard then redis.call('SET', KEYS[1], string.format('%.0f', now + gu
 ${dropFenceCountersLua('ARGV[4]')}
 return {math.max(left(), guard), 'changed', writer or '', dropped}
 `,
+  { crossSlot: true },
 );
 
 /** How the identity check went on one node. */
@@ -100,6 +101,7 @@ export function decodeIdentityReply(reply: unknown): IdentityCheck {
 export const RUN_ID = luaScript(
   'run-id',
   "return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)')",
+  { readOnly: true },
 );
 
 /**
@@ -125,6 +127,7 @@ end
 ${dropFenceCountersLua('ARGV[2]')}
 return {ready - now, dropped}
 `,
+  { crossSlot: true },
 );
 
 /** What a marking did: the ms the node abstains for from now, the counters it dropped. */
@@ -163,6 +166,7 @@ for i = 2, #ARGV do
 end
 return written
 `,
+  { crossSlot: true },
 );
 
 /**

@@ -206,6 +206,7 @@ for i = 1, #all, 2 do
 end
 return live
 `,
+  { readOnly: true },
 );
 
 /** READ_INSPECT's reply: the live readers' values. */

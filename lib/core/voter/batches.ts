@@ -25,7 +25,7 @@ import {
 import { SEMAPHORE_ACQUIRE_SCRIPT } from '../scripts/semaphore.js';
 import { isReader } from '../scripts/values.js';
 import type { Transport } from '../transport/transport.js';
-import { runScript } from './server.js';
+import { runScript, type ScriptMode } from './server.js';
 
 /** The lock's scripts, loaded on every new connection so that calls rarely meet NOSCRIPT. */
 export const LOCK_SCRIPTS: readonly LuaScript[] = [
@@ -108,6 +108,7 @@ export async function seedSlotMarkers(
   guardKey: string,
   guardMs: number,
   stopped: () => boolean,
+  mode: ScriptMode = 'eval',
 ): Promise<void> {
   await Promise.all(
     [...transport.shards()].map(async ([shard, slots]) => {
@@ -116,13 +117,10 @@ export async function seedSlotMarkers(
       for (let from = 0; from < markers.length && !stopped(); from += SEED_CHUNK) {
         const chunk = markers.slice(from, from + SEED_CHUNK);
         // A shard that fails a chunk (down, CLUSTERDOWN) is left to its first acquires, slot by slot.
-        const seeded = await runScript(
-          send,
-          SEED_SLOT_MARKERS,
-          [],
-          [String(guardMs), ...chunk],
-          from === 0,
-        ).then(
+        const seeded = await runScript(send, SEED_SLOT_MARKERS, [], [String(guardMs), ...chunk], {
+          mode,
+          bySource: from === 0,
+        }).then(
           () => true,
           () => false,
         );

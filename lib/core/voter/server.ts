@@ -1,5 +1,6 @@
 import type { LuaScript } from '../scripts/lua.js';
 import { settleWithin, TIMED_OUT, type Runtime } from '../runtime.js';
+import { callFunction } from './functions.js';
 
 /*
  * What a server says of itself, read on each new connection (a Cluster: of each master), and pure
@@ -12,19 +13,42 @@ import { settleWithin, TIMED_OUT, type Runtime } from '../runtime.js';
 export type ServerSend = (command: readonly string[]) => Promise<unknown>;
 
 /**
- * Runs `script` by SHA on `send`'s server, its source on NOSCRIPT (a first use, a flushed cache).
- * `bySource`: a script a connection runs rarely (the guards' maintenance) goes by its source at
- * once, so that it never meets NOSCRIPT (which some clients log as an error: Valkey GLIDE).
+ * How the engine calls its scripts (the option `scripts`): `eval`, EVALSHA with EVAL after
+ * NOSCRIPT; `functions`, FCALL / FCALL_RO of this version's FUNCTION library (voter/functions.ts).
+ */
+export type ScriptMode = 'eval' | 'functions';
+
+/** How {@link runScript} sends one script. */
+export interface ScriptCall {
+  /** Default `eval`. */
+  readonly mode?: ScriptMode;
+  /**
+   * `eval`: a script a connection runs rarely (the guards' maintenance) goes by its source at once,
+   * so that it never meets NOSCRIPT (which some clients log as an error: Valkey GLIDE).
+   */
+  readonly bySource?: boolean;
+  /**
+   * `functions`: where FUNCTION LOAD goes when the server lacks the library (default: `send`).
+   * A keyless command sent by a key's route may reach any master of a Cluster: give the key's shard.
+   */
+  readonly loadVia?: ServerSend;
+}
+
+/**
+ * Runs `script` on `send`'s server: by SHA, its source on NOSCRIPT (a first use, a flushed cache);
+ * or, in `functions` mode, as its function, the library loaded on "Function not found". The one
+ * place every script of the engine goes through, whatever the client.
  */
 export function runScript(
   send: ServerSend,
   script: LuaScript,
   keys: readonly string[],
   args: readonly string[],
-  bySource = false,
+  how: ScriptCall = {},
 ): Promise<unknown> {
   const tail = [String(keys.length), ...keys, ...args];
-  if (bySource) return send(['EVAL', script.source, ...tail]);
+  if (how.mode === 'functions') return callFunction(send, script, tail, how.loadVia ?? send);
+  if (how.bySource) return send(['EVAL', script.source, ...tail]);
   return send(['EVALSHA', script.sha, ...tail]).catch((err: unknown) => {
     if (err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message))
       return send(['EVAL', script.source, ...tail]);

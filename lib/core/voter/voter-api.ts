@@ -8,6 +8,7 @@ import type { KeyView } from '../scripts/inspect.js';
 import type { LetGo } from '../scripts/let-go.js';
 import type { SlotVote } from '../scripts/semaphore.js';
 import type { ScriptSettings } from '../scripts/settings.js';
+import type { ScriptMode } from './server.js';
 
 /**
  * One voter of the quorum, as the algorithm sees it: something that runs the lock's operations on
@@ -106,6 +107,8 @@ export interface VoterContext {
   readonly runtime: Runtime;
   /** Reviews what a voter's servers say of themselves; undefined when preflight is off. */
   readonly preflight?: Preflight | undefined;
+  /** How scripts are called (the option `scripts`); default `eval`. */
+  readonly scripts?: ScriptMode;
 }
 
 /** A voter the caller builds itself, in `nodes` beside URLs, options and clients. */

@@ -32,7 +32,7 @@ import { isReader, wakeChannelOf } from '../scripts/values.js';
 import type { Route, Transport } from '../transport/transport.js';
 import { describeError, isFinalFault, nodeErrorLine, nodeFault } from './describe-error.js';
 import { extendBatch, LOCK_SCRIPTS, seedSlotMarkers } from './batches.js';
-import { runScript } from './server.js';
+import { runScript, type ScriptMode } from './server.js';
 import type { Voter, VoterContext } from './voter-api.js';
 import type { ExtendAnswers, ExtendRequest } from '../scripts/extend.js';
 
@@ -47,9 +47,10 @@ const RECHECK_BOUND_MS = 5000;
 export class TransportVoter implements Voter {
   private readonly guard: IdentityGuard;
   private readonly settings: string;
+  private readonly scripts: ScriptMode;
   private readonly healthListeners: Array<(up: boolean, reason?: string) => void> = [];
   private readonly abstentionListeners: Array<(forMs: number, why: string, shard?: string) => void> = [];
-  /** This voter's acquires in flight by value, on a Cluster (its client may reorder: see letGo). */
+  /** This voter's acquires in flight by value, where they may be sent again late (see letGo). */
   private readonly acquiring = new Map<string, Promise<unknown>>();
   private reported: string | undefined;
   /** Waiters of waitReady, told of a final refusal (credentials, ACL) from the transport. */
@@ -62,6 +63,7 @@ export class TransportVoter implements Voter {
     private readonly context: VoterContext,
   ) {
     this.settings = settingsArg(context.settings);
+    this.scripts = context.scripts ?? 'eval';
     const { settings, runtime, logger } = context;
     this.guard = new IdentityGuard(transport, this, {
       runtime,
@@ -69,6 +71,7 @@ export class TransportVoter implements Voter {
       guardMs: settings.guardMs,
       timeoutMs: Math.max(context.connectTimeout, 1000),
       preflight: context.preflight,
+      scripts: this.scripts,
       wakeChannel: wakeChannelOf('preflight'),
       keyPrefix: keyPrefixOf(settings.guardKey),
       markerOf: (shard) => this.shardMarker(shard),
@@ -78,6 +81,8 @@ export class TransportVoter implements Voter {
       },
       onCheckFailed: (err) => this.reportError(err),
       prepare: (shard) => {
+        // Functions: the identity guard's check made sure that the library is there.
+        if (this.scripts === 'functions') return;
         // A transport that does not see reconnections reads the run_id behind its votes: load it too.
         const scripts = transport.seesReconnects ? LOCK_SCRIPTS : [...LOCK_SCRIPTS, RUN_ID];
         for (const script of scripts)
@@ -234,17 +239,22 @@ export class TransportVoter implements Voter {
   }
 
   letGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
+    // A Cluster client may send a command again after later ones (MOVED, a slot map refreshed), and
+    // so does a server that lost its functions (loaded, then the call again): a let-go that frees a
+    // late grant must run after it, so it waits for this voter's acquire.
+    const acquiring = this.acquiring.get(value);
+    const send = () => this.sendLetGo(keys, value, how);
+    return acquiring ? acquiring.then(send, send) : send();
+  }
+
+  /** A let-go sent now (the acquire's own, when its vote ran on a changed server). */
+  private sendLetGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
     const key = keys[0]!;
     const args = [value, this.settings, how.op];
     if (how.op === 'requeue') args.push(how.ticket, how.renamedTo ?? value);
-    const send = isReader(value)
-      ? () =>
-          this.run(READ_LET_GO_SCRIPT, [key, key + FENCE_SUFFIX, queueKeyOf(key), key + READERS_SUFFIX], args)
-      : () => this.run(LET_GO, declaredKeys(keys), args);
-    // A Cluster client may send a command again after later ones (MOVED, a slot map refreshed):
-    // a let-go that frees a late grant must run after it, so it waits for this voter's acquire.
-    const acquiring = this.acquiring.get(value);
-    return acquiring ? acquiring.then(send, send) : send();
+    return isReader(value)
+      ? this.run(READ_LET_GO_SCRIPT, [key, key + FENCE_SUFFIX, queueKeyOf(key), key + READERS_SUFFIX], args)
+      : this.run(LET_GO, declaredKeys(keys), args);
   }
 
   markClockStep(forMs: number, steppedPastMs?: number): Promise<ClockMark> {
@@ -257,13 +267,10 @@ export class TransportVoter implements Voter {
         ? slots.map((slot) => slotMarkerKey(this.context.settings.guardKey, slot))
         : [this.context.settings.guardKey];
       const send = (command: readonly string[]) => this.transport.send({ shard }, command);
-      return runScript(
-        send,
-        CLOCK_MARK,
-        [],
-        [String(Math.ceil(forMs)), pattern, past, ...markers],
-        true,
-      ).then(decodeClockMarkReply);
+      return runScript(send, CLOCK_MARK, [], [String(Math.ceil(forMs)), pattern, past, ...markers], {
+        mode: this.scripts,
+        bySource: true,
+      }).then(decodeClockMarkReply);
     });
     return Promise.all(marks).then((all) => ({
       abstainMs: Math.max(0, ...all.map((m) => m.abstainMs)),
@@ -324,7 +331,16 @@ export class TransportVoter implements Voter {
     args: readonly string[],
   ): Promise<unknown> {
     const route: Route = keys.length > 0 ? { key: keys[0]! } : undefined;
-    return runScript((command) => this.transport.send(route, command), script, keys, args);
+    const send = (command: readonly string[]) => this.transport.send(route, command);
+    if (this.scripts === 'eval') return runScript(send, script, keys, args);
+    return runScript(send, script, keys, args, { mode: 'functions', loadVia: this.loadVia(keys[0]) });
+  }
+
+  /** Where FUNCTION LOAD goes for a script on `key`: its shard (a keyless command could go anywhere). */
+  private loadVia(key: string | undefined): (command: readonly string[]) => Promise<unknown> {
+    const shard = key === undefined ? undefined : this.transport.shardOf(key);
+    const route: Route = shard === undefined ? undefined : { shard };
+    return (command) => this.transport.send(route, command);
   }
 
   /** A vote of the shard of `key`: once its server is checked, abstaining or sent and confirmed. */
@@ -346,19 +362,19 @@ export class TransportVoter implements Voter {
 
   /**
    * A vote that ran on a changed server (ServerChangedError) is let go of there and cast again once
-   * the new server was checked (whose identity guard may make it abstain). Tracks the acquire on a
-   * Cluster (see letGo).
+   * the new server was checked (whose identity guard may make it abstain). Tracks the acquire where
+   * it may be sent again after later commands (see letGo).
    */
   private voteAgainOnChange<T>(keys: readonly string[], value: string, vote: () => Promise<T>): Promise<T> {
     const sent = vote().catch((err: unknown) => {
       if (!(err instanceof ServerChangedError)) throw err;
       const checked = this.guard.checking ?? Promise.resolve();
-      return this.letGo(keys, value, RELEASE)
+      return this.sendLetGo(keys, value, RELEASE)
         .catch(() => undefined)
         .then(() => settleWithin(this.context.runtime, checked, RECHECK_BOUND_MS))
         .then(vote);
     });
-    if (this.transport.clustered) {
+    if (this.transport.clustered || this.scripts === 'functions') {
       this.acquiring.set(value, sent);
       const settled = () => this.acquiring.get(value) === sent && this.acquiring.delete(value);
       sent.then(settled, settled);
@@ -382,7 +398,9 @@ export class TransportVoter implements Voter {
 
   private seed(): Promise<void> {
     const { guardKey, guardMs } = this.context.settings;
-    return seedSlotMarkers(this.transport, guardKey, guardMs, () => this.closing).catch(() => undefined);
+    return seedSlotMarkers(this.transport, guardKey, guardMs, () => this.closing, this.scripts).catch(
+      () => undefined,
+    );
   }
 
   /**

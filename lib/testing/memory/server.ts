@@ -1,7 +1,16 @@
 import { realRuntime, type Runtime } from '../../core/runtime.js';
+import { FUNCTION_LIBRARY, LIBRARY_SCRIPTS } from '../../core/scripts/library.js';
 import { luaScript } from '../../core/scripts/lua.js';
 import { Keyspace } from './keyspace.js';
 import { EMULATED_SCRIPTS } from './scripts.js';
+
+/** The library's functions by name, emulated as their scripts are. */
+const EMULATED_FUNCTIONS = new Map(
+  LIBRARY_SCRIPTS.flatMap((script) => {
+    const [name, run] = [FUNCTION_LIBRARY.functionOf(script), EMULATED_SCRIPTS.get(script.sha)];
+    return name && run ? [[name, run] as const] : [];
+  }),
+);
 
 /** Options of a {@link MemoryServer}. */
 export interface MemoryServerOptions {
@@ -40,6 +49,8 @@ export class MemoryServer extends Keyspace {
   private readonly runtime: Runtime;
   private readonly config: Record<string, string>;
   private readonly loaded = new Set<string>();
+  /** Whether the FUNCTION library was loaded (data: kept across a restart that keeps the data). */
+  private functions = false;
   private readonly channels = new Map<string, Set<(message: string) => boolean>>();
   private readonly connections = new Set<(up: boolean) => void>();
 
@@ -73,7 +84,10 @@ export class MemoryServer extends Keyspace {
     if (this.up) return;
     this.runId = this.newRunId();
     this.loaded.clear();
-    if (!keepData) this.flushAll();
+    if (!keepData) {
+      this.flushAll();
+      this.functions = false;
+    }
     this.up = true;
     for (const connection of this.connections) connection(true);
   }
@@ -110,7 +124,8 @@ export class MemoryServer extends Keyspace {
   /**
    * Runs one command as the server would, atomically; an error reply throws. The commands the
    * voter sends: EVALSHA / EVAL (NOSCRIPT until the script was loaded), SCRIPT LOAD, INFO, CONFIG
-   * GET, TIME, PING, PUBLISH; and FLUSHALL.
+   * GET, TIME, PING, PUBLISH; FCALL / FCALL_RO / FUNCTION LOAD of this version's library (option
+   * `scripts: 'functions'`); and FLUSHALL, FUNCTION FLUSH.
    */
   call(command: readonly string[]): unknown {
     if (!this.up) throw new Error(`connect ECONNREFUSED (${this.name} is stopped)`);
@@ -125,6 +140,17 @@ export class MemoryServer extends Keyspace {
         const count = Number(args[1]);
         return script(this, args.slice(2, 2 + count), args.slice(2 + count));
       }
+      case 'FCALL':
+      case 'FCALL_RO': {
+        if (!this.functions) throw new Error('ERR Function not found');
+        if (args[0] === FUNCTION_LIBRARY.probe) return FUNCTION_LIBRARY.version;
+        const script = EMULATED_FUNCTIONS.get(args[0]);
+        if (!script) throw new Error('ERR Function not found');
+        const count = Number(args[1]);
+        return script(this, args.slice(2, 2 + count), args.slice(2 + count));
+      }
+      case 'FUNCTION':
+        return this.functionCommand(args);
       case 'SCRIPT':
         return this.load(args[1]);
       case 'INFO':
@@ -144,6 +170,19 @@ export class MemoryServer extends Keyspace {
         return 'OK';
     }
     throw new Error(`ERR unknown command '${name}' (${this.name} serves the lock's commands only)`);
+  }
+
+  /** FUNCTION LOAD (this version's library only) and FUNCTION FLUSH. */
+  private functionCommand([sub = '', source]: readonly string[]): unknown {
+    if (sub.toUpperCase() === 'FLUSH') {
+      this.functions = false;
+      return 'OK';
+    }
+    if (sub.toUpperCase() !== 'LOAD' || source !== FUNCTION_LIBRARY.source)
+      throw new Error(`ERR ${this.name} emulates FUNCTION LOAD of the library of this version only`);
+    if (this.functions) throw new Error(`ERR Library '${FUNCTION_LIBRARY.name}' already exists`);
+    this.functions = true;
+    return FUNCTION_LIBRARY.name;
   }
 
   /** INFO `section` (server or replication), the fields the voter reads. */

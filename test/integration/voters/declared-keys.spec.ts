@@ -153,7 +153,7 @@ describe('every key a lock script touches is declared', () => {
     const options = {
       nodes: [{ cluster: shards.startupNodes }],
       ttl: 500,
-      restartGuard: false,
+      restartGuard: false as const,
       logger: quiet,
     };
     const [engine, other] = [new Redlock(options), new Redlock(options)];
