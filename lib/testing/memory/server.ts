@@ -1,6 +1,6 @@
 import { realRuntime, type Runtime } from '../../core/runtime.js';
 import { luaScript } from '../../core/scripts/lua.js';
-import { Keyspace } from './keyspace.js';
+import { Keyspace, type KeyspaceImage } from './keyspace.js';
 import { EMULATED_SCRIPTS } from './scripts.js';
 
 /** Options of a {@link MemoryServer}. */
@@ -68,18 +68,22 @@ export class MemoryServer extends Keyspace {
     for (const connection of this.connections) connection(false);
   }
 
-  /** Starts again as a new process (new run_id, empty script cache), with its data or without. */
-  start({ keepData = true }: { keepData?: boolean } = {}): void {
+  /**
+   * Starts again as a new process (new run_id, empty script cache), with its data, without, or with
+   * the keys of `from` (an AOF that lost its last second, a replica that lagged).
+   */
+  start({ keepData = true, from }: { keepData?: boolean; from?: KeyspaceImage } = {}): void {
     if (this.up) return;
     this.runId = this.newRunId();
     this.loaded.clear();
-    if (!keepData) this.flushAll();
+    if (from) this.restore(from);
+    else if (!keepData) this.flushAll();
     this.up = true;
     for (const connection of this.connections) connection(true);
   }
 
-  /** A crash and a start at once: `keepData` as with AOF (`appendfsync always`), or none. */
-  restart(options: { keepData?: boolean } = {}): void {
+  /** A crash and a start at once: `keepData` as with AOF (`appendfsync always`), none, or `from` an image. */
+  restart(options: { keepData?: boolean; from?: KeyspaceImage } = {}): void {
     this.stop();
     this.start(options);
   }
