@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Observable } from 'rxjs';
 import {
   EngineClosedError,
@@ -89,6 +90,9 @@ export class Redlock {
     this.acquirer = new Acquirer(this.parts, this.leases);
     this.slots = new SlotAcquirer(this.parts, this.acquirer, this.leases);
     this.wakes = new WakeChannel(voters, this.parts.values.channel, resolved.nodeTimeout, turnMs, logger);
+    // Every waiting acquire listens for shutdown on it: more than Node's 10 is load, not a leak
+    // (Node would print a MaxListenersExceededWarning at the 11th waiter).
+    setMaxListeners(Infinity, this.shutdown.signal);
   }
 
   /** The voters, in the order of `nodes` (health, instrumentation, tests). */
