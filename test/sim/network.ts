@@ -107,6 +107,10 @@ export class Link {
   /** The connection was reset and the client has not heard yet: what it sends now is lost. */
   private broken = false;
   private generation = 0;
+  /** The most commands sent in one second of simulated time (a client flooding a voter). */
+  busiestSecond = 0;
+  private second = 0;
+  private sentThisSecond = 0;
 
   constructor(
     private readonly sim: Scheduler,
@@ -165,6 +169,8 @@ export class Link {
       this.messages.send(this.delay(), () => void arrive());
       return NEVER;
     }
+    if (this.sim.now - this.second >= 1000) [this.second, this.sentThisSecond] = [this.sim.now, 0];
+    if (++this.sentThisSecond > this.busiestSecond) this.busiestSecond = this.sentThisSecond;
     return new Promise((resolve, reject) => {
       const pending: Pending = { reject, settled: false };
       if (this.broken) {

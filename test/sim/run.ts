@@ -24,6 +24,8 @@ export interface RunResult {
   readonly world: World;
   /** The liveness bound of this run, ms. */
   readonly bound: number;
+  /** The most commands one client sent one voter in a simulated second. */
+  readonly busiest: { link: string; commands: number };
 }
 
 /**
@@ -50,6 +52,13 @@ export function livenessBound(config: RunConfig, maxBackStepMs: number): number 
     retryJitter
   );
 }
+
+/**
+ * Most commands a client may send one voter in a simulated second: the load sends a few hundred at
+ * most (waiters back off, at least by the collision back-off); a loop that retries without a pause
+ * sends thousands (one per round trip).
+ */
+const STORM_PER_SECOND = 2000;
 
 /** The pump that drains microtasks between events: one event per setImmediate callback, queued in batches. */
 function immediatePump(step: () => boolean, done: (err?: unknown) => void): void {
@@ -132,6 +141,13 @@ export async function runOnce(seed: number, options: SimOptions): Promise<RunRes
       expectedProbes,
       bound,
     );
+    const busiest = world.busiestLink();
+    if (busiest.commands > STORM_PER_SECOND)
+      violations.push({
+        invariant: 'command storm',
+        detail: `${busiest.link} sent ${busiest.commands} commands in one simulated second (more than ${STORM_PER_SECOND}: a retry loop without back-off)`,
+        keys: [],
+      });
     return {
       seed,
       config,
@@ -143,6 +159,7 @@ export async function runOnce(seed: number, options: SimOptions): Promise<RunRes
       report,
       world,
       bound,
+      busiest,
     };
   } finally {
     unseal();

@@ -124,6 +124,16 @@ export class World {
     );
   }
 
+  /** The busiest link: the most commands one client sent one voter in a simulated second. */
+  busiestLink(): { link: string; commands: number } {
+    let busiest = { link: '', commands: 0 };
+    for (const links of this.links.values())
+      for (const link of links)
+        if (link.busiestSecond > busiest.commands)
+          busiest = { link: `${link.client.name} > ${link.server.name}`, commands: link.busiestSecond };
+    return busiest;
+  }
+
   /** The link between a client process and voter `index`. */
   linkOf(client: SimProcess, index: number): Link {
     const link = this.links.get(client)?.[index];
