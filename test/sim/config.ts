@@ -112,7 +112,7 @@ export function drawConfig(seed: number, options: SimOptions): RunConfig {
       ? rng.pick(['none', 'everysec', 'everysec', 'always'])
       : rng.pick(['none', 'none', 'always'])) as Persistence,
     driftPpm: faults.has('drift') ? rng.between(-500, 500) : 0,
-    replicaLagMs: Math.round(logUniform(rng, 10, 1000)),
+    replicaLagMs: Math.round(logUniform(rng, 100, 1000)),
   }));
   if (control === 'restart' || control === 'heal') for (const v of voters) v.persistence = 'none';
   const network: NetworkFaults = {

@@ -146,6 +146,7 @@ export class FaultDriver {
           v = chosen;
           this.steppedAt[v] = now;
           world.servers[v]!.stepClock(scale);
+          world.expireSoon(v, rng.between(0, 100));
           this.note(`clock +${Math.round(scale)} ms`, [v]);
         } else {
           world.servers[v]!.stepClock(-scale);

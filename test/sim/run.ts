@@ -92,6 +92,10 @@ export async function runOnce(seed: number, options: SimOptions): Promise<RunRes
   const sim = new Scheduler(new SimProcess('world'), immediatePump);
   const unexpected: Violation[] = [];
   seal();
+  // No stack traces (the engine reads none; capturing them is a tenth of a run's time), unless
+  // SIM_STACKS=1 asks for them to see where an unexpected error came from.
+  const stackTraceLimit = Error.stackTraceLimit;
+  if (process.env.SIM_STACKS !== '1') Error.stackTraceLimit = 0;
   try {
     const world = new World(
       sim,
@@ -162,6 +166,7 @@ export async function runOnce(seed: number, options: SimOptions): Promise<RunRes
       busiest,
     };
   } finally {
+    Error.stackTraceLimit = stackTraceLimit;
     unseal();
   }
 }

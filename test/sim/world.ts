@@ -112,7 +112,9 @@ export class World {
       // Nodes that served before the run: their restart guard has passed (marker '0').
       server.set(KEY_PREFIX + GUARD_MARKER_NAME, '0');
       this.servers.push(server);
-      this.every(process, 100, () => void server.keys('*')); // Redis' active expiry, 10 times a second
+      // Redis' active expiry (keys expire on access too): what a step of the clock forward expired
+      // is gone within its cycle (expireSoon), also when the clock steps back before an access.
+      this.every(process, 1000, () => void server.keys('*'));
       if (persistence === 'everysec') this.every(process, 1000, () => (server.fsynced = server.snapshot()));
       this.every(process, replicaLagMs, () => (server.replica = server.snapshot()));
     });
@@ -229,6 +231,12 @@ export class World {
       const image = data === 'fsynced' ? server.fsynced : server.replica;
       server.start(image ? { from: image } : { keepData: false });
     }
+  }
+
+  /** Voter `index`'s next active expiry cycle, in `ms` (within 100: after its clock stepped). */
+  expireSoon(index: number, ms: number): void {
+    const server = this.servers[index]!;
+    this.sim.at(this.sim.now + ms, server.process, () => void server.keys('*'));
   }
 
   note(event: WorldEvent): void {
