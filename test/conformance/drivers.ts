@@ -107,7 +107,11 @@ export function standalone(name: string, factory: StandaloneFactory): VoterDrive
       return factory(nodes!.url(0), context, own);
     },
     async reset() {
-      for (const client of clients.splice(0)) client.disconnect();
+      // A node-redis client passed in unconnected was connected, and so closed, by its voter
+      // (node-redis 5 throws on a second close).
+      for (const client of clients.splice(0)) {
+        if ((client as { isOpen?: boolean }).isOpen !== false) client.disconnect();
+      }
       await admin().flushall();
       // A server in service, as a guard-off client leaves it (its restart-guard marker says the
       // guard has passed): a row's voter votes from its first connection, so that an abstention

@@ -39,7 +39,9 @@ async function openClients() {
     const { createCluster } = await import('redis');
     const cluster = createCluster({ rootNodes: urls.map((url) => ({ url: `redis://${url}` })) });
     await cluster.connect();
-    return { nodes: [cluster], emitters: [cluster], close: () => cluster.close() };
+    // The cluster and its masters' clients (the library follows their connections).
+    const emitters = [cluster, ...cluster.masters.map((master) => master.client).filter(Boolean)];
+    return { nodes: [cluster], emitters, close: () => cluster.close() };
   }
   const { GlideClient, GlideClusterClient } = await import('@valkey/valkey-glide');
   if (kind === 'glide') {
@@ -55,7 +57,7 @@ async function openClients() {
   return { nodes: [cluster], emitters: [], close: async () => cluster.close() };
 }
 
-/** Listeners per event name on every emitter (the client, and an ioredis Cluster's node connections). */
+/** Listeners per event name on every emitter (the client, and a Cluster's node connections). */
 function listeners(emitters) {
   const counts = {};
   for (const emitter of emitters) {

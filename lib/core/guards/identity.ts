@@ -3,7 +3,7 @@ import type { Preflight } from '../preflight.js';
 import { settleWithin, TIMED_OUT, type Runtime } from '../runtime.js';
 import { decodeIdentityReply, fenceCounterPattern, IDENTITY_CHECK, RUN_ID } from '../scripts/guards.js';
 import { IDENTITY_SUFFIX } from '../scripts/keys.js';
-import type { Transport } from '../transport/transport.js';
+import type { Route, Transport } from '../transport/transport.js';
 import { missingAclRules } from '../voter/acl-probe.js';
 import { describeError, isFinalFault, nodeFault } from '../voter/describe-error.js';
 import {
@@ -47,6 +47,8 @@ export interface IdentitySettings {
   onAbstention(shard: string, forMs: number, why: string): void;
   /** Loads the lock's scripts on `shard`'s new connection. */
   prepare(shard: string): void;
+  /** Hears a check that failed (logged once per kind of fault by the voter). */
+  onCheckFailed(err: unknown): void;
 }
 
 /** One shard: the server its current connection reaches, as far as it was checked. */
@@ -82,7 +84,7 @@ export class IdentityGuard {
 
   constructor(
     private readonly transport: Transport,
-    private readonly label: string,
+    private readonly voter: { readonly label: string }, // preflight's findings are the voter's
     private readonly settings: IdentitySettings,
   ) {
     transport.on((event) => {
@@ -96,11 +98,12 @@ export class IdentityGuard {
     const state = this.shards.get(shard) ?? this.startCheck(shard);
     const current = state.checked !== undefined && state.checked === this.transport.epoch(shard);
     if (current && !state.refused) return { reason: undefined, pending: undefined };
+    // Down: its next connection is checked when it comes ('connected'), not a failed check now.
+    if (!this.transport.up)
+      return { reason: this.transport.lastError ?? 'not connected', pending: undefined };
     if (!current && !state.pending && !state.refused) void this.check(shard);
-    return {
-      reason: state.reason ?? 'connected; checking the server before it votes',
-      pending: state.pending,
-    };
+    const reason = state.reason ?? 'connected; checking the server before it votes';
+    return { reason, pending: state.pending };
   }
 
   /** The ms `shard` abstains for from now (0: it votes). */
@@ -122,24 +125,24 @@ export class IdentityGuard {
   }
 
   /**
-   * Sends a vote of `shard` (`send`) and resolves with its reply once it is known to come from the
-   * server checked: the same epoch before and after, or the run_id read behind it on the same
-   * connection. Rejects with ServerChangedError otherwise (a check then starts).
+   * Sends a vote of `shard` (`send`, by `route`) and resolves with its reply once it is known to come
+   * from the server checked when it went out: the same epoch before and after, or the run_id read right
+   * behind it by the same route. Rejects with ServerChangedError otherwise (a check then starts).
    */
-  confirm<T>(shard: string, send: () => Promise<T>): Promise<T> {
+  confirm<T>(shard: string, send: () => Promise<T>, route: Route = { shard }): Promise<T> {
     const state = this.shards.get(shard);
-    const epoch = this.transport.epoch(shard);
-    if (this.settings.guardMs <= 0 || !state?.runId) return send();
+    const [epoch, checkedRunId] = [this.transport.epoch(shard), state?.runId];
+    if (this.settings.guardMs <= 0 || !state || !checkedRunId) return send();
     if (this.transport.seesReconnects) {
       return send().then((reply) => {
         if (this.transport.epoch(shard) === epoch && state.checked === epoch) return reply;
         throw new ServerChangedError();
       });
     }
-    const runId = runScript((c) => this.transport.send({ shard }, c), RUN_ID, [], []);
-    return Promise.all([send(), runId]).then(([reply, id]) => {
-      if (String(id) === state.runId) return reply;
-      void this.check(shard);
+    const readRunId = () => runScript((c) => this.transport.send(route, c), RUN_ID, [], []);
+    return Promise.all([send(), readRunId()]).then(([reply, id]) => {
+      if (String(id) === checkedRunId) return reply;
+      void this.check(shard, true);
       throw new ServerChangedError();
     });
   }
@@ -163,13 +166,18 @@ export class IdentityGuard {
       retrying: false,
     };
     this.shards.set(shard, state);
-    void this.check(shard);
+    if (this.transport.up) void this.check(shard);
     return state;
   }
 
-  /** Checks `shard`'s server on its current connection (again when it reconnects meanwhile). */
-  private check(shard: string): Promise<void> {
+  /**
+   * Checks `shard`'s server on its current connection (again when it reconnects meanwhile); `changed`
+   * (a run_id other than the one checked was read): unchecked until a check that starts after it.
+   */
+  private check(shard: string, changed = false): Promise<void> {
     const state = this.shards.get(shard) ?? this.startCheck(shard);
+    if (changed) state.checked = undefined;
+    if (changed && state.pending) return state.pending.then(() => this.check(shard, true));
     if (state.pending || this.closed) return state.pending ?? Promise.resolve();
     state.refused = false;
     const epoch = this.transport.epoch(shard);
@@ -185,8 +193,12 @@ export class IdentityGuard {
         state.pending = undefined;
         // Refused by preflight: it does not vote on this connection (its next one is checked anew).
         if (this.closed || state.refused) return;
-        state.reason = `connected, but the server could not be checked: ${describeError(err)}`;
+        this.settings.onCheckFailed(err);
         const final = isFinalFault(nodeFault(err));
+        // A refusal (ACL) is reported as itself; anything else happened on a live connection.
+        state.reason = final
+          ? describeError(err)
+          : `connected, but the server could not be checked: ${describeError(err)}`;
         if (state.retrying) return;
         state.retrying = true;
         const retry = () => {
@@ -202,23 +214,19 @@ export class IdentityGuard {
 
   /** Reads, reviews and checks the server behind `shard`; resolves the ms it abstains (recorded). */
   private async admit(shard: string, state: Shard): Promise<number> {
-    const { settings, transport } = this;
+    const { settings, transport, voter } = this;
+    const { keyPrefix, wakeChannel } = settings;
     const send = (command: readonly string[]) => transport.send({ shard }, command);
-    const label = shard === '' ? this.label : `${this.label} (shard ${shard})`;
+    const label = shard === '' ? voter.label : `${voter.label} (shard ${shard})`;
     let facts = await readServerFacts(settings.runtime, send, transport.username, settings.timeoutMs);
     if (this.closed) throw new Error('the engine closed');
     if (settings.preflight) {
-      const missing = await missingAclRules(
-        send,
-        settings.keyPrefix,
-        `${settings.wakeChannel}*`,
-        settings.wakeChannel,
-      );
+      const missing = await missingAclRules(send, keyPrefix, wakeChannel.replace(/[^:]*$/, '*'), wakeChannel);
       facts = { ...facts, denied: [...new Set([...facts.denied, ...missing])] };
       const findings = checkServer(
         transport.clustered ? { ...facts, clusterEnabled: undefined, redisMode: undefined } : facts,
       );
-      const refusal = settings.preflight.review(state, this, label, { serverId: facts.runId, findings });
+      const refusal = settings.preflight.review(state, voter, label, { serverId: facts.runId, findings });
       if (refusal) {
         state.refused = true;
         state.reason = refusal.message;
@@ -260,7 +268,7 @@ export class IdentityGuard {
       String(Math.ceil(guardMs)),
       fenceCounterPattern(this.settings.keyPrefix),
     ];
-    const call = runScript(send, IDENTITY_CHECK, [marker, marker + IDENTITY_SUFFIX], args);
+    const call = runScript(send, IDENTITY_CHECK, [marker, marker + IDENTITY_SUFFIX], args, true);
     const reply = await settleWithin(runtime, call, timeoutMs);
     if (reply === TIMED_OUT) throw new Error(`no reply to the identity check within ${timeoutMs} ms`);
     const check = decodeIdentityReply(reply);
@@ -285,7 +293,7 @@ export class IdentityGuard {
           if (state.pending || !this.transport.up) return;
           const info = await this.transport.send({ shard }, ['INFO', 'server']).catch(() => undefined);
           const runId = /run_id:(\w+)/.exec(String(info ?? ''))?.[1];
-          if (runId !== undefined && runId !== state.runId) await this.check(shard);
+          if (runId !== undefined && runId !== state.runId) await this.check(shard, true);
         }),
       ).finally(() => {
         if (!this.closed) this.scheduleSurvey();

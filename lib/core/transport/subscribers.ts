@@ -1,4 +1,5 @@
 import { settleWithin, type Runtime } from '../runtime.js';
+import { describeError } from '../voter/describe-error.js';
 
 /** How often the subscribers are checked against the shards (new masters, lost connections), ms. */
 const RECONCILE_MS = 1000;
@@ -37,6 +38,8 @@ export class ShardSubscribers {
   private readonly channels = new Map<string, (message: string) => void>();
   private cancel: (() => void) | undefined;
   private closed = false;
+  /** Why the last subscription failed to open (log-safe). */
+  private lastError: string | undefined;
 
   constructor(
     private readonly runtime: Runtime,
@@ -49,7 +52,9 @@ export class ShardSubscribers {
     this.channels.set(channel, onMessage);
     await Promise.all([...this.subscribed.values()].map((s) => s.subscribe([channel])));
     await this.reconcile();
-    if (this.subscribed.size === 0) throw new Error('no server could be subscribed to');
+    if (this.subscribed.size === 0) {
+      throw new Error(`no server could be subscribed to${this.lastError ? `: ${this.lastError}` : ''}`);
+    }
   }
 
   async close(): Promise<void> {
@@ -99,7 +104,8 @@ export class ShardSubscribers {
         this.primary ??= shard;
         return subscription;
       },
-      () => {
+      (err: unknown) => {
+        this.lastError = describeError(err);
         if (this.opened.get(shard) === pending) this.opened.delete(shard);
         return undefined;
       },

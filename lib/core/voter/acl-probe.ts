@@ -69,7 +69,7 @@ export async function missingAclRules(
 ): Promise<string[]> {
   const keys = [`${keyPrefix}{__preflight__}`, `${keyPrefix}{__preflight__}:z`];
   try {
-    const missing = (await runScript(send, ACL_PROBE, keys, [wakeChannel])) as string[];
+    const missing = (await runScript(send, ACL_PROBE, keys, [wakeChannel], true)) as string[];
     return missing.map((rule) => (rule === 'channel' ? `&${wakeChannelPattern}` : rule));
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);

@@ -115,7 +115,18 @@ export async function seedSlotMarkers(
       const send = (command: readonly string[]) => transport.send({ shard }, command);
       for (let from = 0; from < markers.length && !stopped(); from += SEED_CHUNK) {
         const chunk = markers.slice(from, from + SEED_CHUNK);
-        await runScript(send, SEED_SLOT_MARKERS, [], [String(guardMs), ...chunk]).catch(() => undefined);
+        // A shard that fails a chunk (down, CLUSTERDOWN) is left to its first acquires, slot by slot.
+        const seeded = await runScript(
+          send,
+          SEED_SLOT_MARKERS,
+          [],
+          [String(guardMs), ...chunk],
+          from === 0,
+        ).then(
+          () => true,
+          () => false,
+        );
+        if (!seeded) return;
       }
     }),
   );

@@ -11,14 +11,20 @@ import { settleWithin, TIMED_OUT, type Runtime } from '../runtime.js';
 /** Sends one command to the server being read (a transport's send with its route). */
 export type ServerSend = (command: readonly string[]) => Promise<unknown>;
 
-/** Runs `script` by SHA on `send`'s server, its source on NOSCRIPT (a first use, a flushed cache). */
+/**
+ * Runs `script` by SHA on `send`'s server, its source on NOSCRIPT (a first use, a flushed cache).
+ * `bySource`: a script a connection runs rarely (the guards' maintenance) goes by its source at
+ * once, so that it never meets NOSCRIPT (which some clients log as an error: Valkey GLIDE).
+ */
 export function runScript(
   send: ServerSend,
   script: LuaScript,
   keys: readonly string[],
   args: readonly string[],
+  bySource = false,
 ): Promise<unknown> {
   const tail = [String(keys.length), ...keys, ...args];
+  if (bySource) return send(['EVAL', script.source, ...tail]);
   return send(['EVALSHA', script.sha, ...tail]).catch((err: unknown) => {
     if (err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message))
       return send(['EVAL', script.source, ...tail]);

@@ -2,7 +2,13 @@ import { IdentityGuard, ServerChangedError } from '../guards/identity.js';
 import { settleWithin } from '../runtime.js';
 import { ACQUIRE, decodeAcquireReply, type AcquireVote } from '../scripts/acquire.js';
 import { RAISE_FENCE } from '../scripts/fence.js';
-import { CLOCK_MARK, decodeClockMarkReply, fenceCounterPattern, type ClockMark } from '../scripts/guards.js';
+import {
+  CLOCK_MARK,
+  decodeClockMarkReply,
+  fenceCounterPattern,
+  RUN_ID,
+  type ClockMark,
+} from '../scripts/guards.js';
 import { decodeInspectReply, INSPECT, type KeyView } from '../scripts/inspect.js';
 import {
   FENCE_SUFFIX,
@@ -24,7 +30,7 @@ import { decodeSlotReply, SEMAPHORE_ACQUIRE_SCRIPT, type SlotVote } from '../scr
 import { settingsArg } from '../scripts/settings.js';
 import { isReader, wakeChannelOf } from '../scripts/values.js';
 import type { Route, Transport } from '../transport/transport.js';
-import { describeError, nodeErrorLine, nodeFault } from './describe-error.js';
+import { describeError, isFinalFault, nodeErrorLine, nodeFault } from './describe-error.js';
 import { extendBatch, LOCK_SCRIPTS, seedSlotMarkers } from './batches.js';
 import { runScript } from './server.js';
 import type { Voter, VoterContext } from './voter-api.js';
@@ -46,6 +52,8 @@ export class TransportVoter implements Voter {
   /** This voter's acquires in flight by value, on a Cluster (its client may reorder: see letGo). */
   private readonly acquiring = new Map<string, Promise<unknown>>();
   private reported: string | undefined;
+  /** Waiters of waitReady, told of a final refusal (credentials, ACL) from the transport. */
+  private readonly refusedListeners = new Set<() => void>();
   private seeding: Promise<void> | undefined;
   private closing = false;
 
@@ -55,7 +63,7 @@ export class TransportVoter implements Voter {
   ) {
     this.settings = settingsArg(context.settings);
     const { settings, runtime, logger } = context;
-    this.guard = new IdentityGuard(transport, transport.label, {
+    this.guard = new IdentityGuard(transport, this, {
       runtime,
       logger,
       guardMs: settings.guardMs,
@@ -68,15 +76,23 @@ export class TransportVoter implements Voter {
         for (const listener of this.abstentionListeners)
           listener(forMs, why, transport.clustered ? shard : undefined);
       },
+      onCheckFailed: (err) => this.reportError(err),
       prepare: (shard) => {
-        for (const script of LOCK_SCRIPTS)
+        // A transport that does not see reconnections reads the run_id behind its votes: load it too.
+        const scripts = transport.seesReconnects ? LOCK_SCRIPTS : [...LOCK_SCRIPTS, RUN_ID];
+        for (const script of scripts)
           transport.send({ shard }, ['SCRIPT', 'LOAD', script.source]).catch(() => undefined);
       },
     });
     transport.on((event) => {
-      if (event.type === 'error') return this.reportError(event.error);
+      if (event.type === 'error') {
+        if (isFinalFault(nodeFault(event.error))) for (const refused of this.refusedListeners) refused();
+        return this.reportError(event.error);
+      }
       if (event.type === 'up') {
-        if (this.reported !== undefined) logger.log(`Redis node ${this.label} is reachable again`);
+        if (this.reported === 'auth')
+          logger.log(`Redis node ${this.label} accepts the credentials now: connected again`);
+        else if (this.reported !== undefined) logger.log(`Redis node ${this.label} is reachable again`);
         this.reported = undefined;
         if (transport.clustered && !this.seeding) this.seeding = this.seed();
       }
@@ -103,7 +119,14 @@ export class TransportVoter implements Voter {
 
   async waitReady(timeoutMs: number): Promise<boolean> {
     const started = this.context.runtime.now();
-    if (!(await this.transport.connect(timeoutMs))) return false;
+    // A refused login or permission is final until someone changes the node: no use waiting for it.
+    let onRefused!: () => void;
+    const refused = new Promise<false>((resolve) =>
+      this.refusedListeners.add((onRefused = () => resolve(false))),
+    );
+    const up = await Promise.race([this.transport.connect(timeoutMs), refused]);
+    this.refusedListeners.delete(onRefused);
+    if (!up) return false;
     const left = timeoutMs - (this.context.runtime.now() - started);
     for (const shard of this.transport.shards().keys()) this.guard.readiness(shard);
     const checking = this.guard.checking;
@@ -216,9 +239,13 @@ export class TransportVoter implements Voter {
         ? slots.map((slot) => slotMarkerKey(this.context.settings.guardKey, slot))
         : [this.context.settings.guardKey];
       const send = (command: readonly string[]) => this.transport.send({ shard }, command);
-      return runScript(send, CLOCK_MARK, [], [String(Math.ceil(forMs)), pattern, past, ...markers]).then(
-        decodeClockMarkReply,
-      );
+      return runScript(
+        send,
+        CLOCK_MARK,
+        [],
+        [String(Math.ceil(forMs)), pattern, past, ...markers],
+        true,
+      ).then(decodeClockMarkReply);
     });
     return Promise.all(marks).then((all) => ({
       abstainMs: Math.max(0, ...all.map((m) => m.abstainMs)),
@@ -288,7 +315,7 @@ export class TransportVoter implements Voter {
     if (shard === undefined) return Promise.reject(new Error(`no master known for the slot of ${key}`));
     const now = () => {
       const forMs = this.guard.abstainingForMs(shard);
-      return forMs > 0 ? Promise.resolve(abstaining(forMs)) : this.guard.confirm(shard, send);
+      return forMs > 0 ? Promise.resolve(abstaining(forMs)) : this.guard.confirm(shard, send, { key });
     };
     const { reason, pending } = this.guard.readiness(shard);
     if (reason === undefined) return now();

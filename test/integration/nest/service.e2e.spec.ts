@@ -223,6 +223,8 @@ describe('module configuration and lifecycle', () => {
           useFactory: (config: { REDLOCK_NODES: string }) => ({
             nodes: config.REDLOCK_NODES.split(','),
             restartGuard: false,
+            // The lock below is never released by its holder: close() waits this long for it.
+            drainTimeout: 100,
           }),
         }),
       ],
@@ -231,7 +233,7 @@ describe('module configuration and lifecycle', () => {
     await app.init();
     const lock = await app.get(LockService).acquire('async-config');
     expect(lock.fencingToken).toBeGreaterThan(0);
-    await app.close(); // releases held locks
+    await app.close(); // releases held locks (after drainTimeout)
     const values = await Promise.all([0, 1, 2].map((i) => redis.client(i).get(lockKeyOf('async-config'))));
     expect(values).toEqual([null, null, null]);
   });

@@ -102,6 +102,10 @@ export class IoredisTransport implements Transport {
   private readonly attached: Array<[EventEmitter, string, Listener]> = [];
   private readonly subscribers: ShardSubscribers;
   private wasUp = false;
+  /** A client passed in unconnected that this transport connected (closed with it). */
+  private connectedHere = false;
+  /** Subscriber connections not yet ended (close() ends them, also one still connecting). */
+  private readonly subscriberConnections = new Set<Redis>();
 
   constructor(
     private readonly spec: IoredisSpec,
@@ -174,7 +178,11 @@ export class IoredisTransport implements Transport {
 
   async connect(timeoutMs: number): Promise<boolean> {
     if (this.up) return true;
-    if (this.client.status === 'wait') this.client.connect().catch(() => undefined);
+    if (this.client.status === 'wait') {
+      // A client passed in unconnected (lazyConnect) that we connect is ours to close too.
+      this.connectedHere = !this.spec.owned;
+      this.client.connect().catch(() => undefined);
+    }
     let onReady: (() => void) | undefined;
     const ready = new Promise<void>((resolve) => this.client.once('ready', (onReady = resolve)));
     await settleWithin(this.runtime, ready, timeoutMs);
@@ -191,16 +199,16 @@ export class IoredisTransport implements Transport {
   }
 
   async close(timeoutMs: number): Promise<void> {
-    await this.subscribers.close();
+    // Bounded: a subscriber still connecting to a node that is down has nobody to say goodbye to.
+    await settleWithin(this.runtime, this.subscribers.close(), timeoutMs);
+    for (const connection of this.subscriberConnections) connection.disconnect();
     for (const [emitter, event, listener] of this.attached.splice(0)) emitter.off(event, listener);
-    if (!this.spec.owned || this.client.status === 'end') return;
-    if (this.client.status === 'ready')
-      await settleWithin(
-        this.runtime,
-        this.client.quit().catch(() => undefined),
-        timeoutMs,
-      );
+    if (!(this.spec.owned || this.connectedHere) || this.client.status === 'end') return;
+    const ended = new Promise((resolve) => this.client.once('end', resolve));
+    const quit = this.client.status === 'ready' ? this.client.quit().catch(() => undefined) : undefined;
+    if (quit) await settleWithin(this.runtime, quit, timeoutMs);
     this.client.disconnect();
+    await settleWithin(this.runtime, ended, timeoutMs); // closed by the time close() resolves
   }
 
   private listen(emitter: EventEmitter, event: string, listener: Listener): void {
@@ -271,6 +279,8 @@ export class IoredisTransport implements Transport {
         lazyConnect: false,
       });
     }
+    this.subscriberConnections.add(connection);
+    connection.once('end', () => this.subscriberConnections.delete(connection));
     connection.on('error', () => undefined); // the transport's own connection reports health
     connection.on('message', deliver);
     if (channels.length > 0) {
