@@ -22,6 +22,9 @@ export interface MemoryServerOptions {
 
 let servers = 0;
 
+/** SHA1s of the sources seen (a SCRIPT LOAD or EVAL hashes none twice). */
+const shas = new Map<string, string>();
+
 /**
  * A Redis server in memory, for the in-memory transport (transport.ts): a keyspace on a clock of
  * its own, a run_id, pub/sub, a script cache, and the commands the library's voter sends. Its
@@ -157,7 +160,8 @@ export class MemoryServer extends Keyspace {
   }
 
   private load(source: string): string {
-    const { sha } = luaScript('', source);
+    let sha = shas.get(source);
+    if (sha === undefined) shas.set(source, (sha = luaScript('', source).sha));
     this.loaded.add(sha);
     return sha;
   }
