@@ -106,11 +106,8 @@ export async function waitForLock(
       }
       collisions = attempt.outcome === 'busy' && attempt.contended ? collisions + 1 : 0;
       const pause = pauseBeforeRetry(attempt, opts, collisions, () => parts.runtime.random());
-      const wake = await subscription.wait(
-        Math.min(pause, remaining, QUEUE_RECHECK_MS),
-        opts.signal,
-        shutdown,
-      );
+      const resumeAt = parts.runtime.now() + Math.min(pause, remaining, QUEUE_RECHECK_MS);
+      const wake = await subscription.wait(resumeAt - parts.runtime.now(), opts.signal, shutdown);
       if (wake === 'aborted') {
         opts.signal?.throwIfAborted();
         shutdown.throwIfAborted();
@@ -122,6 +119,16 @@ export async function waitForLock(
           return lock;
         }
         // Not countable (e.g. a voter's clock unknown): the next attempt takes what was handed.
+        // Unless the last attempt found no majority able to vote (voters abstaining): a hand-over
+        // does not change that (it is often our own, by the clean-up that renamed us), and trying
+        // at once would loop on attempt, rename, hand-over: the pause is waited out first.
+        const left = resumeAt - parts.runtime.now();
+        if (attempt.outcome === 'unavailable' && left > 0) {
+          if ((await subscription.wait(left, opts.signal, shutdown)) === 'aborted') {
+            opts.signal?.throwIfAborted();
+            shutdown.throwIfAborted();
+          }
+        }
       }
     }
   } finally {
