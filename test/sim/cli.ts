@@ -14,7 +14,7 @@ import { describeViolation } from './report.js';
 import { runOnce, type RunResult } from './run.js';
 
 /*
- * npm run simulate -- [--seconds S] [--seed N] [--replay SEED] [--control restart|clock|fencing|heal]
+ * npm run simulate -- [--seconds S] [--seed N] [--replay SEED] [--control restart|clock|fencing]
  *   [--voters N] [--clients N] [--faults a,b,...] [--all-faults] [--timeline FILE]
  *
  * Runs seeds one after another (from --seed, default one derived from the commit) for --seconds of

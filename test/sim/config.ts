@@ -21,7 +21,7 @@ export const FAULT_KINDS = [
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /** What a control switches off, and the violation it must then show. */
-export const CONTROLS = ['restart', 'clock', 'fencing', 'heal'] as const;
+export const CONTROLS = ['restart', 'clock', 'fencing'] as const;
 export type Control = (typeof CONTROLS)[number];
 
 /** The options of a series of runs (the command line's). */
@@ -94,7 +94,7 @@ export function drawConfig(seed: number, options: SimOptions): RunConfig {
     nodeTimeout,
     restartGuard,
     clockGuard: control === 'clock' ? false : undefined,
-    healHolds: control !== 'heal',
+    healHolds: true,
     retryDelay: 200,
     retryJitter: 50,
   };
@@ -102,7 +102,6 @@ export function drawConfig(seed: number, options: SimOptions): RunConfig {
   if (control === 'restart') kinds = ['crash'];
   if (control === 'clock') kinds = ['clock', 'delay'];
   if (control === 'fencing') kinds = ['pause'];
-  if (control === 'heal') kinds = ['crash'];
   const faults = new Map<FaultKind, number>();
   for (const kind of kinds) faults.set(kind, logUniform(kindsRng(kind), 1, 8) * ttl);
   if (control) for (const kind of kinds) faults.set(kind, ttl * (control === 'fencing' ? 1 : 0.5));
@@ -114,7 +113,7 @@ export function drawConfig(seed: number, options: SimOptions): RunConfig {
     driftPpm: faults.has('drift') ? rng.between(-500, 500) : 0,
     replicaLagMs: Math.round(logUniform(rng, 100, 1000)),
   }));
-  if (control === 'restart' || control === 'heal') for (const v of voters) v.persistence = 'none';
+  if (control === 'restart') for (const v of voters) v.persistence = 'none';
   const network: NetworkFaults = {
     ...QUIET_NETWORK,
     ...(faults.has('delay') ? { slowShare: logUniform(rng, 0.001, 0.05), slowDelayMs: 2 * nodeTimeout } : {}),
@@ -132,7 +131,7 @@ export function drawConfig(seed: number, options: SimOptions): RunConfig {
         ? keys.some((k) => k.kind === 'rw')
         : true;
   let ops = OPS.filter(usable).map((op) => [op, rng.chance(0.7) ? logUniform(rng, 0.2, 5) : 0] as const);
-  if (control === 'fencing' || control === 'heal')
+  if (control === 'fencing')
     ops = [
       ['watchdog', 1],
       ['plain', 1],
