@@ -53,6 +53,12 @@ export const REGRESSION_CASES: readonly SimCase[] = [
     seed: 732601424,
     flags: [],
   },
+  {
+    // the same loop after busy attempts (a holder elsewhere): the fix above covered unavailable ones
+    name: 'a hand-over that does not count after any failed attempt waits out the pause',
+    seed: 2386780603,
+    flags: [],
+  },
   // 24d0049 (one identity check retry at a time per shard) has no seed here: on this simulator no
   // run re-finds it with the fix reverted (77 runs of crash,stop,partition,failover: the busiest
   // link's figures do not move); test/unit/identity-guard.spec.ts holds it (128 INFO before, 4 after).
