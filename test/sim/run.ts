@@ -86,6 +86,16 @@ function immediatePump(step: () => boolean, done: (err?: unknown) => void): void
   queue();
 }
 
+/** Each client process's pauses, from the world's log. */
+function pausesOf(world: World): Map<string, Array<[number, number]>> {
+  const pauses = new Map<string, Array<[number, number]>>();
+  for (const e of world.log) {
+    const who = /^(\S+) paused$/.exec(e.what)?.[1];
+    if (who) pauses.set(who, [...(pauses.get(who) ?? []), [e.at, e.at + (e.forMs ?? 0)]]);
+  }
+  return pauses;
+}
+
 /** Runs the seed once, sealed (no real clock, timer or randomness reachable), and checks it. */
 export async function runOnce(seed: number, options: SimOptions): Promise<RunResult> {
   const config = drawConfig(seed, options);
@@ -144,6 +154,7 @@ export async function runOnce(seed: number, options: SimOptions): Promise<RunRes
       workload.probes,
       expectedProbes,
       bound,
+      pausesOf(world),
     );
     const busiest = world.busiestLink();
     if (busiest.commands > STORM_PER_SECOND)
