@@ -51,15 +51,37 @@ export const REGRESSION_CASES: readonly SimCase[] = [
     // 846db39: attempt, rename, own hand-over, attempt at once while a majority abstained: a storm
     name: 'a hand-over that does not count after an unavailable attempt waits out the pause (846db39)',
     seed: 732601424,
-    flags: [],
+    flags: ['--separate-budgets'], // the driver's budgets when the seed was found
   },
   {
     // the same loop after busy attempts (a holder elsewhere): the fix above covered unavailable ones
     name: 'a hand-over that does not count after any failed attempt waits out the pause',
     seed: 2386780603,
-    flags: [],
+    flags: ['--separate-budgets'], // the driver's budgets when the seed was found
   },
   // 24d0049 (one identity check retry at a time per shard) has no seed here: on this simulator no
   // run re-finds it with the fix reverted (77 runs of crash,stop,partition,failover: the busiest
   // link's figures do not move); test/unit/identity-guard.spec.ts holds it (128 INFO before, 4 after).
+];
+
+/**
+ * Known issues: runs outside the assumptions the simulator keeps by default, which still break an
+ * invariant; each case says why, and must keep finding its violation (a change that ends it moves
+ * the case to the regressions).
+ */
+export const KNOWN_ISSUE_CASES: readonly SimCase[] = [
+  {
+    // 3 voters: v2's clock stepped forward again and again (about 7 s ahead in all), v1 was flushed
+    // again and again: each a minority, together a majority. A client started after the steps (it
+    // never read v2 before, so its clock guard saw no step) counted v2 and got a token seeded from
+    // v2's clock (20.8 s at 14.1 s), raised on v1 and v2 only; v1's FLUSHALL dropped that copy, v2
+    // no longer counted once its steps were seen, and the tokens that followed, from v0 and v1
+    // (whose clocks ran behind), were lower (12.7 s at 16.9 s: token order on k1). The token
+    // assumption is a minority losing its state; a voter ahead by more than the restart guard holds
+    // tokens the others cannot reach, so its exclusion (or marking) is a state loss too.
+    name: 'token order with state loss and forward steps on a majority together',
+    seed: 20000035,
+    flags: ['--voters', '3', '--clients', '5', '--separate-budgets'],
+    violation: 'token order',
+  },
 ];

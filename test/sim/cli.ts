@@ -15,7 +15,7 @@ import { runOnce, type RunResult } from './run.js';
 
 /*
  * npm run simulate -- [--seconds S] [--seed N] [--replay SEED] [--control restart|clock|fencing]
- *   [--voters N] [--clients N] [--faults a,b,...] [--all-faults] [--timeline FILE]
+ *   [--voters N] [--clients N] [--faults a,b,...] [--all-faults] [--separate-budgets] [--timeline FILE]
  *
  * Runs seeds one after another (from --seed, default one derived from the commit) for --seconds of
  * wall time (default 60), and prints a progress line per 1,000 runs, every violation (its seed, the
@@ -78,6 +78,9 @@ function parse(argv: readonly string[]): Cli {
       case '--all-faults':
         options.allFaults = true;
         break;
+      case '--separate-budgets':
+        options.separateBudgets = true;
+        break;
       case '--faults': {
         const kinds = value().split(',').filter(Boolean);
         const unknown = kinds.filter((k) => !(FAULT_KINDS as readonly string[]).includes(k));
@@ -109,6 +112,7 @@ export function flagsOf(options: SimOptions): string {
   if (options.faults.join() !== DEFAULT_OPTIONS.faults.join())
     flags.push(`--faults ${options.faults.join(',')}`);
   if (options.allFaults) flags.push('--all-faults');
+  if (options.separateBudgets) flags.push('--separate-budgets');
   if (options.control) flags.push(`--control ${options.control}`);
   return flags.length ? ` ${flags.join(' ')}` : '';
 }

@@ -33,6 +33,11 @@ export interface SimOptions {
   /** Every selected kind in every run (no swarm): the speed measurement. */
   readonly allFaults: boolean;
   readonly control?: Control;
+  /**
+   * State loss and forward clock steps each on a minority, but together on a majority (the known
+   * issue of test/sim/cases.ts); by default they share one budget: a minority of voters in all.
+   */
+  readonly separateBudgets?: boolean;
 }
 
 export const DEFAULT_OPTIONS: SimOptions = { voters: 5, clients: 3, faults: FAULT_KINDS, allFaults: false };

@@ -16,10 +16,11 @@ export interface ClientPool {
  * Poisson process with its own mean interval until the end of the faulty phase, each fault heals
  * by itself (a partition, a pause, a voter down), and at the end everything still broken heals.
  *
- * The assumptions (unless a control drops them): a fault that loses a voter's state (a crash
- * without persistence or with AOF everysec, a failover, FLUSHALL) and a forward step of a voter's
- * clock each hit at most a minority of the voters within any window of restartGuard + 2 ttl; a
- * fault that would break that is not made.
+ * The assumptions (unless a control drops them): the faults that lose a voter's state (a crash
+ * without persistence or with AOF everysec, a failover, FLUSHALL) and the forward steps of voters'
+ * clocks hit at most a minority of the voters within any window of restartGuard + 2 ttl, together
+ * (a voter that stepped forward seeds tokens ahead, and the marking that follows drops its fence
+ * counters: a state loss of its own); a fault that would break that is not made.
  */
 export class FaultDriver {
   private readonly quorum: number;
@@ -43,7 +44,7 @@ export class FaultDriver {
     const { ttl, restartGuard } = config.settings;
     this.window = (restartGuard === false ? ttl : restartGuard) + 2 * ttl;
     this.lostAt = new Array<number>(voters).fill(-Infinity);
-    this.steppedAt = new Array<number>(voters).fill(-Infinity);
+    this.steppedAt = config.options.separateBudgets ? new Array<number>(voters).fill(-Infinity) : this.lostAt;
   }
 
   /** Schedules the faults of the run's mix, and the healing of everything at `end`. */
