@@ -9,6 +9,7 @@ export default tseslint.config(
       'sample-app/dist',
       'coverage',
       'build-check',
+      'build-sim',
       'bench/dist',
       'lib/**/*.js',
       'test/.generated',

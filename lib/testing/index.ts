@@ -14,6 +14,7 @@ export { RedisClusterNodes } from './redis-cluster.js';
 export { MariaDbServer } from './mariadb-server.js';
 export type { MariaDbServerOptions } from './mariadb-server.js';
 export { MemoryServer, type MemoryServerOptions } from './memory/server.js';
+export type { KeyspaceImage } from './memory/keyspace.js';
 export {
   ConnectionDropped,
   MemoryTransport,

@@ -108,6 +108,29 @@ describe('the identity guard', () => {
     await Promise.all([first.close(500), second.close(500)]);
   });
 
+  test('a server whose check keeps failing is checked again once a second, however many votes asked meanwhile', async () => {
+    // Found by the deterministic simulation: each failed check armed a retry of its own, so a
+    // voter that stayed unreachable was checked as often as votes had asked (INFO storms).
+    const server = new MemoryServer();
+    let failing = false;
+    let infos = 0;
+    const network: MemoryNetwork = (_server, command, arrive) => {
+      if (command[0] === 'INFO' && (infos++, failing))
+        return Promise.reject(new Error('ERR the simulated INFO failed'));
+      return Promise.resolve().then(arrive);
+    };
+    const voter = await voterOn(server, network);
+    failing = true;
+    server.restart({ keepData: true }); // a new connection: checked again, and the check fails
+    for (let i = 0; i < 30; i++) await voter.acquire(['ig:{f}'], `e:f${i}`, 5000, '').catch(() => undefined);
+    await sleep(50);
+    const before = infos;
+    await sleep(2200);
+    expect(infos - before).toBeGreaterThan(0); // it is retried
+    expect(infos - before).toBeLessThanOrEqual(6); // twice (INFO server + replication), not 30 times, a second
+    await voter.close(500);
+  });
+
   test('control: a client that did not see a change votes at once', async () => {
     const server = new MemoryServer();
     const voter = await voterOn(server);

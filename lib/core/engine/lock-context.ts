@@ -3,12 +3,17 @@ import { LockUpgradeError, RedlockError } from '../errors.js';
 import { JoinedLock, type Lock } from './lock.js';
 
 /**
+ * One storage for every engine, each context's locks under its own entry: Node keeps every storage
+ * that ever ran in a process-wide list, walked at each promise created anywhere, so a storage per
+ * engine would stay there (and slow every promise) after the engine is gone.
+ */
+const storage = new AsyncLocalStorage<ReadonlyMap<LockContext, ReadonlyMap<string, Lock>>>();
+
+/**
  * Locks held by the current async call chain, so that a nested acquisition of a resource that is
  * already held joins it instead of waiting for itself (a deadlock until the ttl runs out).
  */
 export class LockContext {
-  private readonly storage = new AsyncLocalStorage<ReadonlyMap<string, Lock>>();
-
   /**
    * The held lock covering all `resources` in this call chain, as a joined view; undefined when
    * none of them is held. A read (`mode`) joins a held read or write; a write joins a held write,
@@ -16,7 +21,7 @@ export class LockContext {
    * rest inside would order locks differently from other callers and can deadlock.
    */
   join(resources: readonly string[], mode: 'write' | 'read' = 'write'): JoinedLock | undefined {
-    const held = this.storage.getStore();
+    const held = storage.getStore()?.get(this);
     if (!held) return undefined;
     const owners = resources.map((r) => held.get(r));
     if (owners.every((o) => o === undefined)) return undefined;
@@ -34,8 +39,9 @@ export class LockContext {
 
   /** Runs `fn` with `lock` recorded as held for its async call chain. */
   run<T>(lock: Lock, fn: () => T): T {
-    const held = new Map(this.storage.getStore() ?? []);
+    const contexts = storage.getStore();
+    const held = new Map(contexts?.get(this) ?? []);
     for (const r of lock.resources) held.set(r, lock);
-    return this.storage.run(held, fn);
+    return storage.run(new Map(contexts ?? []).set(this, held), fn);
   }
 }

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Observable } from 'rxjs';
 import {
   EngineClosedError,
@@ -24,9 +25,12 @@ import { SemaphoreUses } from './key-uses.js';
 import { JoinedLock, type Lock } from './lock.js';
 import { LockContext } from './lock-context.js';
 import { buildEngineParts, type EngineParts } from './parts.js';
-import { SlotAcquirer, slotKeys, slotRequest } from './semaphore.js';
+import { SlotAcquirer, slotKeys, slotRequest, type SemaphoreRequest } from './semaphore.js';
 import { waitForLock } from './wait.js';
 import { WakeChannel } from './wake-channel.js';
+
+/** A semaphore's acquire request (its `semaphore` set). */
+type SemaphoreAcquireRequest = AcquireRequest & { semaphore: SemaphoreRequest };
 
 /**
  * The Redlock engine: a mutex over N independent voters (Redis masters) with quorum fencing
@@ -89,6 +93,9 @@ export class Redlock {
     this.acquirer = new Acquirer(this.parts, this.leases);
     this.slots = new SlotAcquirer(this.parts, this.acquirer, this.leases);
     this.wakes = new WakeChannel(voters, this.parts.values.channel, resolved.nodeTimeout, turnMs, logger);
+    // Every waiting acquire listens for shutdown on it: more than Node's 10 is load, not a leak
+    // (Node would print a MaxListenersExceededWarning at the 11th waiter).
+    setMaxListeners(Infinity, this.shutdown.signal);
   }
 
   /** The voters, in the order of `nodes` (health, instrumentation, tests). */
@@ -339,9 +346,10 @@ export class Redlock {
    * release lets the first waiter, or every reader at the head of the line, in.
    */
   private takeOther(request: AcquireRequest): Promise<Lock> {
-    const { semaphore } = request;
-    const attempt = semaphore
-      ? (value: string) => this.slots.attempt({ ...request, semaphore }, value)
+    // The same request object for every attempt: the slot search keys its rounds by it, so that a
+    // late give-back of an earlier attempt does not take back a slot a later one won.
+    const attempt = request.semaphore
+      ? (value: string) => this.slots.attempt(request as SemaphoreAcquireRequest, value)
       : (value: string) => this.acquirer.attempt(request, value);
     if (request.opts.wait > 0)
       return waitForLock(

@@ -212,7 +212,8 @@ export class SlotAcquirer {
           ? [best, ...natural(permits).filter((p) => p !== best)]
           : undefined;
       const contended = granted > 0;
-      const retryAfterMs = contended ? 0 : busyWait < 0 ? -1 : busyWait;
+      // Contended: the waiting loop backs off (at most the wait until a slot frees), never not at all.
+      const retryAfterMs = busyWait < 0 ? -1 : busyWait;
       return { attempt: { outcome: 'busy', retryAfterMs, contended }, retryWith };
     }
     return {

@@ -66,6 +66,8 @@ export async function waitForLock(
   let attempts = 0;
   let collisions = 0;
   let granted = false;
+  /** The attempt just made followed a hand-over that did not count. */
+  let handedInVain = false;
   try {
     for (;;) {
       opts.signal?.throwIfAborted();
@@ -106,22 +108,33 @@ export async function waitForLock(
       }
       collisions = attempt.outcome === 'busy' && attempt.contended ? collisions + 1 : 0;
       const pause = pauseBeforeRetry(attempt, opts, collisions, () => parts.runtime.random());
-      const wake = await subscription.wait(
-        Math.min(pause, remaining, QUEUE_RECHECK_MS),
-        opts.signal,
-        shutdown,
-      );
-      if (wake === 'aborted') {
-        opts.signal?.throwIfAborted();
-        shutdown.throwIfAborted();
-      }
-      if (wake === 'handed' && single) {
+      const resumeAt = parts.runtime.now() + Math.min(pause, remaining, QUEUE_RECHECK_MS);
+      let wake = await subscription.wait(resumeAt - parts.runtime.now(), opts.signal, shutdown);
+      for (;;) {
+        if (wake === 'aborted') {
+          opts.signal?.throwIfAborted();
+          shutdown.throwIfAborted();
+        }
+        if (wake !== 'handed' || !single) {
+          handedInVain = false;
+          break;
+        }
         const lock = await single.takeHandOffs(subscription.handedOver());
         if (lock) {
           granted = true;
           return lock;
         }
-        // Not countable (e.g. a voter's clock unknown): the next attempt takes what was handed.
+        // Not countable (e.g. a voter's clock unknown): the next attempt takes what was handed, at
+        // once the first time. When that attempt failed too, the hand-overs that follow are mostly
+        // our own (its clean-up renamed us, and the voters where we were first handed the lock to
+        // the new name): trying at once again would loop on attempt, rename, hand-over. So until
+        // the pause ends, only hand-overs that count end the wait.
+        const left = resumeAt - parts.runtime.now();
+        if (!handedInVain || left <= 0) {
+          handedInVain = true;
+          break;
+        }
+        wake = await subscription.wait(left, opts.signal, shutdown);
       }
     }
   } finally {

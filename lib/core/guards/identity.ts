@@ -72,6 +72,8 @@ interface Shard {
   reason: string | undefined;
   /** Preflight refused it: final until its next connection. */
   refused: boolean;
+  /** A retry of a failed check is scheduled (one at a time, however many votes asked meanwhile). */
+  retrying: boolean;
 }
 
 /**
@@ -182,6 +184,7 @@ export class IdentityGuard {
       pending: undefined,
       reason: undefined,
       refused: false,
+      retrying: false,
     };
     this.shards.set(shard, state);
     if (this.transport.up) void this.check(shard);
@@ -217,7 +220,13 @@ export class IdentityGuard {
         state.reason = final
           ? describeError(err)
           : `connected, but the server could not be checked: ${describeError(err)}`;
-        this.settings.runtime.setTimeout(() => void this.check(shard), final ? 5 * RETRY_MS : RETRY_MS);
+        if (state.retrying) return;
+        state.retrying = true;
+        const retry = () => {
+          state.retrying = false;
+          void this.check(shard);
+        };
+        this.settings.runtime.setTimeout(retry, final ? 5 * RETRY_MS : RETRY_MS);
       },
     );
     state.pending = pending;

@@ -15,6 +15,13 @@ interface Entry {
   expiresAt: number;
 }
 
+declare const image: unique symbol;
+/**
+ * A point-in-time copy of a keyspace ({@link Keyspace.snapshot}): what an AOF held at its last
+ * fsync, what a lagging replica had when it was promoted. Opaque.
+ */
+export type KeyspaceImage = { readonly [image]: true };
+
 /** The keyspace of one server; the clock it expires keys by is the server's ({@link timeUs}). */
 export abstract class Keyspace {
   private readonly entries = new Map<string, Entry>();
@@ -140,6 +147,18 @@ export abstract class Keyspace {
     return [...this.entries.keys()].filter((key) => match.test(key) && this.live(key));
   }
 
+  /** A copy of every key as it is now (expiry times included: they are absolute, as in an AOF). */
+  snapshot(): KeyspaceImage {
+    return copyEntries(this.entries) as unknown as KeyspaceImage;
+  }
+
+  /** Replaces every key with those of `image` (a restart from an AOF, a promoted replica). */
+  restore(image: KeyspaceImage): void {
+    this.entries.clear();
+    for (const [key, entry] of copyEntries(image as unknown as Map<string, Entry>))
+      this.entries.set(key, entry);
+  }
+
   /** FLUSHALL: drops every key. */
   flushAll(): void {
     this.entries.clear();
@@ -172,4 +191,11 @@ export abstract class Keyspace {
     if (members?.size === 0) this.entries.delete(key);
     return had;
   }
+}
+
+function copyEntries(entries: ReadonlyMap<string, Entry>): Map<string, Entry> {
+  const copy = new Map<string, Entry>();
+  for (const [key, { kind, value, expiresAt }] of entries)
+    copy.set(key, { kind, value: typeof value === 'string' ? value : new Map(value), expiresAt });
+  return copy;
 }

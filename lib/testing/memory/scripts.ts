@@ -18,9 +18,15 @@ export type Emulation = (db: Db, keys: readonly string[], args: readonly string[
 /** The fields of the settings argument, in order (scripts/settings.ts). */
 const FIELDS = ['guardMs', 'fenceIdleMs', 'seedWindowMs', 'queueIdleMs', 'turnMs'] as const;
 
+/** The settings arguments seen, parsed (an engine sends one and the same with every script). */
+const parsed = new Map<string, number[]>();
+
 /** A field of the settings argument `settings`. */
-export const setting = (settings: string, field: (typeof FIELDS)[number]): number =>
-  Number(settings.split(' ')[FIELDS.indexOf(field)]);
+export function setting(settings: string, field: (typeof FIELDS)[number]): number {
+  let fields = parsed.get(settings);
+  if (!fields) parsed.set(settings, (fields = settings.split(' ').map(Number)));
+  return fields[FIELDS.indexOf(field)]!;
+}
 /** Whether the settings ask for clock readings (their last character is 1). */
 export const clockReadings = (settings: string): boolean => settings.endsWith('1');
 /** Lua's tonumber of an argument: undefined for '' (or none). */

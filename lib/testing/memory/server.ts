@@ -1,7 +1,7 @@
 import { realRuntime, type Runtime } from '../../core/runtime.js';
 import { FUNCTION_LIBRARY, LIBRARY_SCRIPTS } from '../../core/scripts/library.js';
 import { luaScript } from '../../core/scripts/lua.js';
-import { Keyspace } from './keyspace.js';
+import { Keyspace, type KeyspaceImage } from './keyspace.js';
 import { EMULATED_SCRIPTS } from './scripts.js';
 
 /** The library's functions by name, emulated as their scripts are. */
@@ -30,6 +30,9 @@ export interface MemoryServerOptions {
 }
 
 let servers = 0;
+
+/** SHA1s of the sources seen (a SCRIPT LOAD or EVAL hashes none twice). */
+const shas = new Map<string, string>();
 
 /**
  * A Redis server in memory, for the in-memory transport (transport.ts): a keyspace on a clock of
@@ -79,12 +82,16 @@ export class MemoryServer extends Keyspace {
     for (const connection of this.connections) connection(false);
   }
 
-  /** Starts again as a new process (new run_id, empty script cache), with its data or without. */
-  start({ keepData = true }: { keepData?: boolean } = {}): void {
+  /**
+   * Starts again as a new process (new run_id, empty script cache), with its data, without, or with
+   * the keys of `from` (an AOF that lost its last second, a replica that lagged).
+   */
+  start({ keepData = true, from }: { keepData?: boolean; from?: KeyspaceImage } = {}): void {
     if (this.up) return;
     this.runId = this.newRunId();
     this.loaded.clear();
-    if (!keepData) {
+    if (from) this.restore(from);
+    else if (!keepData) {
       this.flushAll();
       this.functions = false;
     }
@@ -92,8 +99,8 @@ export class MemoryServer extends Keyspace {
     for (const connection of this.connections) connection(true);
   }
 
-  /** A crash and a start at once: `keepData` as with AOF (`appendfsync always`), or none. */
-  restart(options: { keepData?: boolean } = {}): void {
+  /** A crash and a start at once: `keepData` as with AOF (`appendfsync always`), none, or `from` an image. */
+  restart(options: { keepData?: boolean; from?: KeyspaceImage } = {}): void {
     this.stop();
     this.start(options);
   }
@@ -192,7 +199,8 @@ export class MemoryServer extends Keyspace {
   }
 
   private load(source: string): string {
-    const { sha } = luaScript('', source);
+    let sha = shas.get(source);
+    if (sha === undefined) shas.set(source, (sha = luaScript('', source).sha));
     this.loaded.add(sha);
     return sha;
   }

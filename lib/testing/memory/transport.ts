@@ -94,6 +94,7 @@ export class MemoryTransport implements Transport {
   }
 
   shardOf(key: string): string {
+    if (!this.clustered) return '';
     return this.ids[Math.floor((keySlot(key) * this.servers.length) / SLOT_COUNT)];
   }
 

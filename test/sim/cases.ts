@@ -1,0 +1,87 @@
+/*
+ * The seeds `npm test` replays (test/sim/simulate.spec.ts): each control on a pinned seed where it
+ * finds its violation, and each engine bug the simulation found on a seed that showed it (the run
+ * is clean since the fix; reverting the fix makes it fail again). A replay runs the seed twice and
+ * checks that both runs are identical. Seeds hold for this simulator: a change to the world's
+ * draws moves them (then find new ones with the fix reverted, and say so in the commit).
+ */
+
+/** A seed and the flags that select its run, as `npm run simulate -- --replay <seed> <flags>` takes them. */
+export interface SimCase {
+  readonly name: string;
+  readonly seed: number;
+  readonly flags: readonly string[];
+  /** The invariant the run must break (a control), or undefined: no violation (a regression case). */
+  readonly violation?: string;
+}
+
+/** Each control finds its violation on its seed: the simulator sees what it looks for. */
+export const CONTROL_CASES: readonly SimCase[] = [
+  // restart guard off, restarts without persistence: two holders at once
+  { name: 'restart', seed: 2, flags: ['--control', 'restart'], violation: 'overlap' },
+  // clock guard off, forward steps of a voter's clock: two holders at once
+  { name: 'clock', seed: 2, flags: ['--control', 'clock'], violation: 'overlap' },
+  // a store that does not check tokens, holders paused past the ttl: a stale write gets in
+  { name: 'fencing', seed: 1, flags: ['--control', 'fencing'], violation: 'stale write accepted' },
+];
+
+/** The engine bugs found by the simulation, on a seed that showed each (commit, what). */
+export const REGRESSION_CASES: readonly SimCase[] = [
+  {
+    // 01b8f4c: MaxListenersExceededWarning at an engine's 11th waiting acquire (the warning's
+    // process.nextTick broke the seal: an unexpected error in every run with 11 waiters)
+    name: 'no listener warning at the 11th waiter (01b8f4c)',
+    seed: 1,
+    flags: [],
+  },
+  {
+    // bccbd7c: a late give-back of a semaphore attempt freed the slot a later attempt won: more
+    // holders than permits
+    name: 'a semaphore attempt keeps its slot against an earlier give-back (bccbd7c)',
+    seed: 107,
+    flags: ['--faults', 'partition,asymmetric,stop,delay,pause'],
+  },
+  {
+    // b63396d: a semaphore's split vote retried at once: a command storm
+    name: "a semaphore's split vote backs off (b63396d)",
+    seed: 204,
+    flags: ['--faults', 'partition,asymmetric,stop,delay'],
+  },
+  {
+    // 846db39: attempt, rename, own hand-over, attempt at once while a majority abstained: a storm
+    name: 'a hand-over that does not count after an unavailable attempt waits out the pause (846db39)',
+    seed: 732601424,
+    flags: ['--separate-budgets'], // the driver's budgets when the seed was found
+  },
+  {
+    // the same loop after busy attempts (a holder elsewhere): the fix above covered unavailable ones
+    name: 'a hand-over that does not count after any failed attempt waits out the pause',
+    seed: 2386780603,
+    flags: ['--separate-budgets'], // the driver's budgets when the seed was found
+  },
+  // 24d0049 (one identity check retry at a time per shard) has no seed here: on this simulator no
+  // run re-finds it with the fix reverted (77 runs of crash,stop,partition,failover: the busiest
+  // link's figures do not move); test/unit/identity-guard.spec.ts holds it (128 INFO before, 4 after).
+];
+
+/**
+ * Known issues: runs outside the assumptions the simulator keeps by default, which still break an
+ * invariant; each case says why, and must keep finding its violation (a change that ends it moves
+ * the case to the regressions).
+ */
+export const KNOWN_ISSUE_CASES: readonly SimCase[] = [
+  {
+    // 3 voters: v2's clock stepped forward again and again (about 7 s ahead in all), v1 was flushed
+    // again and again: each a minority, together a majority. A client started after the steps (it
+    // never read v2 before, so its clock guard saw no step) counted v2 and got a token seeded from
+    // v2's clock (20.8 s at 14.1 s), raised on v1 and v2 only; v1's FLUSHALL dropped that copy, v2
+    // no longer counted once its steps were seen, and the tokens that followed, from v0 and v1
+    // (whose clocks ran behind), were lower (12.7 s at 16.9 s: token order on k1). The token
+    // assumption is a minority losing its state; a voter ahead by more than the restart guard holds
+    // tokens the others cannot reach, so its exclusion (or marking) is a state loss too.
+    name: 'token order with state loss and forward steps on a majority together',
+    seed: 20000035,
+    flags: ['--voters', '3', '--clients', '5', '--separate-budgets'],
+    violation: 'token order',
+  },
+];
