@@ -26,7 +26,8 @@ export interface FencedReadResult {
  * hash. KEYS: hash. ARGV: fence field, token. Returns {accepted 1/0, fence, field1, value1, ...}.
  */
 const FENCED_HGETALL = `
-local last = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+local stored = redis.call('HGET', KEYS[1], ARGV[1]) or '0'
+local last = tonumber(stored)
 local token = tonumber(ARGV[2])
 local accepted = 0
 if token >= last then
@@ -34,7 +35,8 @@ if token >= last then
   -- Recorded even on a missing key: a first write must not come from an older reader.
   if token > last then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
 end
-local out = {accepted, accepted == 1 and ARGV[2] or tostring(last)}
+-- The stored string, not tostring(last): Lua prints a number with 14 digits, a token has 16.
+local out = {accepted, accepted == 1 and ARGV[2] or stored}
 local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   if all[i] ~= ARGV[1] then
@@ -58,7 +60,11 @@ redis.call('HSET', KEYS[1], unpack(args))
 return {1, ARGV[2]}
 `;
 
-const SCRIPTS = {
+/**
+ * The writer's two scripts. Exported for the in-memory store of `nest-quorum-lock/testing`, which
+ * answers them (not part of the package's public API).
+ */
+export const FENCED_WRITER_SCRIPTS = {
   read: luaScript('fenced-hgetall', FENCED_HGETALL),
   write: luaScript('fenced-hset', FENCED_HSET),
 };
@@ -88,34 +94,44 @@ export class FencedWriter {
     redis: FencedStoreClient,
     /** Hash field that keeps the highest token seen. */
     readonly fenceField = 'fence',
+    /** @internal A store's raw commands instead of a client's (the in-memory writer of the testing entry). */
+    send?: ServerSend,
   ) {
-    this.redis = storeSend(redis);
+    this.redis = send ?? storeSend(redis);
   }
 
   /** Reads the hash, recording `token` as its newest reader; refused if a higher token came first. */
   async hgetall(key: string, token: number): Promise<FencedReadResult> {
     checkToken(token);
-    const reply = (await this.run(SCRIPTS.read, key, [this.fenceField, String(token)])) as Array<
-      number | string
-    >;
+    const reply = (await this.run(FENCED_WRITER_SCRIPTS.read, key, [
+      this.fenceField,
+      String(token),
+    ])) as Array<number | string>;
     const fields: Record<string, string> = {};
     for (let i = 2; i < reply.length; i += 2) fields[String(reply[i])] = String(reply[i + 1]);
     return { accepted: reply[0] === 1, fields, lastToken: Number(reply[1]) };
   }
 
-  /** HSET `fields` on `key` unless a higher token has read or written it (atomic). */
+  /**
+   * HSET `fields` on `key` unless a higher token has read or written it (atomic). `fields` cannot
+   * hold the fence field (a `TypeError`): the writer sets it to `token` itself.
+   */
   async hset(
     key: string,
     fields: Readonly<Record<string, string | number>>,
     token: number,
   ): Promise<FencedWriteResult> {
     checkToken(token);
+    if (Object.hasOwn(fields, this.fenceField))
+      throw new TypeError(
+        `A fenced write cannot set the fence field "${this.fenceField}": the writer sets it to the token itself.`,
+      );
     const args = [
       this.fenceField,
       String(token),
       ...Object.entries(fields).flatMap(([f, v]) => [f, String(v)]),
     ];
-    const reply = (await this.run(SCRIPTS.write, key, args)) as [number, string];
+    const reply = (await this.run(FENCED_WRITER_SCRIPTS.write, key, args)) as [number, string];
     return { accepted: reply[0] === 1, lastToken: Number(reply[1]) };
   }
 

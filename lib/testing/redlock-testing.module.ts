@@ -1,11 +1,12 @@
 import { Injectable, Module, type DynamicModule } from '@nestjs/common';
 import { filter, firstValueFrom, take, timeout } from 'rxjs';
 import { LockService, RedlockModule, type RedlockModuleOptions } from '../nest/index.js';
+import { fencedDoubles, type FencedDoublesOptions } from './fenced/fenced-providers.js';
 import { MemoryServer } from './memory/server.js';
 import { memoryNode } from './memory/transport.js';
 
 /** Options of {@link RedlockTestingModule.forRoot}. */
-export interface RedlockTestingOptions {
+export interface RedlockTestingOptions extends FencedDoublesOptions {
   /** Default lease, ms (default 1000: a lock taken away is noticed within ttl / 3). */
   ttl?: number;
   /** Default wait for a busy lock, ms (default 0: fail fast, as in production). */
@@ -57,7 +58,9 @@ export class InMemoryLocks {
  * `RedlockModule` for unit tests, backed by memory instead of Redis: the same `LockService`,
  * `@DistributedLock`, `@FencingToken()` and `@LockSignal()`, with locks exclusive within the
  * process, waiting in line, and strictly increasing fencing tokens. No sockets and no timers are
- * left behind once the testing module is closed.
+ * left behind once the testing module is closed. It also provides the fenced stores in memory:
+ * `FencedWriter` (an {@link InMemoryFencedWriter}, unless `fencedWriter: false`) and each
+ * `FencedTable` of `fencedTables` (an {@link InMemoryFencedTable}) under your own token.
  *
  * ```ts
  * const moduleRef = await Test.createTestingModule({
@@ -73,6 +76,7 @@ export class RedlockTestingModule {
     const moduleOptions = memoryModuleOptions(options, state);
     const base = RedlockModule.forRoot(moduleOptions);
     const { keyPrefix, ttl } = moduleOptions;
+    const fenced = fencedDoubles(options);
     return {
       ...base,
       providers: [
@@ -82,8 +86,9 @@ export class RedlockTestingModule {
           inject: [LockService],
           useFactory: (locks: LockService) => new InMemoryLocks(state, locks, keyPrefix, ttl),
         },
+        ...fenced.providers,
       ],
-      exports: [...(base.exports ?? []), InMemoryLocks],
+      exports: [...(base.exports ?? []), InMemoryLocks, ...fenced.exports],
     };
   }
 
@@ -101,13 +106,13 @@ export class RedlockTestingModule {
    *   .compile();
    * ```
    */
-  static inMemoryOptions(options: RedlockTestingOptions = {}): RedlockModuleOptions {
+  static inMemoryOptions(options: Pick<RedlockTestingOptions, 'ttl' | 'wait'> = {}): RedlockModuleOptions {
     return memoryModuleOptions(options, new MemoryServer());
   }
 }
 
 function memoryModuleOptions(
-  options: RedlockTestingOptions,
+  options: Pick<RedlockTestingOptions, 'ttl' | 'wait'>,
   server: MemoryServer,
 ): RedlockModuleOptions & { ttl: number; keyPrefix: string } {
   return {

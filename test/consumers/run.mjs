@@ -21,7 +21,9 @@
  *  6. Runs the apps' own unit tests, as `nest new` sets them up, against the tarball's
  *     `nest-quorum-lock/testing`: Jest + ts-jest in the CommonJS NestJS 11 app (app/lock.jest.ts,
  *     real nodes), and in the ESM NestJS 12 app Vitest 4 (nest new's config) and Jest in ESM mode
- *     (app/lock.esm-spec.ts: RedlockTestingModule and a @DistributedLock service, no Redis).
+ *     (app/lock.esm-spec.ts: RedlockTestingModule and a @DistributedLock service, no Redis;
+ *     app/fenced.esm-spec.ts: a service injecting FencedWriter and a FencedTable, given in-memory
+ *     ones by RedlockTestingModule, no Redis and no database).
  *     A CommonJS app also runs app/fenced-sql.cjs: `nest-quorum-lock/sql` required from plain node,
  *     fenced writes and reads on a real PostgreSQL (app/fenced-sql.ts, compiled in every app, uses
  *     its typings with no ORM installed).
@@ -393,6 +395,7 @@ function writeApp(dir, combo, versions) {
   if (combo.vitest || combo.jestEsm) {
     mkdirSync(join(dir, 'test'));
     copyFileSync(join(here, 'app/lock.esm-spec.ts'), join(dir, 'test/lock.spec.ts'));
+    copyFileSync(join(here, 'app/fenced.esm-spec.ts'), join(dir, 'test/fenced.spec.ts'));
     // The spec's own tsconfig (the app's covers src/ only), which Vitest's transform also reads:
     // legacy decorators and their metadata, as Nest needs them.
     writeFileSync(
@@ -670,9 +673,9 @@ async function runCombo(base, combo, tarball, versions) {
         timeoutMs: 90_000,
       });
       row.boot += vitest.seconds;
-      must(vitest, 'vitest run (RedlockTestingModule and a @DistributedLock service)');
+      must(vitest, 'vitest run (RedlockTestingModule: a @DistributedLock service, fenced stores in memory)');
       row.notes.push(
-        `ok   vitest ${installed(dir, 'vitest')}: RedlockTestingModule + a @DistributedLock service, ${vitest.seconds.toFixed(1)} s`,
+        `ok   vitest ${installed(dir, 'vitest')}: RedlockTestingModule + a @DistributedLock service, fenced stores in memory, ${vitest.seconds.toFixed(1)} s`,
       );
     }
     if (combo.jestEsm) {
@@ -682,9 +685,12 @@ async function runCombo(base, combo, tarball, versions) {
         { cwd: dir, timeoutMs: 90_000 },
       );
       row.boot += jest.seconds;
-      must(jest, 'jest in ESM mode (RedlockTestingModule and a @DistributedLock service)');
+      must(
+        jest,
+        'jest in ESM mode (RedlockTestingModule: a @DistributedLock service, fenced stores in memory)',
+      );
       row.notes.push(
-        `ok   jest ${installed(dir, 'jest')} (ESM mode) + ts-jest: RedlockTestingModule + a @DistributedLock service, ${jest.seconds.toFixed(1)} s`,
+        `ok   jest ${installed(dir, 'jest')} (ESM mode) + ts-jest: RedlockTestingModule + a @DistributedLock service, fenced stores in memory, ${jest.seconds.toFixed(1)} s`,
       );
     }
     if (combo.jest) {

@@ -102,8 +102,10 @@ export interface FencedTableColumns {
  *   them (node-postgres: `bigint` and `numeric` as strings; Prisma: `bigint` as `bigint`).
  */
 export class FencedTable<Row extends object = Record<string, unknown>> {
-  private readonly keyColumn: string;
-  private readonly tokenColumn: string;
+  /** The key column's name, as given (default `'id'`). */
+  protected readonly keyColumn: string;
+  /** The token column's name, as given (default `'fence_token'`). */
+  protected readonly tokenColumn: string;
   private readonly dialects = new Map<SqlDialect, DialectTable>();
 
   /**
@@ -142,10 +144,7 @@ export class FencedTable<Row extends object = Record<string, unknown>> {
   async read(db: SqlHandle, key: unknown, token: number): Promise<FencedRead<Row>> {
     checkKey(key);
     checkToken(token);
-    const runner = await this.runner(db);
-    const stored = await this.tableFor(runner.dialect).read(runner, key, token);
-    if (!stored) throw new Error(`Fenced read of ${this.qualifiedName} returned no row`); // cannot happen
-    const { [this.tokenColumn]: last, ...row } = stored;
+    const { [this.tokenColumn]: last, ...row } = await this.readRow(db, key, token);
     const lastToken = Number(last ?? 0);
     if (lastToken !== token) return { accepted: false, lastToken };
     return { accepted: true, row: row as Row, lastToken };
@@ -167,15 +166,37 @@ export class FencedTable<Row extends object = Record<string, unknown>> {
         );
       checkIdentifier(column, 'column');
     }
+    const { accepted, lastToken } = await this.writeRow(db, key, token, entries);
+    return { accepted, lastToken: accepted ? token : Number(lastToken ?? 0) };
+  }
+
+  /**
+   * The storage step of {@link read}, its arguments already checked: the row after the fenced read,
+   * token column included (the read was accepted iff it holds `token`). The in-memory table of
+   * `nest-quorum-lock/testing` overrides it.
+   */
+  protected async readRow(db: SqlHandle, key: unknown, token: number): Promise<Record<string, unknown>> {
+    const runner = await this.runner(db);
+    const stored = await this.tableFor(runner.dialect).read(runner, key, token);
+    if (!stored) throw new Error(`Fenced read of ${this.qualifiedName} returned no row`); // cannot happen
+    return stored;
+  }
+
+  /**
+   * The storage step of {@link write}, its arguments already checked (`entries`: column names as
+   * given, and their values): whether the write was applied, and the row's token after it as the
+   * driver returned it. The in-memory table of `nest-quorum-lock/testing` overrides it.
+   */
+  protected async writeRow(
+    db: SqlHandle,
+    key: unknown,
+    token: number,
+    entries: ReadonlyArray<readonly [string, unknown]>,
+  ): Promise<{ readonly accepted: boolean; readonly lastToken: unknown }> {
     const runner = await this.runner(db);
     const quote = quoterOf(runner.dialect);
     const columns = entries.map(([column]) => quote(column, 'column'));
-    const { accepted, lastToken } = await this.tableFor(runner.dialect).write(runner, columns, [
-      key,
-      token,
-      ...entries.map(([, v]) => v),
-    ]);
-    return { accepted, lastToken: accepted ? token : Number(lastToken ?? 0) };
+    return this.tableFor(runner.dialect).write(runner, columns, [key, token, ...entries.map(([, v]) => v)]);
   }
 
   /**
