@@ -49,8 +49,9 @@ describe('engine messages (3 real redis-server nodes)', () => {
   );
 
   test('nodes abstaining under the restart guard: the retry hint is whole ms', async () => {
-    // Fresh nodes have no restart-guard marker: every one abstains for the guard.
-    const { engine: e } = engine({ restartGuard: 60_000 });
+    // RedisNodes records its nodes fresh for the default prefix only: under another one they have no
+    // restart-guard marker, so every one abstains for the guard.
+    const { engine: e } = engine({ restartGuard: 60_000, keyPrefix: 'unrecorded:' });
     await e.connect();
     const err = (await e
       .acquire('abstained', { wait: 0 })
