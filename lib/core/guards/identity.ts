@@ -248,9 +248,13 @@ export class IdentityGuard {
     const unloaded = await functions;
     if (settings.preflight) {
       const pattern = wakeChannel.replace(/[^:]*$/, '*');
-      const missing = unloaded
-        ? []
-        : await missingAclRules(send, keyPrefix, pattern, wakeChannel, settings.scripts);
+      // Bounded like every read of the check: a command on a connection that closed under it (a
+      // Cluster re-forming) may never settle, and the check would then never end nor be retried.
+      const probe = unloaded
+        ? Promise.resolve([])
+        : missingAclRules(send, keyPrefix, pattern, wakeChannel, settings.scripts);
+      const missing = await settleWithin(settings.runtime, probe, settings.timeoutMs);
+      if (missing === TIMED_OUT) throw new Error(`no reply to the ACL probe within ${settings.timeoutMs} ms`);
       facts = { ...facts, denied: [...new Set([...facts.denied, ...missing])] };
       const findings: Finding[] = checkServer(
         transport.clustered ? { ...facts, clusterEnabled: undefined, redisMode: undefined } : facts,
