@@ -98,6 +98,7 @@ export class IdentityGuard {
   ) {
     transport.on((event) => {
       if (event.type === 'connected') void this.check(event.shard);
+      else if (event.type === 'up') this.checkUnchecked();
     });
     if (!transport.seesReconnects && settings.guardMs > 0) this.scheduleSurvey();
   }
@@ -165,6 +166,20 @@ export class IdentityGuard {
       void this.check(shard, true);
       throw new ServerChangedError();
     });
+  }
+
+  /**
+   * A transport up again (a Cluster that lost all its masters): every shard not checked on its current
+   * connection is checked now. A Cluster client connects a master on its first command, so a shard
+   * that no vote asks for would otherwise stay unchecked, its restart unreported, until its next vote
+   * (seen: all three masters of a Cluster restarted, one of them unreported 3 s later in 5 runs of 10).
+   */
+  private checkUnchecked(): void {
+    for (const shard of this.transport.shards().keys()) {
+      const state = this.shards.get(shard);
+      if (!state) this.startCheck(shard);
+      else if (state.checked !== this.transport.epoch(shard) && !state.pending) void this.check(shard);
+    }
   }
 
   /** Stops the survey and the retries; waits for the checks in flight, at most `timeoutMs`. */
