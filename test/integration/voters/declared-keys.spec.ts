@@ -34,7 +34,12 @@ async function watch(ports: readonly number[], work: () => Promise<void>): Promi
   const lines: Array<{ port: number; args: string[]; lua: boolean }> = [];
   const monitors = await Promise.all(
     ports.map(async (port) => {
-      const monitor = await new Redis(port, '127.0.0.1').monitor();
+      // monitor() opens a connection of its own: the client it is called on never connects (it
+      // used to, and its ready check could reach the new MONITOR in one read with its OK, which
+      // ioredis took for a reply: "Command queue state error"), and is closed at once (left open,
+      // it reconnected for ever once the servers stopped, and Jest never exited).
+      const client = new Redis(port, '127.0.0.1', { lazyConnect: true });
+      const monitor = await client.monitor().finally(() => client.disconnect());
       monitor.on('monitor', (_time: string, args: string[], source: string) =>
         lines.push({ port, args, lua: source.includes('lua') }),
       );
@@ -156,18 +161,20 @@ describe('every key a lock script touches is declared', () => {
       restartGuard: false as const,
       logger: quiet,
     };
-    const [engine, other] = [new Redlock(options), new Redlock(options)];
+    const engines: Redlock[] = [];
     try {
-      // MONITOR starts before the engines connect: ioredis' monitor() fails ("Command queue state
-      // error") when monitored lines come in the same read as MONITOR's OK, as the engines'
-      // background checks made them do.
+      // MONITOR starts before the engines are built: ioredis' monitor() fails ("Command queue state
+      // error") when monitored lines come in the same read as MONITOR's OK, and an engine's Cluster
+      // client connects (CLUSTER SLOTS) as soon as it is built.
       const connectAndLock = async () => {
+        const [engine, other] = [new Redlock(options), new Redlock(options)];
+        engines.push(engine, other);
         await Promise.all([engine.connect(), other.connect()]);
         await everyKindOfLock(engine, other);
       };
       expectEveryLockKeyDeclared(await watch(shards.nodes.ports, connectAndLock));
     } finally {
-      await Promise.all([engine.close(), other.close()]);
+      await Promise.all(engines.map((engine) => engine.close()));
       await shards.nodes.close();
     }
   }, 40_000);
