@@ -2,7 +2,7 @@ import { Redlock } from '../../lib/core/engine/redlock.js';
 import { QuorumUnavailableError } from '../../lib/core/errors.js';
 import type { RedlockLogger } from '../../lib/core/logger.js';
 import type { Voter } from '../../lib/core/voter/voter-api.js';
-import { PREFIX, sleep, type Behaviour } from './harness.js';
+import { PREFIX, sleep, until, type Behaviour } from './harness.js';
 
 /*
  * Rows only a voter of several shards (a Cluster) can have, beside the table's (behaviours.ts), on
@@ -97,8 +97,11 @@ export const CLUSTER_BEHAVIOURS: Behaviour[] = [
         // A waiter on another master's key is handed the lock on release: the hand-over counts,
         // with no attempt of its own after it (a voter taken for abstaining hands over in vain:
         // the waiter then takes what was handed with one more acquire).
+        const queuing = through.acquires;
         const waiting = engine.acquire(held, { wait: 3000 });
-        await sleep(100); // queued behind the holder
+        // Its attempt is sent (on the connection the release takes after it): queued behind the holder.
+        await until(() => through.acquires > queuing, 'the waiter to ask');
+        await sleep(50);
         const [releasing, acquiresBefore] = [performance.now(), through.acquires];
         await holder.release();
         const handed = await waiting;
