@@ -5,7 +5,9 @@ import { CLOCK_MARK, IDENTITY_CHECK, RUN_ID, SEED_SLOT_MARKERS } from '../../lib
 import { INSPECT } from '../../lib/core/scripts/inspect.js';
 import { FUNCTION_LIBRARY, functionLibrary, LIBRARY_SCRIPTS } from '../../lib/core/scripts/library.js';
 import { luaScript } from '../../lib/core/scripts/lua.js';
-import { READ_INSPECT_SCRIPT } from '../../lib/core/scripts/read.js';
+import { EXTEND, EXTEND_MANY } from '../../lib/core/scripts/extend.js';
+import { LET_GO } from '../../lib/core/scripts/let-go.js';
+import { READ_EXTEND_SCRIPT, READ_INSPECT_SCRIPT, READ_LET_GO_SCRIPT } from '../../lib/core/scripts/read.js';
 import { LOCK_SCRIPTS } from '../../lib/core/voter/batches.js';
 import { RedlockOptionsError } from '../../lib/index.js';
 
@@ -61,14 +63,18 @@ describe('the FUNCTION library', () => {
     expect(all(next, changed).filter((n) => old.has(n))).toEqual([]);
   });
 
-  test('flags: no-writes for the read-only scripts (FCALL_RO), allow-cross-slot-keys for the guards that reach across slots', () => {
+  test('flags: no-writes for the read-only scripts (FCALL_RO), allow-cross-slot-keys for the guards that reach across slots, allow-oom for extending and letting go', () => {
     const flags = (script: typeof INSPECT) =>
       registration(FUNCTION_LIBRARY.source, FUNCTION_LIBRARY.functionOf(script)!);
     for (const script of [INSPECT, READ_INSPECT_SCRIPT, RUN_ID])
       expect(flags(script)).toContain("flags = {'no-writes'}");
     for (const script of [IDENTITY_CHECK, CLOCK_MARK, SEED_SLOT_MARKERS])
       expect(flags(script)).toContain("flags = {'allow-cross-slot-keys'}");
-    for (const script of LOCK_SCRIPTS.filter((s) => s !== INSPECT && s !== READ_INSPECT_SCRIPT))
+    const keepOrFree = [EXTEND, EXTEND_MANY, LET_GO, READ_EXTEND_SCRIPT, READ_LET_GO_SCRIPT];
+    for (const script of keepOrFree) expect(flags(script)).toContain("flags = {'allow-oom'}");
+    for (const script of LOCK_SCRIPTS.filter(
+      (s) => s !== INSPECT && s !== READ_INSPECT_SCRIPT && !keepOrFree.includes(s),
+    ))
       expect(flags(script)).toContain('flags = {}');
     expect(registration(FUNCTION_LIBRARY.source, FUNCTION_LIBRARY.probe)).toContain("flags = {'no-writes'}");
   });

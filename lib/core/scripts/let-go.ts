@@ -51,4 +51,5 @@ for i = 1, n do
 end
 return count
 `,
+  { allowOom: true },
 );

@@ -95,6 +95,7 @@ function flagsOf(script: LuaScript): string[] {
   return [
     ...(script.flags.readOnly ? ['no-writes'] : []),
     ...(script.flags.crossSlot ? ['allow-cross-slot-keys'] : []),
+    ...(script.flags.allowOom ? ['allow-oom'] : []),
   ];
 }
 

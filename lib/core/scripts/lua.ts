@@ -12,6 +12,12 @@ export interface LuaScriptFlags {
    * maintenance): flag `allow-cross-slot-keys`, which EVAL grants a script without flags implicitly.
    */
   readonly crossSlot?: boolean;
+  /**
+   * It must run on a server out of memory (maxmemory reached under noeviction): extending and letting
+   * go keep or free memory, and EVAL runs their PEXPIRE and DEL then. Flag `allow-oom`, without
+   * which a function that writes is refused as a whole on such a server.
+   */
+  readonly allowOom?: boolean;
 }
 
 /** A Lua script with its SHA1: called with EVALSHA, and sent again with EVAL after NOSCRIPT. */

@@ -138,6 +138,7 @@ if ARGV[3] then
 end
 return ok
 `,
+  { allowOom: true },
 );
 
 /**
@@ -166,6 +167,7 @@ elseif not (queued and promote(key, fence, queue, value)) then
 end
 return 1
 `,
+  { allowOom: true },
 );
 
 /**

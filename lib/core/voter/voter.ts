@@ -32,6 +32,7 @@ import { isReader, wakeChannelOf } from '../scripts/values.js';
 import type { Route, Transport } from '../transport/transport.js';
 import { describeError, isFinalFault, nodeErrorLine, nodeFault } from './describe-error.js';
 import { extendBatch, LOCK_SCRIPTS, seedSlotMarkers } from './batches.js';
+import { SendOrder } from './send-order.js';
 import { runScript, type ScriptMode } from './server.js';
 import type { Voter, VoterContext } from './voter-api.js';
 import type { ExtendAnswers, ExtendRequest } from '../scripts/extend.js';
@@ -50,8 +51,7 @@ export class TransportVoter implements Voter {
   private readonly scripts: ScriptMode;
   private readonly healthListeners: Array<(up: boolean, reason?: string) => void> = [];
   private readonly abstentionListeners: Array<(forMs: number, why: string, shard?: string) => void> = [];
-  /** This voter's acquires in flight by value, where they may be sent again late (see letGo). */
-  private readonly acquiring = new Map<string, Promise<unknown>>();
+  private readonly order: SendOrder;
   private reported: string | undefined;
   /** Waiters of waitReady, told of a final refusal (credentials, ACL) from the transport. */
   private readonly refusedListeners = new Set<() => void>();
@@ -64,6 +64,7 @@ export class TransportVoter implements Voter {
   ) {
     this.settings = settingsArg(context.settings);
     this.scripts = context.scripts ?? 'eval';
+    this.order = new SendOrder(transport.clustered || this.scripts === 'functions');
     const { settings, runtime, logger } = context;
     this.guard = new IdentityGuard(transport, this, {
       runtime,
@@ -239,12 +240,7 @@ export class TransportVoter implements Voter {
   }
 
   letGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
-    // A Cluster client may send a command again after later ones (MOVED, a slot map refreshed), and
-    // so does a server that lost its functions (loaded, then the call again): a let-go that frees a
-    // late grant must run after it, so it waits for this voter's acquire.
-    const acquiring = this.acquiring.get(value);
-    const send = () => this.sendLetGo(keys, value, how);
-    return acquiring ? acquiring.then(send, send) : send();
+    return this.order.letGo(keys, value, () => this.sendLetGo(keys, value, how));
   }
 
   /** A let-go sent now (the acquire's own, when its vote ran on a changed server). */
@@ -361,7 +357,9 @@ export class TransportVoter implements Voter {
       const forMs = this.guard.abstainingForMs(shard);
       return forMs > 0
         ? Promise.resolve(named(abstaining(forMs)))
-        : this.guard.confirm(shard, send, { key }).then(named);
+        : own === undefined
+          ? this.guard.confirm(shard, send, { key })
+          : this.guard.confirm(shard, send, { key }).then(named);
     };
     const { reason, pending } = this.guard.readiness(shard);
     if (reason === undefined) return now();
@@ -374,24 +372,20 @@ export class TransportVoter implements Voter {
 
   /**
    * A vote that ran on a changed server (ServerChangedError) is let go of there and cast again once
-   * the new server was checked (whose identity guard may make it abstain). Tracks the acquire where
-   * it may be sent again after later commands (see letGo).
+   * the new server was checked (whose identity guard may make it abstain). Ordered after this
+   * voter's let-gos of the same keys where the client may send them again late (send-order.ts).
    */
   private voteAgainOnChange<T>(keys: readonly string[], value: string, vote: () => Promise<T>): Promise<T> {
-    const sent = vote().catch((err: unknown) => {
-      if (!(err instanceof ServerChangedError)) throw err;
-      const checked = this.guard.checking ?? Promise.resolve();
-      return this.sendLetGo(keys, value, RELEASE)
-        .catch(() => undefined)
-        .then(() => settleWithin(this.context.runtime, checked, RECHECK_BOUND_MS))
-        .then(vote);
-    });
-    if (this.transport.clustered || this.scripts === 'functions') {
-      this.acquiring.set(value, sent);
-      const settled = () => this.acquiring.get(value) === sent && this.acquiring.delete(value);
-      sent.then(settled, settled);
-    }
-    return sent;
+    return this.order.acquire(keys, value, () =>
+      vote().catch((err: unknown) => {
+        if (!(err instanceof ServerChangedError)) throw err;
+        const checked = this.guard.checking ?? Promise.resolve();
+        return this.sendLetGo(keys, value, RELEASE)
+          .catch(() => undefined)
+          .then(() => settleWithin(this.context.runtime, checked, RECHECK_BOUND_MS))
+          .then(vote);
+      }),
+    );
   }
 
   /** The restart-guard marker of a lock key: the server's, or on a Cluster its slot's. */

@@ -67,6 +67,35 @@ describe("scripts: 'functions' under a lock user that may not EVAL", () => {
     expect(logger.lines.filter((l) => /NOPERM|FUNCTION|could not be checked/.test(l))).toEqual([]);
   });
 
+  test('at maxmemory under noeviction a held lock is still extended and released, as EVAL does (PEXPIRE, DEL)', async () => {
+    const nodes = await deployment.nodes(3, { extraArgs: LOADS });
+    await Promise.all([0, 1, 2].map((i) => nodes.client(i).set('redlock:__restart_guard__', '0')));
+    const { engine } = deployment.engine(urlsOf(nodes), { scripts: 'functions', ttl: 2000 });
+    await engine.connect();
+    const lock = await engine.acquire('fn-oom');
+    const all = [0, 1, 2];
+    // Out of memory: every command that may grow it is refused (maxmemory 1 byte, noeviction).
+    await Promise.all(all.map((i) => nodes.client(i).config('SET', 'maxmemory', '1')));
+    try {
+      expect(
+        await nodes
+          .client(0)
+          .set('grows', 'x')
+          .catch((e: Error) => e.message),
+      ).toMatch(/^OOM/);
+      await lock.extend(5000);
+      const ttls = await Promise.all(all.map((i) => nodes.client(i).pttl('redlock:{fn-oom}')));
+      for (const ttl of ttls) expect(ttl).toBeGreaterThan(2000);
+      await lock.release();
+      await until(async () => {
+        const left = await Promise.all(all.map((i) => nodes.client(i).exists('redlock:{fn-oom}')));
+        return left.every((n) => n === 0);
+      });
+    } finally {
+      await Promise.all(all.map((i) => nodes.client(i).config('SET', 'maxmemory', '0')));
+    }
+  });
+
   test('where the lock user may not FUNCTION LOAD: preflight names each node and the missing version; loaded by an administrator, the engine locks', async () => {
     const nodes = await deployment.nodes(3, { extraArgs: CANNOT_LOAD });
     const urls = urlsOf(nodes);
