@@ -96,7 +96,10 @@ export class Scheduler {
               this.cancelledInHeap--;
               continue;
             }
-            if (event.owner.dead) continue;
+            if (event.owner.dead) {
+              event.cancelled = true; // out of the heap: a later cancel counts nothing
+              continue;
+            }
             if (event.owner.pausedUntil > event.at) {
               // Paused: it runs when the process resumes, after what was due before it.
               event.at = event.owner.pausedUntil;
@@ -108,7 +111,11 @@ export class Scheduler {
             this.current = event.owner;
             this.fired++;
             this.trace = Math.imul(this.trace ^ (event.at * 1000), 0x01000193) ^ event.owner.name.length;
-            event.fire();
+            // Out of the heap: a cancel after it fired (a time-out's, once its promise settled) counts nothing.
+            const fire = event.fire;
+            event.cancelled = true;
+            event.fire = NOTHING;
+            fire();
             return true;
           }
         },
