@@ -13,13 +13,18 @@ import { CONTROL_CASES, KNOWN_ISSUE_CASES, REGRESSION_CASES, type SimCase } from
 const root = join(import.meta.dirname, '..', '..');
 const cli = join(root, 'build-sim', 'test', 'sim', 'cli.js');
 const seconds = Number(process.env.SIM_SECONDS ?? 60);
+/**
+ * As `npm run simulate` runs it: a young generation large enough that most of a run's garbage (a
+ * vote's promises, a command's round trip) dies there instead of being copied and promoted.
+ */
+const NODE_FLAGS = ['--max-semi-space-size=128'];
 
 function simulate(args: readonly string[]): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
     const env = { ...process.env, NODE_OPTIONS: '' };
     execFile(
       process.execPath,
-      [cli, ...args],
+      [...NODE_FLAGS, cli, ...args],
       { cwd: root, env, maxBuffer: 256 * 1024 * 1024 },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
