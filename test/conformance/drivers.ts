@@ -297,6 +297,12 @@ export function cluster(
       await shards!.waitHealthy();
       return ports.length;
     },
+    shardOf: (key) => shards!.shardOf(key),
+    async changeOneServer(index) {
+      // One master restarts with its data (AOF everysec); the others keep their server process.
+      await shards!.nodes.restart(index);
+      await shards!.waitHealthy();
+    },
     async stop() {
       await shards?.nodes.close();
     },

@@ -78,6 +78,13 @@ export interface VoterDriver {
    * voter has no identity guard.
    */
   changeServer?(): Promise<number | void>;
+  /** Which of its servers (a Cluster's masters, by index) holds `key`. Undefined: one server. */
+  shardOf?(key: string): Promise<number>;
+  /**
+   * Like {@link changeServer}, for server `index` alone (one master of a Cluster restarts with its
+   * data); resolves once the cluster is healthy. Undefined: one server.
+   */
+  changeOneServer?(index: number): Promise<void>;
   /** Stops what {@link start} started. */
   stop(): Promise<void>;
 }
@@ -124,6 +131,10 @@ export interface Scene {
   loseData(): Promise<void>;
   /** Resolves with the number of servers that changed (a Cluster's masters), 1 when not said. */
   changeServer(): Promise<number>;
+  /** Which server (a Cluster's master, by index) holds `key`: the driver's shardOf (Cluster rows). */
+  shardOf(key: string): Promise<number>;
+  /** Server `index` alone changes (see VoterDriver.changeOneServer; Cluster rows). */
+  changeOneServer(index: number): Promise<void>;
   /**
    * What `voter` (one of this scene's) told its onAbstention listeners so far: a listener is
    * registered as soon as a voter is built, before its connection is checked.
@@ -239,6 +250,14 @@ export async function runRow(
       changeServer: () => {
         if (!driver.changeServer) throw new Error(`${driver.name} cannot change its server`);
         return driver.changeServer().then((changed) => changed ?? 1);
+      },
+      shardOf: (key) => {
+        if (!driver.shardOf) throw new Error(`${driver.name} has one server`);
+        return driver.shardOf(key);
+      },
+      changeOneServer: (index) => {
+        if (!driver.changeOneServer) throw new Error(`${driver.name} has one server`);
+        return driver.changeOneServer(index);
       },
       abstentionsOf: (voter) => heard.get(voter) ?? [],
       note: (text) => void notes.push(text),

@@ -14,11 +14,12 @@ import { describeViolation } from './report.js';
 import { runOnce, type RunResult } from './run.js';
 
 /*
- * npm run simulate -- [--seconds S] [--seed N] [--replay SEED] [--control restart|clock|fencing]
+ * npm run simulate -- [--seconds S | --runs R] [--seed N] [--replay SEED] [--control restart|clock|fencing]
  *   [--voters N] [--clients N] [--faults a,b,...] [--all-faults] [--separate-budgets] [--timeline FILE]
  *
  * Runs seeds one after another (from --seed, default one derived from the commit) for --seconds of
- * wall time (default 60), and prints a progress line per 1,000 runs, every violation (its seed, the
+ * wall time (default 60), or for --runs seeds exactly (the same runs on any machine: what `npm test`
+ * runs), and prints a progress line per 1,000 runs, every violation (its seed, the
  * invariant, the events of the keys involved, the command that replays it) and at the end
  * `simulated R runs (S simulated s, N operations) in W s: V violations`. --replay runs one seed
  * twice and prints what each run found (the same, event for event: the trace hashes agree).
@@ -26,6 +27,7 @@ import { runOnce, type RunResult } from './run.js';
 
 interface Cli {
   seconds: number;
+  runs: number | undefined;
   seed: number | undefined;
   replay: number | undefined;
   timeline: string | undefined;
@@ -35,6 +37,7 @@ interface Cli {
 function parse(argv: readonly string[]): Cli {
   const cli: Cli = {
     seconds: 60,
+    runs: undefined,
     seed: undefined,
     replay: undefined,
     timeline: undefined,
@@ -59,6 +62,9 @@ function parse(argv: readonly string[]): Cli {
       case '--seconds':
         cli.seconds = Number(value());
         if (!(cli.seconds > 0)) throw new Error('--seconds takes a number above 0');
+        break;
+      case '--runs':
+        cli.runs = int(1);
         break;
       case '--seed':
         cli.seed = int(0);
@@ -178,7 +184,7 @@ async function main(): Promise<void> {
   }
   const from = cli.seed ?? commitSeed().seed;
   console.log(
-    `simulating from seed ${from}${flagsOf(options)} for ${cli.seconds} s` +
+    `simulating from seed ${from}${flagsOf(options)} for ${cli.runs === undefined ? `${cli.seconds} s` : `${cli.runs} runs`}` +
       (cli.seed === undefined ? ` (derived from commit ${commitSeed().commit.slice(0, 12)})` : ''),
   );
   const started = performance.now();
@@ -188,7 +194,9 @@ async function main(): Promise<void> {
   let operations = 0;
   let violations = 0;
   const failing: number[] = [];
-  for (let seed = from; performance.now() - started < cli.seconds * 1000; seed = (seed + 1) >>> 0) {
+  const more = () =>
+    cli.runs === undefined ? performance.now() - started < cli.seconds * 1000 : runs < cli.runs;
+  for (let seed = from; more(); seed = (seed + 1) >>> 0) {
     const result = await runOnce(seed, options);
     runs++;
     simulatedMs += result.simulatedMs;

@@ -20,9 +20,10 @@ export const QUIET_NETWORK: NetworkFaults = {
   dropShare: 0,
 };
 
+/** What crosses a channel: delivered at `readyAt` (or later: behind a slower one, after a cut). */
 interface Packet {
-  readonly readyAt: number;
-  readonly deliver: () => void;
+  readyAt: number;
+  deliver(): void;
 }
 
 /**
@@ -44,7 +45,13 @@ export class Channel {
   ) {}
 
   send(delayMs: number, deliver: () => void): void {
-    this.queue.push({ readyAt: this.sim.now + delayMs, deliver });
+    this.sendPacket({ readyAt: 0, deliver }, delayMs);
+  }
+
+  /** Sends `packet` (its `readyAt` set here). */
+  sendPacket(packet: Packet, delayMs: number): void {
+    packet.readyAt = this.sim.now + delayMs;
+    this.queue.push(packet);
     this.arm();
   }
 
@@ -90,6 +97,32 @@ export class Channel {
 interface Pending {
   readonly reject: (err: unknown) => void;
   settled: boolean;
+}
+
+/**
+ * One command's round trip, as one object: the packet up (it arrives: {@link Link.arrived}), then
+ * the packet down with its reply ({@link Link.answered}); no closure per hop.
+ */
+class Flight implements Packet, Pending {
+  readyAt = 0;
+  settled = false;
+  /** Up (0) or down with the reply (1). */
+  leg = 0;
+  reply: unknown = undefined;
+  failed = false;
+  resolve!: (value: unknown) => void;
+  reject!: (err: unknown) => void;
+
+  constructor(
+    private readonly link: Link,
+    readonly generation: number,
+    readonly arrive: () => unknown,
+  ) {}
+
+  deliver(): void {
+    if (this.leg === 0) this.link.arrived(this);
+    else this.link.answered(this);
+  }
 }
 
 /**
@@ -166,48 +199,56 @@ export class Link {
   /** The in-memory transport's network hook for this link. */
   readonly network: MemoryNetwork = (_server, command, arrive) => {
     if (command[0] === 'message') {
-      this.messages.send(this.delay(), () => void arrive());
+      this.messages.send(this.delay(), arrive);
       return NEVER;
     }
     if (this.sim.now - this.second >= 1000) [this.second, this.sentThisSecond] = [this.sim.now, 0];
     if (++this.sentThisSecond > this.busiestSecond) this.busiestSecond = this.sentThisSecond;
-    return new Promise((resolve, reject) => {
-      const pending: Pending = { reject, settled: false };
-      if (this.broken) {
-        // Written to a connection that is gone: it fails once the client hears of the reset.
-        this.down.send(this.delay(), () => fail(pending, new Error('Connection is closed.')));
-        return;
-      }
-      this.pending.add(pending);
-      const generation = this.generation;
-      this.up.send(this.delay(), () => {
-        if (this.generation !== generation || pending.settled) return; // lost in a reset
-        const drop = this.faults.dropShare > 0 && this.rng.chance(this.faults.dropShare);
-        const ranFirst = drop && this.rng.chance(0.5);
-        let reply: unknown;
-        let failed = false;
-        if (!drop || ranFirst) {
-          try {
-            reply = arrive();
-          } catch (err) {
-            [reply, failed] = [err, true];
-          }
-        }
-        if (drop) {
-          this.pending.delete(pending);
-          this.reset(() => fail(pending, new ConnectionDropped()));
-          return;
-        }
-        this.down.send(this.delay(), () => {
-          if (pending.settled) return;
-          pending.settled = true;
-          this.pending.delete(pending);
-          if (failed) reject(reply);
-          else resolve(reply);
-        });
-      });
+    const flight = new Flight(this, this.generation, arrive);
+    const reply = new Promise((resolve, reject) => {
+      flight.resolve = resolve;
+      flight.reject = reject;
     });
+    if (this.broken) {
+      // Written to a connection that is gone: it fails once the client hears of the reset.
+      this.down.send(this.delay(), () => fail(flight, new Error('Connection is closed.')));
+      return reply;
+    }
+    this.pending.add(flight);
+    this.up.sendPacket(flight, this.delay());
+    return reply;
   };
+
+  /** A command reached the server: it runs (or the connection drops first, or after it). */
+  arrived(flight: Flight): void {
+    if (this.generation !== flight.generation || flight.settled) return; // lost in a reset
+    const drop = this.faults.dropShare > 0 && this.rng.chance(this.faults.dropShare);
+    const ranFirst = drop && this.rng.chance(0.5);
+    if (!drop || ranFirst) {
+      try {
+        flight.reply = flight.arrive();
+      } catch (err) {
+        flight.reply = err;
+        flight.failed = true;
+      }
+    }
+    if (drop) {
+      this.pending.delete(flight);
+      this.reset(() => fail(flight, new ConnectionDropped()));
+      return;
+    }
+    flight.leg = 1;
+    this.down.sendPacket(flight, this.delay());
+  }
+
+  /** Its reply reached the client. */
+  answered(flight: Flight): void {
+    if (flight.settled) return;
+    flight.settled = true;
+    this.pending.delete(flight);
+    if (flight.failed) flight.reject(flight.reply);
+    else flight.resolve(flight.reply);
+  }
 }
 
 const NEVER: Promise<unknown> = new Promise(() => undefined);

@@ -60,8 +60,36 @@ export function livenessBound(config: RunConfig, maxBackStepMs: number): number 
  */
 const STORM_PER_SECOND = 2000;
 
-/** The pump that drains microtasks between events: one event per setImmediate callback, queued in batches. */
+/**
+ * Node's own drain of the microtask (and nextTick) queue, the one it runs between two setImmediate
+ * callbacks (`process._tickCallback`, kept for compatibility): called from a macrotask, it lets the
+ * pump fire many events per callback, each followed by the very drain setImmediate would have given
+ * it (the same order, without a timer object and its async-hook records per event).
+ */
+const drainMicrotasks = (process as unknown as { _tickCallback?: () => void })._tickCallback;
+
+/** Events fired per real macrotask (the process still sees its I/O between batches). */
+const BATCH = 1024;
+
+/** The pump that drains microtasks between events: a batch of events per setImmediate callback. */
 function immediatePump(step: () => boolean, done: (err?: unknown) => void): void {
+  if (typeof drainMicrotasks !== 'function') return onePerImmediate(step, done);
+  const batch = () => {
+    try {
+      for (let i = 0; i < BATCH; i++) {
+        if (!step()) return done();
+        drainMicrotasks.call(process);
+      }
+    } catch (err) {
+      return done(err);
+    }
+    realSetImmediate(batch);
+  };
+  realSetImmediate(batch);
+}
+
+/** The same, one event per setImmediate callback (Node drains microtasks between them). */
+function onePerImmediate(step: () => boolean, done: (err?: unknown) => void): void {
   let finished = false;
   let left = 0;
   const tick = () => {

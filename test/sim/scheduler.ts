@@ -16,13 +16,15 @@ export class SimProcess {
   constructor(readonly name: string) {}
 }
 
-interface SimEvent {
+export interface SimEvent {
   at: number;
   seq: number;
   owner: SimProcess;
   fire: () => void;
   cancelled: boolean;
 }
+
+const NOTHING = (): void => undefined;
 
 /** Calls `step` once per macrotask (so every microtask queued by one step runs before the next). */
 type Pump = (step: () => boolean, done: (err?: unknown) => void) => void;
@@ -42,9 +44,11 @@ export class Scheduler {
   fired = 0;
   /** A hash of every event fired (time and process): two runs of one seed end with the same. */
   trace = 0x811c9dc5;
-  private readonly heap: SimEvent[] = [];
+  private heap: SimEvent[] = [];
   private seq = 0;
   private halted = false;
+  /** Cancelled events still in the heap (most timers are cancelled: a command's time-out). */
+  private cancelledInHeap = 0;
 
   constructor(
     readonly world: SimProcess,
@@ -53,8 +57,8 @@ export class Scheduler {
     this.current = world;
   }
 
-  /** Fires `fire` as `owner` at `at` (not before now); returns the event, to cancel it. */
-  at(at: number, owner: SimProcess, fire: () => void): { cancelled: boolean } {
+  /** Fires `fire` as `owner` at `at` (not before now); returns the event, to {@link cancel} it. */
+  at(at: number, owner: SimProcess, fire: () => void): SimEvent {
     const event: SimEvent = {
       at: at < this.now ? this.now : at,
       seq: this.seq++,
@@ -64,6 +68,18 @@ export class Scheduler {
     };
     this.push(event);
     return event;
+  }
+
+  /**
+   * Cancels an event: what it would have run is let go at once (a cancelled time-out holds its
+   * promise chain otherwise, until its time), and the heap is rebuilt without the cancelled once
+   * they are most of it. The order of the rest is (time, order of scheduling) either way.
+   */
+  cancel(event: SimEvent): void {
+    if (event.cancelled) return;
+    event.cancelled = true;
+    event.fire = NOTHING;
+    if (++this.cancelledInHeap > 64 && this.cancelledInHeap * 2 > this.heap.length) this.compact();
   }
 
   /** Runs until `until` (ms) or until no event is left; rejects with the first error an event threw. */
@@ -76,7 +92,14 @@ export class Scheduler {
             const event = this.heap[0];
             if (!event || event.at > until) return false;
             this.pop();
-            if (event.cancelled || event.owner.dead) continue;
+            if (event.cancelled) {
+              this.cancelledInHeap--;
+              continue;
+            }
+            if (event.owner.dead) {
+              event.cancelled = true; // out of the heap: a later cancel counts nothing
+              continue;
+            }
             if (event.owner.pausedUntil > event.at) {
               // Paused: it runs when the process resumes, after what was due before it.
               event.at = event.owner.pausedUntil;
@@ -88,7 +111,11 @@ export class Scheduler {
             this.current = event.owner;
             this.fired++;
             this.trace = Math.imul(this.trace ^ (event.at * 1000), 0x01000193) ^ event.owner.name.length;
-            event.fire();
+            // Out of the heap: a cancel after it fired (a time-out's, once its promise settled) counts nothing.
+            const fire = event.fire;
+            event.cancelled = true;
+            event.fire = NOTHING;
+            fire();
             return true;
           }
         },
@@ -117,6 +144,13 @@ export class Scheduler {
     } finally {
       this.current = before;
     }
+  }
+
+  private compact(): void {
+    const live = this.heap.filter((event) => !event.cancelled);
+    this.heap = [];
+    this.cancelledInHeap = 0;
+    for (const event of live) this.push(event);
   }
 
   private push(event: SimEvent): void {
@@ -172,7 +206,7 @@ export class ProcessRuntime implements Runtime {
 
   setTimeout(fire: () => void, ms: number): () => void {
     const event = this.sim.at(this.sim.now + (ms > 0 ? ms : 0), this.process, fire);
-    return () => void (event.cancelled = true);
+    return () => this.sim.cancel(event);
   }
 
   defer(fire: () => void): void {

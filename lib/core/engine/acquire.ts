@@ -218,12 +218,13 @@ export class Acquirer {
       return this.parts.voters.counts(index) ? 'yes' : CLOCK_EXCLUDED;
     }
     if (vote.kind === 'busy') return 'no';
-    return { declined: this.parts.voters.noteAbstention(index, vote.forMs) };
+    return { declined: this.parts.voters.noteAbstention(index, vote.forMs, undefined, vote.shard) };
   };
 
   /** Also after a round's decision: every voter that abstains is known (health, Retry-After). */
   private readonly noteLateAbstention = (index: number, vote: AcquireVote | undefined): void => {
-    if (vote?.kind === 'abstaining') this.parts.voters.noteAbstention(index, vote.forMs);
+    if (vote?.kind === 'abstaining')
+      this.parts.voters.noteAbstention(index, vote.forMs, undefined, vote.shard);
   };
 
   private readonly plainRound = { observe: this.noteLateAbstention };

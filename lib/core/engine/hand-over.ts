@@ -107,7 +107,7 @@ export class SingleResourceWaiter {
         voters.excludeAfterStep(index, stepMs);
         continue;
       }
-      if (voters.counts(index) && !voters.abstains(index)) counting.push(handOff);
+      if (voters.counts(index) && !voters.abstains(index, this.request.lockKeys)) counting.push(handOff);
     }
     return counting;
   }

@@ -144,7 +144,7 @@ export class Leases implements LockOwner {
       );
       if (reply === TIMED_OUT) return;
       if (reply.kind === 'abstaining') {
-        this.voters.noteAbstention(index, reply.forMs);
+        this.voters.noteAbstention(index, reply.forMs, undefined, reply.shard);
         return;
       }
       if (reply.kind !== 'granted') return;

@@ -25,6 +25,8 @@ export class Abstentions {
   private readonly until: number[];
   /** Per voter: until when its latest reported abstention (a shard's too) runs: Retry-After. */
   private readonly latest: number[];
+  /** Per voter: until when each of its shards abstains (a Cluster's), so that each is logged once. */
+  private readonly shards: Array<Map<string, number>>;
   /** Voters that started to abstain and are not logged yet (see {@link logPending}). */
   private unlogged: Array<{ index: number; until: number; why: string | undefined }> = [];
   private unloggedTimer: (() => void) | undefined;
@@ -41,6 +43,7 @@ export class Abstentions {
   ) {
     this.until = list.map(() => 0);
     this.latest = list.map(() => 0);
+    this.shards = list.map(() => new Map());
   }
 
   /** Until when (runtime time) voter `index` abstains; 0 or a past time when it votes. */
@@ -68,14 +71,21 @@ export class Abstentions {
   note(index: number, remainingMs: number, why?: string, shard?: string): string {
     const now = this.runtime.now();
     const until = now + remainingMs;
+    const reason = `abstaining under the restart guard for ${Math.round(remainingMs)} more ms`;
     this.latest[index] = until;
     if (shard !== undefined) {
-      // A Cluster's shard: its slots abstain, the voter votes for the others.
-      this.logger.warn(
-        `Redis node ${this.list[index]!.label} (shard ${shard}) abstains for ${Math.round(remainingMs)} ms: ${why || 'restart guard'}.`,
-      );
-      this.emit(index, remainingMs, why);
-      return `abstaining under the restart guard for ${Math.round(remainingMs)} more ms`;
+      // A Cluster's shard: its slots abstain, the voter votes for the others. Each of its votes
+      // reports it: logged when it starts, or when it comes with a reason (the identity guard's).
+      const was = this.shards[index]!.get(shard) ?? 0;
+      this.shards[index]!.set(shard, Math.max(was, until));
+      if (was < now || why) {
+        const label = this.list[index]!.label;
+        this.logger.warn(
+          `Redis node ${label} (shard ${shard}) abstains for ${Math.round(remainingMs)} ms: ${why || 'restart guard'}.`,
+        );
+        this.emit(index, remainingMs, why);
+      }
+      return reason;
     }
     if (this.until[index]! < now) {
       this.unlogged.push({ index, until, why });
@@ -84,7 +94,7 @@ export class Abstentions {
     }
     this.until[index] = until;
     this.watchQuorumReturn();
-    return `abstaining under the restart guard for ${Math.round(remainingMs)} more ms`;
+    return reason;
   }
 
   private emit(index: number, remainingMs: number, why: string | undefined): void {

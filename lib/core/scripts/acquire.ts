@@ -17,8 +17,11 @@ export type AcquireVote =
       readonly holder: string;
       readonly clockUs: number;
     }
-  /** The node abstains under the restart guard for `forMs` more ms. */
-  | { readonly kind: 'abstaining'; readonly forMs: number };
+  /**
+   * The node abstains under the restart guard for `forMs` more ms; on a Cluster voter, only its
+   * `shard` (the one of the keys) does: the voter still votes for the other shards' slots.
+   */
+  | { readonly kind: 'abstaining'; readonly forMs: number; readonly shard?: string };
 
 /**
  * How far, in µs, a voter's clock may be from where the engine expects it (the acquire's sixth

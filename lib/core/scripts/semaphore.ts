@@ -26,7 +26,7 @@ export type SlotVote =
       readonly clockUs: number;
     }
   /** The node abstains under the restart guard for `forMs` more ms. */
-  | { readonly kind: 'abstaining'; readonly forMs: number }
+  | { readonly kind: 'abstaining'; readonly forMs: number; readonly shard?: string }
   /** The key is in use otherwise: as a semaphore of `permits` permits (1: as a mutex, 0: by readers). */
   | { readonly kind: 'conflict'; readonly permits: number };
 

@@ -339,13 +339,27 @@ export class TransportVoter implements Voter {
     return (command) => this.transport.send(route, command);
   }
 
-  /** A vote of the shard of `key`: once its server is checked, abstaining or sent and confirmed. */
-  private vote<T>(key: string, send: () => Promise<T>, abstaining: (forMs: number) => T): Promise<T> {
+  /**
+   * A vote of the shard of `key`: once its server is checked, abstaining or sent and confirmed. A
+   * Cluster's abstention names its shard: the engine holds it against that shard's slots only.
+   */
+  private vote<T extends { readonly kind: string }>(
+    key: string,
+    send: () => Promise<T>,
+    abstaining: (forMs: number) => T,
+  ): Promise<T> {
     const shard = this.transport.shardOf(key);
     if (shard === undefined) return Promise.reject(new Error(`no master known for the slot of ${key}`));
+    const own = this.transport.clustered ? shard : undefined;
+    const named = (vote: T): T =>
+      own !== undefined && vote.kind === 'abstaining' ? { ...vote, shard: own } : vote;
     const now = () => {
       const forMs = this.guard.abstainingForMs(shard);
-      return forMs > 0 ? Promise.resolve(abstaining(forMs)) : this.guard.confirm(shard, send, { key });
+      return forMs > 0
+        ? Promise.resolve(named(abstaining(forMs)))
+        : own === undefined
+          ? this.guard.confirm(shard, send, { key })
+          : this.guard.confirm(shard, send, { key }).then(named);
     };
     const { reason, pending } = this.guard.readiness(shard);
     if (reason === undefined) return now();

@@ -166,7 +166,7 @@ export abstract class Keyspace {
 
   private live(key: string): Entry | undefined {
     const entry = this.entries.get(key);
-    if (entry && entry.expiresAt < this.nowMs()) this.entries.delete(key);
+    if (entry && entry.expiresAt !== Infinity && entry.expiresAt < this.nowMs()) this.entries.delete(key);
     else return entry;
     return undefined;
   }

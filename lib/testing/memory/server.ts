@@ -123,8 +123,10 @@ export class MemoryServer extends Keyspace {
 
   /** PUBLISH: hands the message to each subscriber; how many took it. */
   publish(channel: string, message: string): number {
+    const subscribers = this.channels.get(channel);
+    if (!subscribers?.size) return 0;
     let count = 0;
-    for (const deliver of [...(this.channels.get(channel) ?? [])]) count += Number(deliver(message));
+    for (const deliver of [...subscribers]) count += Number(deliver(message));
     return count;
   }
 
@@ -136,17 +138,18 @@ export class MemoryServer extends Keyspace {
    */
   call(command: readonly string[]): unknown {
     if (!this.up) throw new Error(`connect ECONNREFUSED (${this.name} is stopped)`);
-    const [name = '', ...args] = command;
-    switch (name.toUpperCase()) {
-      case 'EVALSHA':
-      case 'EVAL': {
-        const sha = name.toUpperCase() === 'EVAL' ? this.load(args[0]) : args[0];
-        if (!this.loaded.has(sha)) throw new Error('NOSCRIPT No matching script. Please use EVAL.');
-        const script = EMULATED_SCRIPTS.get(sha);
-        if (!script) throw new Error(`ERR ${this.name} emulates the library's scripts only, not ${sha}`);
-        const count = Number(args[1]);
-        return script(this, args.slice(2, 2 + count), args.slice(2 + count));
-      }
+    const name = (command[0] ?? '').toUpperCase();
+    if (name === 'EVALSHA' || name === 'EVAL') {
+      // The hot path (every vote): no copy of the command but KEYS and ARGV.
+      const sha = name === 'EVAL' ? this.load(command[1]!) : command[1]!;
+      if (!this.loaded.has(sha)) throw new Error('NOSCRIPT No matching script. Please use EVAL.');
+      const script = EMULATED_SCRIPTS.get(sha);
+      if (!script) throw new Error(`ERR ${this.name} emulates the library's scripts only, not ${sha}`);
+      const count = Number(command[2]);
+      return script(this, command.slice(3, 3 + count), command.slice(3 + count));
+    }
+    const args = command.slice(1);
+    switch (name) {
       case 'FCALL':
       case 'FCALL_RO': {
         if (!this.functions) throw new Error('ERR Function not found');
@@ -176,7 +179,9 @@ export class MemoryServer extends Keyspace {
         this.flushAll();
         return 'OK';
     }
-    throw new Error(`ERR unknown command '${name}' (${this.name} serves the lock's commands only)`);
+    throw new Error(
+      `ERR unknown command '${command[0] ?? ''}' (${this.name} serves the lock's commands only)`,
+    );
   }
 
   /** FUNCTION LOAD (this version's library only) and FUNCTION FLUSH. */
