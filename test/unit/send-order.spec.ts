@@ -23,7 +23,7 @@ function deferredSend(log: string[], name: string) {
 const tick = () => new Promise((resolve) => setImmediate(resolve));
 
 test('an acquire of a key waits for the same voter’s let-go of it; other keys do not wait', async () => {
-  const order = new SendOrder(true);
+  const order = new SendOrder();
   const log: string[] = [];
   const release = deferredSend(log, 'release a');
   const again = deferredSend(log, 'acquire b');
@@ -41,7 +41,7 @@ test('an acquire of a key waits for the same voter’s let-go of it; other keys 
 });
 
 test('a let-go waits for the same voter’s acquire of its value, and a failed let-go releases the wait', async () => {
-  const order = new SendOrder(true);
+  const order = new SendOrder();
   const log: string[] = [];
   const acquire = deferredSend(log, 'acquire a');
   void order.acquire(['k'], 'a', acquire.send);
@@ -57,14 +57,4 @@ test('a let-go waits for the same voter’s acquire of its value, and a failed l
   void order.acquire(['k'], 'b', next.send);
   await tick();
   expect(log).toEqual(['sent acquire a', 'sent release a', 'sent acquire b']);
-});
-
-test('where the client never sends a command again late, nothing waits', async () => {
-  const order = new SendOrder(false);
-  const log: string[] = [];
-  const release = deferredSend(log, 'release a');
-  const again = deferredSend(log, 'acquire b');
-  void order.letGo(['k'], 'a', release.send);
-  void order.acquire(['k'], 'b', again.send);
-  expect(log).toEqual(['sent release a', 'sent acquire b']);
 });

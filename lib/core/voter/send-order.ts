@@ -3,7 +3,7 @@
  * after later ones: a Cluster client follows MOVED, ASK, TRYAGAIN and CLUSTERDOWN by sending the
  * command again once it knows where (a slot map refreshed, a failover), and a server that lost its
  * functions has the call sent again after the library is loaded. Elsewhere commands leave and run in
- * the order they were given, and nothing here waits.
+ * the order they were given, and the voter has none of this.
  *
  * - A let-go waits for this voter's acquire of the same value: a let-go that frees a late grant
  *   must run after it.
@@ -17,12 +17,8 @@ export class SendOrder {
   /** Let-gos in flight by lock key. */
   private readonly lettingGo = new Map<string, Promise<unknown>>();
 
-  /** `resends`: whether a command may run after later ones on this voter (see above). */
-  constructor(private readonly resends: boolean) {}
-
   /** Sends an acquire of `keys` for `value` once this voter's let-gos of those keys settled. */
   acquire<T>(keys: readonly string[], value: string, send: () => Promise<T>): Promise<T> {
-    if (!this.resends) return send();
     const before = keys.flatMap((key) => {
       const letGo = this.lettingGo.get(key);
       return letGo ? [letGo] : [];
@@ -34,7 +30,6 @@ export class SendOrder {
 
   /** Sends a let-go of `keys` for `value` once this voter's acquire of `value` settled. */
   letGo(keys: readonly string[], value: string, send: () => Promise<unknown>): Promise<unknown> {
-    if (!this.resends) return send();
     const acquiring = this.acquiring.get(value);
     const sent = acquiring ? acquiring.then(send, send) : send();
     for (const key of keys) track(this.lettingGo, key, sent);

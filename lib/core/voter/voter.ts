@@ -51,7 +51,8 @@ export class TransportVoter implements Voter {
   private readonly scripts: ScriptMode;
   private readonly healthListeners: Array<(up: boolean, reason?: string) => void> = [];
   private readonly abstentionListeners: Array<(forMs: number, why: string, shard?: string) => void> = [];
-  private readonly order: SendOrder;
+  /** Where the client may send a command again after later ones (a Cluster, functions): see letGo. */
+  private readonly order: SendOrder | undefined;
   private reported: string | undefined;
   /** Waiters of waitReady, told of a final refusal (credentials, ACL) from the transport. */
   private readonly refusedListeners = new Set<() => void>();
@@ -64,7 +65,7 @@ export class TransportVoter implements Voter {
   ) {
     this.settings = settingsArg(context.settings);
     this.scripts = context.scripts ?? 'eval';
-    this.order = new SendOrder(transport.clustered || this.scripts === 'functions');
+    this.order = transport.clustered || this.scripts === 'functions' ? new SendOrder() : undefined;
     const { settings, runtime, logger } = context;
     this.guard = new IdentityGuard(transport, this, {
       runtime,
@@ -240,7 +241,8 @@ export class TransportVoter implements Voter {
   }
 
   letGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
-    return this.order.letGo(keys, value, () => this.sendLetGo(keys, value, how));
+    const send = () => this.sendLetGo(keys, value, how);
+    return this.order ? this.order.letGo(keys, value, send) : send();
   }
 
   /** A let-go sent now (the acquire's own, when its vote ran on a changed server). */
@@ -376,7 +378,7 @@ export class TransportVoter implements Voter {
    * voter's let-gos of the same keys where the client may send them again late (send-order.ts).
    */
   private voteAgainOnChange<T>(keys: readonly string[], value: string, vote: () => Promise<T>): Promise<T> {
-    return this.order.acquire(keys, value, () =>
+    const send = () =>
       vote().catch((err: unknown) => {
         if (!(err instanceof ServerChangedError)) throw err;
         const checked = this.guard.checking ?? Promise.resolve();
@@ -384,8 +386,8 @@ export class TransportVoter implements Voter {
           .catch(() => undefined)
           .then(() => settleWithin(this.context.runtime, checked, RECHECK_BOUND_MS))
           .then(vote);
-      }),
-    );
+      });
+    return this.order ? this.order.acquire(keys, value, send) : send();
   }
 
   /** The restart-guard marker of a lock key: the server's, or on a Cluster its slot's. */
