@@ -171,8 +171,7 @@ export class IdentityGuard {
   /**
    * A transport up again (a Cluster that lost all its masters): every shard not checked on its current
    * connection is checked now. A Cluster client connects a master on its first command, so a shard
-   * that no vote asks for would otherwise stay unchecked, its restart unreported, until its next vote
-   * (seen: all three masters of a Cluster restarted, one of them unreported 3 s later in 5 runs of 10).
+   * that no vote asks for would otherwise stay unchecked, its restart unreported, until its next vote.
    */
   private checkUnchecked(): void {
     for (const shard of this.transport.shards().keys()) {
