@@ -10,7 +10,7 @@ import { GUARD_MARKER_NAME, lockKeyOf } from '../scripts/keys.js';
 import type { ScriptSettings } from '../scripts/settings.js';
 import { LockValues } from '../scripts/values.js';
 import { createVoter } from '../transport/pick.js';
-import type { VoterContext } from '../voter/voter-api.js';
+import type { Voter, VoterContext } from '../voter/voter-api.js';
 import { QUEUE_RECHECK_MS } from './retry-backoff.js';
 
 /** Largest window above a voter's clock within which it seeds a new counter with the caller's proposal, ms. */
@@ -77,7 +77,7 @@ export function buildEngineParts(
     runtime,
   };
   const voters = new Voters(
-    nodes.map((node, i) => createVoter(node, context, resolved.client, `nodes[${i}]`)),
+    createVoters(nodes, context, resolved),
     resolved.nodeTimeout,
     resolved.restartGuard,
     logger,
@@ -107,4 +107,24 @@ export function buildEngineParts(
     },
     drift: (ttl) => Math.floor(ttl * driftFactor) + 2,
   };
+}
+
+/**
+ * A voter per node, or none: when one node is refused (bad options), the connections already opened
+ * for the nodes before it are closed, or they would reconnect with nobody left to close them.
+ */
+function createVoters(
+  nodes: readonly RedlockNode[],
+  context: VoterContext,
+  resolved: ResolvedOptions,
+): Voter[] {
+  const built: Voter[] = [];
+  try {
+    for (const [i, node] of nodes.entries())
+      built.push(createVoter(node, context, resolved.client, `nodes[${i}]`));
+    return built;
+  } catch (err) {
+    for (const voter of built) voter.close(0).catch(() => undefined);
+    throw err;
+  }
 }

@@ -32,15 +32,24 @@ export function createVoter(
   option: string,
 ): Voter {
   if (isVoterFactory(node)) return node.createVoter(context);
-  const transport = pickTransport(node, context, client);
-  if (transport.clustered && /[{}]/.test(context.settings.guardKey)) {
+  // Refused before anything is opened: a Cluster connection opened for a refused voter would go on
+  // reconnecting, with nobody left to close it.
+  if (isCluster(node) && /[{}]/.test(context.settings.guardKey)) {
     throw new RedlockOptionsError(
       'keyPrefix',
       `${option} is a Redis Cluster, and the key prefix "${keyPrefixOf(context.settings.guardKey)}" holds a brace`,
       'Use a prefix without { or }: each resource gets its own hash tag already, and a tag in the prefix would put every lock on one shard',
     );
   }
-  return new TransportVoter(transport, context);
+  return new TransportVoter(pickTransport(node, context, client), context);
+}
+
+/** Whether a `nodes` entry is a Redis Cluster: options `{ cluster }`, or a Cluster client passed in. */
+function isCluster(node: RedlockNode): boolean {
+  if (typeof node !== 'object') return false;
+  if (Array.isArray((node as Partial<ClusterVoterNode>).cluster)) return true;
+  const kind = clientKind(node);
+  return kind === 'ioredis-cluster' || kind === 'node-redis-cluster' || kind === 'glide-cluster';
 }
 
 function pickTransport(
