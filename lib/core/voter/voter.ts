@@ -52,7 +52,7 @@ export class TransportVoter implements Voter {
   private readonly healthListeners: Array<(up: boolean, reason?: string) => void> = [];
   private readonly abstentionListeners: Array<(forMs: number, why: string, shard?: string) => void> = [];
   /** Where the client may send a command again after later ones (a Cluster, functions): see letGo. */
-  private readonly order: SendOrder | undefined;
+  private readonly order: SendOrder;
   private reported: string | undefined;
   /** Waiters of waitReady, told of a final refusal (credentials, ACL) from the transport. */
   private readonly refusedListeners = new Set<() => void>();
@@ -65,7 +65,7 @@ export class TransportVoter implements Voter {
   ) {
     this.settings = settingsArg(context.settings);
     this.scripts = context.scripts ?? 'eval';
-    this.order = transport.clustered || this.scripts === 'functions' ? new SendOrder() : undefined;
+    this.order = new SendOrder(transport.clustered || this.scripts === 'functions');
     const { settings, runtime, logger } = context;
     this.guard = new IdentityGuard(transport, this, {
       runtime,
@@ -182,7 +182,7 @@ export class TransportVoter implements Voter {
       send = () => this.run(ACQUIRE, all, args).then(decodeAcquireReply);
     }
     return this.voteAgainOnChange(keys, value, () =>
-      this.vote(key, send, (forMs) => ({ kind: 'abstaining', forMs })),
+      this.vote(key, value, send, (forMs) => ({ kind: 'abstaining', forMs })),
     );
   }
 
@@ -213,7 +213,7 @@ export class TransportVoter implements Voter {
     ];
     const send = () => this.run(SEMAPHORE_ACQUIRE_SCRIPT, keys, args).then(decodeSlotReply);
     return this.voteAgainOnChange(slotKeys, value, () =>
-      this.vote(slotKeys[0]!, send, (forMs): SlotVote => ({ kind: 'abstaining', forMs })),
+      this.vote(slotKeys[0]!, value, send, (forMs): SlotVote => ({ kind: 'abstaining', forMs })),
     );
   }
 
@@ -242,7 +242,7 @@ export class TransportVoter implements Voter {
 
   letGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
     const send = () => this.sendLetGo(keys, value, how);
-    return this.order ? this.order.letGo(keys, value, send) : send();
+    return this.order.letGo(keys, value, send);
   }
 
   /** A let-go sent now (the acquire's own, when its vote ran on a changed server). */
@@ -347,6 +347,7 @@ export class TransportVoter implements Voter {
    */
   private vote<T extends { readonly kind: string }>(
     key: string,
+    value: string,
     send: () => Promise<T>,
     abstaining: (forMs: number) => T,
   ): Promise<T> {
@@ -366,28 +367,32 @@ export class TransportVoter implements Voter {
     const { reason, pending } = this.guard.readiness(shard);
     if (reason === undefined) return now();
     if (!pending) return Promise.reject(new Error(reason));
-    return pending.then(() => {
+    const voting = pending.then(() => {
       const still = this.guard.readiness(shard).reason;
       return still === undefined ? now() : Promise.reject(new Error(still));
     });
+    this.order.hold(value, pending); // a let-go of this value goes after the vote is sent
+    return voting;
   }
 
   /**
    * A vote that ran on a changed server (ServerChangedError) is let go of there and cast again once
-   * the new server was checked (whose identity guard may make it abstain). Ordered after this
-   * voter's let-gos of the same keys where the client may send them again late (send-order.ts).
+   * the new server was checked (whose identity guard may make it abstain). Ordered with this
+   * voter's let-gos of the same keys (send-order.ts).
    */
   private voteAgainOnChange<T>(keys: readonly string[], value: string, vote: () => Promise<T>): Promise<T> {
     const send = () =>
       vote().catch((err: unknown) => {
         if (!(err instanceof ServerChangedError)) throw err;
         const checked = this.guard.checking ?? Promise.resolve();
-        return this.sendLetGo(keys, value, RELEASE)
+        const waiting = this.sendLetGo(keys, value, RELEASE)
           .catch(() => undefined)
-          .then(() => settleWithin(this.context.runtime, checked, RECHECK_BOUND_MS))
-          .then(vote);
+          .then(() => settleWithin(this.context.runtime, checked, RECHECK_BOUND_MS));
+        const voting = waiting.then(vote);
+        this.order.hold(value, waiting);
+        return voting;
       });
-    return this.order ? this.order.acquire(keys, value, send) : send();
+    return this.order.acquire(keys, value, send);
   }
 
   /** The restart-guard marker of a lock key: the server's, or on a Cluster its slot's. */

@@ -135,4 +135,28 @@ describe('releases (real nodes)', () => {
     await until(async () => (await nodes.client(4).exists(lockKey('flushed'))) === 0, 2000); // lease: 10 s
     for (let i = 0; i < 4; i++) expect(await nodes.client(i).exists(lockKey('flushed'))).toBe(0);
   });
+
+  test('a node still being checked when the lock is asked for: its release is sent after its vote, no key is left', async () => {
+    const nodes = cluster.redis;
+    const engine = await cluster.engine({ nodeTimeout: 200 });
+    // Node 3 holds writes back (CLIENT PAUSE WRITE) and drops the engine's connections: the engine
+    // connects again and checks the server (its identity script is a write: held back), and node
+    // 3's votes wait for that check. The acquire is decided by the other four and released at once.
+    const admin = nodes.client(3);
+    await admin.call('CLIENT', 'PAUSE', '3000', 'WRITE');
+    try {
+      await admin.call('CLIENT', 'KILL', 'TYPE', 'normal');
+      await until(async () => /checking the server/.test(engine.status()[3]!.error ?? ''), 2000);
+      const lock = await engine.acquire('checked-late', { ttl: 10_000 });
+      await lock.release();
+    } finally {
+      await admin.call('CLIENT', 'UNPAUSE');
+    }
+    // Node 3 then ends its check and runs the vote (a grant): its release must run after it.
+    await until(async () => engine.status()[3]!.reachable, 2000);
+    await until(async () => (await nodes.client(3).exists(lockKey('checked-late'))) === 0, 2000); // lease: 10 s
+    for (let i = 0; i < 5; i++) expect(await nodes.client(i).exists(lockKey('checked-late'))).toBe(0);
+    // Node 3 did grant (its fence counter was created): the release ran after the vote.
+    expect(await nodes.client(3).exists(`${lockKey('checked-late')}:fence`)).toBe(1);
+  });
 });
