@@ -59,6 +59,40 @@ export const REGRESSION_CASES: readonly SimCase[] = [
     seed: 2386780603,
     flags: ['--separate-budgets'], // the driver's budgets when the seed was found
   },
+  {
+    // A voter ahead of the others when a new engine first read it (bootstrap) counted there: v1
+    // stepped 10.4 s forward while c0.0 held k1 (granted by v0, v1, v4); c0.0 crashed and was cut
+    // from v1 before it heard v1 again, so no engine saw the step; c1.4, a new process, was
+    // granted k1 by v1, v2, v3 (v2 and v3 never had c0.0's grant: a partition) 2.7 s before
+    // c0.0's validity ended: two holders at once. Now a voter ahead of the others' median by more
+    // than the clock guard at an engine's first reading does not count there for the restart guard.
+    name: 'a voter ahead at a new engine’s first reading does not count (overlap)',
+    seed: 3080223590,
+    flags: [],
+  },
+  {
+    // The same fix, tokens: 3 voters, v2's clock stepped forward again and again (about 7 s ahead in
+    // all), v1 was flushed again and again: each a minority, together a majority. A client started
+    // after the steps (it never read v2 before, so its clock guard saw no step) counted v2 and got
+    // a token seeded from v2's clock, raised on v1 and v2 only; v1's FLUSHALL dropped that copy,
+    // and the tokens that followed, from v0 and v1 (whose clocks ran behind), were lower (token
+    // order on k1). A known issue until that client's bootstrap stopped counting v2.
+    name: 'token order: a voter ahead at a new engine’s first reading does not count',
+    seed: 20000035,
+    flags: ['--voters', '3', '--clients', '5', '--separate-budgets'],
+  },
+  {
+    // A known issue until the release order fix (a let-go sent before a vote the voter held back,
+    // send-order.ts): 5 voters, default budgets, v1's wall clock stepped 294 ms forward at 17.59 s;
+    // c1.7 was granted permit 2 of semaphore k1 with a token seeded from v1's clock, and c2.8, a
+    // client started after the step, got the same permit 1.2 s later from a majority the first
+    // token had not reached, 273 ms lower (token order on k1#2). With that fix the run differs from
+    // 17 s on and breaks nothing; not shown to be the cause: kept so that a change that brings the
+    // violation back is seen (no token-order violation in 1,120 default seeds since).
+    name: "token order after one voter's forward step, a semaphore permit (no longer shown)",
+    seed: 3152743629,
+    flags: [],
+  },
   // 24d0049 (one identity check retry at a time per shard) has no seed here: on this simulator no
   // run re-finds it with the fix reverted (77 runs of crash,stop,partition,failover: the busiest
   // link's figures do not move); test/unit/identity-guard.spec.ts holds it (128 INFO before, 4 after).
@@ -70,33 +104,6 @@ export const REGRESSION_CASES: readonly SimCase[] = [
  * the case to the regressions).
  */
 export const KNOWN_ISSUE_CASES: readonly SimCase[] = [
-  {
-    // 3 voters: v2's clock stepped forward again and again (about 7 s ahead in all), v1 was flushed
-    // again and again: each a minority, together a majority. A client started after the steps (it
-    // never read v2 before, so its clock guard saw no step) counted v2 and got a token seeded from
-    // v2's clock (20.8 s at 14.1 s), raised on v1 and v2 only; v1's FLUSHALL dropped that copy, v2
-    // no longer counted once its steps were seen, and the tokens that followed, from v0 and v1
-    // (whose clocks ran behind), were lower (12.7 s at 16.9 s: token order on k1). The token
-    // assumption is a minority losing its state; a voter ahead by more than the restart guard holds
-    // tokens the others cannot reach, so its exclusion (or marking) is a state loss too.
-    name: 'token order with state loss and forward steps on a majority together',
-    seed: 20000035,
-    flags: ['--voters', '3', '--clients', '5', '--separate-budgets'],
-    violation: 'token order',
-  },
-  {
-    // 5 voters, default budgets: v1's wall clock stepped 294 ms forward at 17.59 s (one voter, a
-    // minority). c1.7 was granted permit 2 of semaphore k1 at 17.78 s with a token seeded from v1's
-    // clock, wrote with it and released; its engine saw the step at 18.28 s. c2.8, a client started
-    // after the step, was granted the same permit at 18.97 s by a majority whose fence counters the
-    // first token had not reached, with a token 273 ms lower (token order on k1#2; the store refused
-    // nothing: c2.8 wrote nothing). Found by the faster simulator (3152743552 onward), in the builds
-    // before and after it; not fixed this round.
-    name: "token order after one voter's forward step, a semaphore permit",
-    seed: 3152743629,
-    flags: [],
-    violation: 'token order',
-  },
   {
     // --all-faults (every fault kind drawn in one run: AOF loss, failovers, FLUSHALL, clock steps;
     // the default draws keep state loss and forward steps within one minority budget): k0's

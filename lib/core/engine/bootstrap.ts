@@ -49,8 +49,10 @@ export async function bootstrap(
 
 /**
  * The clock guard at bootstrap: reads every voter's clock (its baseline), and reports a voter
- * whose clock is offset from the others' by more than the guard: harmless to leases, but such an
- * offset hides steps, and it says that the voter's clock is not synchronised.
+ * whose clock is offset from the others' by more than the guard: such an offset hides steps, and
+ * it says that the voter's clock is not synchronised. A voter ahead is also excluded for now: this
+ * engine cannot tell a steady offset from a step made before it first read the voter (which may
+ * have expired locks that other engines hold there early).
  */
 async function checkClocks(
   parts: EngineParts,
@@ -59,21 +61,27 @@ async function checkClocks(
 ): Promise<void> {
   const { voters, options } = parts;
   await voters.readClocks(parts.lockKey('__clock_probe__'), only);
-  if (!preflight) return;
   const guard = clockGuardFor(options.clockGuard, options.ttl);
   for (const { index, offsetMs } of voters.clocks.disagreements(guard, voters.quorum)) {
     if (only && !only.includes(index)) continue;
-    const voter = voters.list[index]!;
     // Abstaining already (its identity check found its marker running: a restart, or an engine
     // that saw its clock step marked it for every client): it counts for nobody until the guard
     // has passed, so the offset needs no refusal of this bootstrap; the abstention is logged.
-    if (voters.abstains(index)) continue;
+    const abstaining = voters.abstains(index);
+    const reported = preflight !== undefined && !abstaining;
+    const excludedMs = offsetMs > 0 ? voters.excludeAhead(index, offsetMs, reported) : 0;
+    if (!reported) continue;
+    const voter = voters.list[index]!;
     preflight.add(
       voter,
       voter.label,
       `its clock is ${Math.round(Math.abs(offsetMs))} ms ${offsetMs > 0 ? 'ahead of' : 'behind'} the median ` +
         `of the other voters' (more than clockGuard, ${guard} ms): an offset hides the clock steps the ` +
-        'clock guard looks for, and keys there do not expire when the others say',
+        'clock guard looks for, and keys there do not expire when the others say' +
+        (excludedMs > 0
+          ? `; it does not count toward this engine's lock quorums for ${Math.round(excludedMs)} ms, since a ` +
+            'step made before this engine first read it looks the same (it may have expired held locks early)'
+          : ''),
       'synchronise its clock (NTP or chrony, slewing), or raise clockGuard',
     );
   }

@@ -204,6 +204,11 @@ export class Voters {
     this.clockGuard.excludeAfterStep(index, stepMs);
   }
 
+  /** The clock guard: voter `index` was ahead of the others by `aheadMs` when first read (see ClockGuard). */
+  excludeAhead(index: number, aheadMs: number, quiet?: boolean): number {
+    return this.clockGuard.excludeAhead(index, aheadMs, quiet);
+  }
+
   /**
    * Whether voter `index` abstains now (restart, identity or clock guard), for `keys` when given (a
    * Cluster voter's shard abstains for its own slots only).

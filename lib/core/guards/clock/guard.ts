@@ -70,6 +70,22 @@ export class ClockGuard {
     this.noteStep(index, stepMs, this.settings.excludeForMs);
   }
 
+  /**
+   * Voter `index`'s clock is `aheadMs` ahead of the median of the other voters' at this engine's
+   * first reading of it (more than the clock guard): a step this engine could not see, since it
+   * never read the voter before (a new process), which may have expired held locks there early.
+   * Excluded as after a step it saw (a steady offset costs it the same wait once, at bootstrap);
+   * `quiet`: not logged here (preflight's report of the offset says it). Returns for how long, ms.
+   */
+  excludeAhead(index: number, aheadMs: number, quiet = false): number {
+    const forMs = this.settings.excludeForMs;
+    const reason =
+      `its wall clock is ${Math.round(aheadMs)} ms ahead of the median of the other voters' when this engine ` +
+      'first read it (more than clockGuard): it may have stepped forward and expired held locks early';
+    this.noteStep(index, aheadMs, forMs, reason, quiet);
+    return forMs;
+  }
+
   /** Whether voter `index` counts toward this engine's quorums (not excluded by the clock guard). */
   counts(index: number): boolean {
     // The usual case costs one comparison: no voter was ever excluded.
@@ -84,7 +100,14 @@ export class ClockGuard {
    * with cause 'clock'. This engine's own evidence (its monotonic clock against one voter): it
    * excludes the voter here only; other engines learn of a step through markForEveryClient.
    */
-  private noteStep(index: number, stepMs: number, forMs: number): void {
+  private noteStep(
+    index: number,
+    stepMs: number,
+    forMs: number,
+    reason = `its wall clock stepped forward by ${Math.round(stepMs)} ms since this engine last read it ` +
+      '(more than clockGuard), so it may have expired held locks early',
+    quiet = false,
+  ): void {
     const now = this.runtime.now();
     const wasCounting = this.excludedUntil[index]! <= now;
     this.excludedUntil[index] = Math.max(this.excludedUntil[index]!, now + forMs);
@@ -93,13 +116,11 @@ export class ClockGuard {
     this.exclusions++;
     const node = this.list[index]!.label;
     const untilIso = new Date(this.runtime.wallNow() + forMs).toISOString();
-    const reason =
-      `its wall clock stepped forward by ${Math.round(stepMs)} ms since this engine last read it ` +
-      '(more than clockGuard), so it may have expired held locks early';
-    this.logger.warn(
-      `Redis node ${node} does not count toward this engine's lock quorums until ${untilIso}: ${reason}. ` +
-        'Sync its clock (NTP slews small offsets; a step this large is a misconfigured or resumed machine).',
-    );
+    if (!quiet)
+      this.logger.warn(
+        `Redis node ${node} does not count toward this engine's lock quorums until ${untilIso}: ${reason}. ` +
+          'Sync its clock (NTP slews small offsets; a step this large is a misconfigured or resumed machine).',
+      );
     if (this.events.observed) {
       this.events.emit({
         type: 'node-abstaining',
