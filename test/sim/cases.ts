@@ -86,9 +86,9 @@ export const REGRESSION_CASES: readonly SimCase[] = [
     // send-order.ts): 5 voters, default budgets, v1's wall clock stepped 294 ms forward at 17.59 s;
     // c1.7 was granted permit 2 of semaphore k1 with a token seeded from v1's clock, and c2.8, a
     // client started after the step, got the same permit 1.2 s later from a majority the first
-    // token had not reached, 273 ms lower (token order on k1#2). With that fix the run differs from
-    // 17 s on and breaks nothing; not shown to be the cause: kept so that a change that brings the
-    // violation back is seen (no token-order violation in 1,120 default seeds since).
+    // token had not reached, 273 ms lower (token order on k1#2). With that fix the run differs and
+    // breaks nothing; not shown to be the cause: kept so that a change that brings the
+    // violation back is seen (one token-order violation in 1,240 default seeds since, another seed: see the known issues).
     name: "token order after one voter's forward step, a semaphore permit (no longer shown)",
     seed: 3152743629,
     flags: [],
@@ -104,6 +104,18 @@ export const REGRESSION_CASES: readonly SimCase[] = [
  * the case to the regressions).
  */
 export const KNOWN_ISSUE_CASES: readonly SimCase[] = [
+  {
+    // 5 voters, default budgets (found among the 120 seeds of 604b361): a read lock of k3 was
+    // granted at 114.47 s with token ...137458382, while v3's clock stepped forward (+93 ms, then
+    // +3.3 s at 120.9 s) and v0 crashed losing its last second of AOF (everysec): each a minority,
+    // together two voters of five. A writer granted at 129.05 s got ...134339838, 3.1 s lower
+    // (token order, read-write); the fenced store refused its read, and the next writer's token
+    // was higher again. Not analysed this round.
+    name: 'token order of a read-write lock after a forward step and an AOF loss',
+    seed: 3594078474,
+    flags: [],
+    violation: 'token order (read-write)',
+  },
   {
     // --all-faults (every fault kind drawn in one run: AOF loss, failovers, FLUSHALL, clock steps;
     // the default draws keep state loss and forward steps within one minority budget): k0's
