@@ -1,23 +1,12 @@
 import { RedisNodes } from 'nest-quorum-lock/testing';
 
 /**
- * The restart-guard marker of our engine (default key prefix). The nodes are brand new, so
- * without it they would abstain for `restartGuard` ms (60 s) like nodes that lost their data. A
- * marker dated 0 is what a node that has been up for long looks like: the engine runs its normal
- * production path (guard on, one GET of the marker per acquire) instead of `restartGuard: false`.
+ * Starts `count` fresh redis-server processes (no persistence). RedisNodes records them fresh for
+ * their run_id (the engine's default key prefix): the engine runs its normal production path (guard
+ * on, one GET of the marker per acquire) instead of abstaining for `restartGuard` (60 s) at first.
  */
-const RESTART_GUARD_MARKER = 'redlock:__restart_guard__';
-
-/** Starts `count` fresh redis-server processes (no persistence) and marks them as long-running. */
-export async function startNodes(count: number): Promise<RedisNodes> {
-  const nodes = await RedisNodes.start(count);
-  try {
-    await Promise.all(nodes.urls.map((_, i) => nodes.client(i).set(RESTART_GUARD_MARKER, '0')));
-    return nodes;
-  } catch (err) {
-    await nodes.close();
-    throw err;
-  }
+export function startNodes(count: number): Promise<RedisNodes> {
+  return RedisNodes.start(count);
 }
 
 /** Server-side counters of one node (INFO stats + commandstats). */

@@ -829,8 +829,8 @@ async function main(): Promise<number> {
     const port = ((app.getHttpServer() as Server).address() as AddressInfo).port;
     const engines = [engine, app.get(Redlock)];
 
-    // Brand-new nodes carry no restart-guard marker: they abstain for the guard once. Let that pass
-    // before the load starts, so the first seconds measure the workload, not the start-up.
+    // RedisNodes records the nodes fresh, so a quorum votes at once; the wait stays as a check that
+    // it does before the load starts, so the first seconds measure the workload, not the start-up.
     await untilGranted(engine, 20_000);
     await untilGranted(engines[1]!, 20_000);
 

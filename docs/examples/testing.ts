@@ -6,7 +6,7 @@ export async function lockedTestExample(): Promise<void> {
   const redis = await RedisNodes.start(3); // real redis-server processes on free ports
   try {
     const moduleRef = await Test.createTestingModule({
-      imports: [RedlockModule.forRoot({ nodes: redis.urls, restartGuard: false })], // fresh nodes: no guard needed
+      imports: [RedlockModule.forRoot({ nodes: redis.urls })], // recorded fresh: they vote at once, guard on
     }).compile();
     const app = await moduleRef.createNestApplication().init();
     await app.get(LockService).using('job', async () => {

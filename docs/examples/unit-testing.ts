@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { DistributedLock, FencingToken, LockService, LockSignal, type Lock } from 'nest-quorum-lock';
-import { InMemoryLocks, RedlockTestingModule } from 'nest-quorum-lock/testing';
+import { DistributedLock, FencingToken, LockService, LockSignal, Redlock, type Lock } from 'nest-quorum-lock';
+import { InMemoryLocks, MemoryServer, memoryNode, RedlockTestingModule } from 'nest-quorum-lock/testing';
 
 @Injectable()
 export class ReportService {
@@ -42,4 +42,16 @@ export async function unitTestWithADouble(): Promise<void> {
     .compile();
   await moduleRef.get(ReportService).build('daily'); // -> 'daily built under token 42'
   await moduleRef.close();
+}
+
+export async function inMemoryServersThatFail(): Promise<number> {
+  const servers = [new MemoryServer(), new MemoryServer(), new MemoryServer()];
+  const engine = new Redlock({ nodes: servers.map((server) => memoryNode(server)), restartGuard: false });
+  const lock = await engine.acquire('report:daily');
+  servers[0]!.restart({ keepData: false }); // one voter crashes and comes back empty
+  servers[1]!.stepClock(-5_000); // another one's wall clock steps back 5 s
+  await lock.extend(); // still held: a majority keeps it
+  await lock.release();
+  await engine.close();
+  return lock.fencingToken;
 }

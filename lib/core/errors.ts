@@ -44,7 +44,7 @@ export class LockNotAcquiredError extends RedlockError {
       reason
         ? `Lock on ${formatResources(resources)} was not acquired after ${attempts} attempt(s): ${reason}.`
         : `Lock on ${formatResources(resources)} is held by another owner; gave up after ${attempts} attempt(s). ` +
-            `It should be free in about ${retryAfterMs} ms: retry later, or pass a larger \`wait\`.`,
+            `It should be free in about ${Math.ceil(retryAfterMs)} ms: retry later, or pass a larger \`wait\`.`,
     );
   }
 
@@ -59,6 +59,12 @@ export interface NodeFailure {
   readonly node: string;
   readonly reason: string;
 }
+
+/** Why a 503 waits for abstaining nodes, and the one way out, for fresh nodes only. */
+const ABSTAINING =
+  'Waiting keeps locks safe: a node abstains when it may have lost locks it granted (a restart, a ' +
+  'failover, a step of its clock), and every one of them has expired when it votes again. Nodes created just now and still empty (dev, tests): ' +
+  '`npx nest-quorum-lock fresh-node <url>` records them fresh, so that they vote at once.';
 
 /** Too few nodes answered (down, timed out, or abstaining under the restart guard) to reach a majority. */
 export class QuorumUnavailableError extends RedlockError {
@@ -88,7 +94,8 @@ export class QuorumUnavailableError extends RedlockError {
               ? failures.length > 0 && failures.every((f) => REFUSED.test(f.reason))
                 ? '. The nodes answered and refused the credentials: fix what each one names.'
                 : '. Check that the nodes are running and reachable, and their credentials.'
-              : `. A quorum votes again in ${formatDelay(retryAfterMs)} (retryAfterMs ${Math.ceil(retryAfterMs)}): retry after that.`),
+              : `. A quorum votes again in ${formatDelay(retryAfterMs)} (retryAfterMs ${Math.ceil(retryAfterMs)}): retry after that. ` +
+                ABSTAINING),
     );
   }
 }
@@ -210,5 +217,43 @@ export class LockUpgradeError extends LockUsageError {
       `Cannot take a write lock on "${resource}" inside a read lock of it held by this call chain: the ` +
       'upgrade would deadlock (the writer waits for every reader to leave, this one included). Take the ' +
       'write lock in the outer call instead, or release the read lock first.';
+  }
+}
+
+/**
+ * A multi-resource lock whose resources hash to different slots of a Redis Cluster voter: no single
+ * script can take all of its keys atomically there. Thrown before anything is sent; a programming
+ * error, not a busy lock: give the resources a common hash tag.
+ */
+export class CrossSlotLockError extends RedlockError {
+  /** Stable, machine-readable code. */
+  readonly code = 'CROSS_SLOT_LOCK' as const;
+
+  constructor(
+    readonly resources: readonly string[],
+    /** The cluster voter's label. */
+    readonly node: string,
+  ) {
+    super(
+      `Cannot lock ${resources.map((r) => `"${r}"`).join(', ')} together: on the Redis Cluster voter ${node} ` +
+        "they live in different hash slots, and one voter must take all of a lock's keys in one atomic script. " +
+        'Give them a common hash tag: start each resource with the same {tag}, e.g. "{order:42}:items" and ' +
+        '"{order:42}:payment" (Redis hashes only the text between the first { and the next }).',
+    );
+  }
+}
+
+/**
+ * `markFreshNode` (or `npx nest-quorum-lock fresh-node`) refused to record a node as fresh: it holds
+ * data, is a replica or a Cluster node, or does not say its run_id. Nothing was written.
+ */
+export class NodeNotFreshError extends RedlockError {
+  constructor(
+    /** Log-safe label of the node. */
+    readonly node: string,
+    /** Why it was refused. */
+    readonly reason: string,
+  ) {
+    super(`Redis node ${node} was not marked fresh: ${reason}.`);
   }
 }

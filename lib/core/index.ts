@@ -1,19 +1,20 @@
-import { MemoryState as MovedMemoryState } from '../testing/memory/memory-state.js';
-import { MemoryVoter as MovedMemoryVoter } from '../testing/memory/memory-voter.js';
 import type { ClusterVoterNode, IoRedisCluster } from './clients/types.js';
-import { ClusterVoter as ClusterVoterClass } from './voter/ioredis-cluster/cluster-voter.js';
-import type { Voter, VoterContext } from './voter/voter.js';
+import { createVoter } from './transport/pick.js';
+import type { Voter, VoterContext } from './voter/voter-api.js';
 
-export { Redlock } from './redlock.js';
+export { Redlock } from './engine/redlock.js';
 export type { NodeStatus } from './quorum/voters.js';
-export type { Lock } from './lock.js';
+export type { Lock } from './engine/lock.js';
 export type { LockEvent } from './events.js';
 export type { TelemetryProviders } from './telemetry.js';
 export type { LockInspection, SemaphoreInspection } from './quorum/inspect.js';
 export type { RedlockOptions, LockOptions, RedlockNode } from './options.js';
 export type { PreflightMode } from './preflight.js';
 export type { RedlockLogger } from './logger.js';
-export type { Voter, VoterContext, VoterFactory } from './voter/voter.js';
+export { realRuntime, type Runtime } from './runtime.js';
+export { markFreshNode, type FreshNodeOptions, type FreshNodeProof } from './guards/fresh-node.js';
+export type { Voter, VoterContext, VoterFactory } from './voter/voter-api.js';
+export type { Transport, TransportEvent, Route } from './transport/transport.js';
 export type {
   ClusterStartupNode,
   ClusterVoterNode,
@@ -25,30 +26,15 @@ export type {
   RedisClientPackage,
   RedisConnectionOptions,
 } from './clients/types.js';
-export { CrossSlotLockError } from './voter/ioredis-cluster/slots.js';
 /**
  * A Redis Cluster as ONE voter, built from an ioredis `Cluster` or `{ cluster: [...], options? }`
  * (as `nodes` does with such an entry). Typed without ioredis' typings (an optional peer).
  */
 export const ClusterVoter: {
   from(node: IoRedisCluster | ClusterVoterNode, context: VoterContext): Voter;
-} = ClusterVoterClass as never;
+} = { from: (node, context) => createVoter(node, context, 'ioredis', 'a nodes entry') };
 /** A Redis Cluster voter (see {@link ClusterVoter}). */
 export type ClusterVoter = Voter;
-/*
- * Deprecated re-exports, kept for compatibility: the in-memory voter now lives in
- * lib/testing/memory/ and is exported from `nest-quorum-lock/testing`. This is the one place core
- * imports from lib/testing (framework-free files only: no NestJS is loaded through it); it goes
- * in the next major version.
- */
-/** @deprecated Import `MemoryVoter` from `nest-quorum-lock/testing` (lib/testing/memory/). */
-export const MemoryVoter: typeof MovedMemoryVoter = MovedMemoryVoter;
-/** @deprecated Import `MemoryVoter` from `nest-quorum-lock/testing` (lib/testing/memory/). */
-export type MemoryVoter = MovedMemoryVoter;
-/** @deprecated Import `MemoryState` from `nest-quorum-lock/testing` (lib/testing/memory/). */
-export const MemoryState: typeof MovedMemoryState = MovedMemoryState;
-/** @deprecated Import `MemoryState` from `nest-quorum-lock/testing` (lib/testing/memory/). */
-export type MemoryState = MovedMemoryState;
 export type { AcquireVote, ExtendRequest, KeyView, LetGo, SlotVote } from './scripts/index.js';
 export {
   RedlockError,
@@ -60,5 +46,7 @@ export {
   NodeConfigurationError,
   LockUsageError,
   LockUpgradeError,
+  CrossSlotLockError,
+  NodeNotFreshError,
 } from './errors.js';
 export type { NodeFailure } from './errors.js';

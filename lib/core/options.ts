@@ -11,15 +11,17 @@ import type {
 import type { RedlockLogger } from './logger.js';
 import type { PreflightMode } from './preflight.js';
 import type { TelemetryProviders } from './telemetry.js';
-import type { VoterFactory } from './voter/voter.js';
+import type { Runtime } from './runtime.js';
+import type { VoterFactory } from './voter/voter-api.js';
 
 /**
  * One voter of the quorum: a Redis master as a `redis://` / `rediss://` URL or connection
  * options (for the client chosen by `client`; ioredis options with `sentinels` and `name`: a
- * Sentinel-managed primary), or a ready client: ioredis `Redis`, node-redis `createClient()`,
- * Valkey GLIDE `GlideClient`; a Redis Cluster as ONE voter (an ioredis `Cluster`, a node-redis
+ * Sentinel-managed primary), or a ready client: ioredis or iovalkey `Redis`, node-redis
+ * `createClient()`, Valkey GLIDE `GlideClient`; a Redis Cluster as ONE voter (an ioredis or iovalkey
+ * `Cluster`, a node-redis
  * `createCluster()`, a GLIDE `GlideClusterClient`, or `{ cluster: [{ host, port }, ...], options? }`
- * with ioredis); or a {@link VoterFactory} (e.g. `MemoryVoter.factory()` from
+ * with ioredis); or a {@link VoterFactory} (e.g. `memoryNode(new MemoryServer())` from
  * `nest-quorum-lock/testing`). The client types are structural: none of the client packages'
  * own typings is needed to compile.
  */
@@ -82,6 +84,11 @@ export interface RedlockOptions {
    * when it has, or when this runs out (logged). Default 10000, below Kubernetes' 30 s grace period.
    */
   drainTimeout?: number;
+  /**
+   * The engine's clocks, timers and randomness (default: the real ones). The deterministic
+   * simulation (`npm run simulate`) gives a virtual one; nothing else needs to.
+   */
+  runtime?: Runtime;
   /** Where the engine reports unreachable or abstaining nodes. Default: warnings to stderr. */
   logger?: RedlockLogger;
   /**
@@ -94,6 +101,16 @@ export interface RedlockOptions {
    * twice, replicas, cluster nodes, missing ACL rights. Default `'error'`.
    */
   preflight?: PreflightMode;
+  /**
+   * How the lock's scripts are called. `'eval'` (default): EVALSHA, EVAL after NOSCRIPT.
+   * `'functions'`: the same scripts as a FUNCTION library (Redis 7+, Valkey), called with FCALL /
+   * FCALL_RO, for servers and proxies that refuse EVAL, EVALSHA or SCRIPT. Each function's name
+   * carries a hash of its code and of the library's version (names are global on a server). The
+   * library is loaded on every server (every master of a Cluster) where the ACL user may FUNCTION
+   * LOAD; elsewhere an administrator loads it (`npx nest-quorum-lock functions` prints it), and
+   * preflight names a server that lacks it. See docs/deploying.md, "Servers that refuse EVAL".
+   */
+  scripts?: 'eval' | 'functions';
   /**
    * When `release()` resolves. By default a release is one-way on the engine's own connections: it
    * resolves once its bytes are handed to the sockets, without waiting for replies, and a later
@@ -191,6 +208,7 @@ export interface ResolvedOptions {
   readonly maxHold: number;
   readonly drainTimeout: number;
   readonly preflight: PreflightMode;
+  readonly scripts: 'eval' | 'functions';
   readonly confirmRelease: boolean;
   /** The clock guard, ms; false when off; undefined: the default (see {@link clockGuardFor}). */
   readonly clockGuard: number | false | undefined;
@@ -238,6 +256,7 @@ export const DEFAULTS = {
   maxHold: 600_000,
   drainTimeout: 10_000,
   preflight: 'error',
+  scripts: 'eval',
   confirmRelease: false,
   clockGuard: 500,
   healHolds: true,

@@ -14,7 +14,7 @@ export interface ServerReport {
   readonly serverId?: string;
   /**
    * Which server software and version answers, as INFO says (`Redis 7.4.1`, `Valkey 8.0.1`; a
-   * Cluster's masters: each distinct one, comma-separated). Shown by `status()` and health.
+   * shard of a Cluster). Names the kind of server in the duplicate-server error.
    */
   readonly server?: string;
   /** What the voter's own checks found (voter/ioredis/preflight.ts for Redis). */
@@ -34,10 +34,8 @@ export interface ServerReport {
 export class Preflight {
   /** Per voter: the run_id of its server and its label, for the duplicate check. */
   private readonly servers = new Map<object, { label: string; runId: string }>();
-  /** Per voter: its server's software and version, from its latest review. */
-  private readonly software = new Map<object, string>();
   /** Per voter: the errors of its latest review. */
-  private readonly found = new Map<object, NodeConfigurationError[]>();
+  private readonly found = new Map<object, { owner: object; errors: NodeConfigurationError[] }>();
   /** Per voter, under 'warn': the problems its latest review logged. */
   private readonly warned = new Map<object, ReadonlySet<string>>();
   private bootstrapped = false;
@@ -52,19 +50,25 @@ export class Preflight {
    * under 'warn', and under 'error' once the bootstrap has passed). Returns the refusal (the
    * voter must not vote) under 'error', else undefined.
    */
-  review(voter: object, label: string, report: ServerReport): NodeConfigurationError | undefined {
+  review(
+    key: object,
+    voter: object,
+    label: string,
+    report: ServerReport,
+  ): NodeConfigurationError | undefined {
     const findings = [...report.findings];
     const runId = report.serverId;
-    const twin = runId && this.twinOf(voter, runId);
-    if (runId) this.servers.set(voter, { label, runId });
-    if (report.server) this.software.set(voter, report.server);
+    const twin = runId && this.twinOf(key, runId);
+    if (runId) this.servers.set(key, { label, runId });
     if (twin) {
       const kind = report.server?.startsWith('Valkey') ? 'Valkey' : 'Redis';
+      // The same address twice in `nodes` has no other name to point at.
+      const same = twin === label ? `listed twice in nodes` : `the same ${kind} server as ${twin}`;
       findings.push({
         severity: 'error',
         problem:
-          `it is the same ${kind} server as ${twin} (run_id ${runId}): one server listed twice (two host ` +
-          'names or addresses) counts twice toward the majority, so fewer real servers than a quorum can grant a lock',
+          `it is ${same} (run_id ${runId}): one server listed twice (two host names or addresses, or ` +
+          'the same one) counts twice toward the majority, so fewer real servers than a quorum can grant a lock',
         fix: 'list every server once; a majority must be of independent servers',
       });
     }
@@ -74,19 +78,19 @@ export class Preflight {
     const errors = findings
       .filter((f) => f.severity === 'error')
       .map((f) => new NodeConfigurationError(label, f.problem, f.fix));
-    this.found.set(voter, errors);
+    this.found.set(key, { owner: voter, errors });
     if (errors.length === 0) {
-      this.warned.delete(voter);
+      this.warned.delete(key);
       return undefined;
     }
     if (this.mode === 'warn') {
       // Once per voter and problem: a server whose check is tried again (admission.ts) is not
       // reported on every try.
-      const said = this.warned.get(voter);
+      const said = this.warned.get(key);
       for (const e of errors) {
         if (!said?.has(e.message)) this.logger.warn(`${e.message} (preflight: 'warn': it votes anyway)`);
       }
-      this.warned.set(voter, new Set(errors.map((e) => e.message)));
+      this.warned.set(key, new Set(errors.map((e) => e.message)));
       return undefined;
     }
     const refusal = NodeConfigurationError.of(errors);
@@ -103,7 +107,7 @@ export class Preflight {
    */
   add(voter: object, label: string, problem: string, fix: string): void {
     const error = new NodeConfigurationError(label, problem, fix);
-    this.found.set(voter, [...(this.found.get(voter) ?? []), error]);
+    this.found.set(voter, { owner: voter, errors: [...(this.found.get(voter)?.errors ?? []), error] });
     if (this.mode === 'warn' || this.bootstrapped) this.logger.warn(error.message);
   }
 
@@ -114,13 +118,9 @@ export class Preflight {
    */
   bootstrapDone(voters: readonly object[]): NodeConfigurationError | undefined {
     this.bootstrapped = true;
-    const errors = voters.flatMap((voter) => this.found.get(voter) ?? []);
+    const found = [...this.found.values()];
+    const errors = voters.flatMap((voter) => found.filter((f) => f.owner === voter).flatMap((f) => f.errors));
     return this.mode === 'error' && errors.length > 0 ? NodeConfigurationError.of(errors) : undefined;
-  }
-
-  /** `voter`'s server software and version (`Valkey 8.0.1`), from its latest review, if it said. */
-  serverOf(voter: object): string | undefined {
-    return this.software.get(voter);
   }
 
   /** The label of another voter whose server has `runId`. */

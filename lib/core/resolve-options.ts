@@ -93,6 +93,7 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
     maxHold: positiveOrInfinity('maxHold', options.maxHold ?? DEFAULTS.maxHold),
     drainTimeout: nonNegative('drainTimeout', options.drainTimeout ?? DEFAULTS.drainTimeout),
     preflight: preflightMode(options.preflight ?? DEFAULTS.preflight),
+    scripts: scriptMode(options.scripts ?? DEFAULTS.scripts),
     confirmRelease: flag('confirmRelease', options.confirmRelease ?? DEFAULTS.confirmRelease),
     clockGuard,
     healHolds: flag('healHolds', options.healHolds ?? DEFAULTS.healHolds),
@@ -106,7 +107,14 @@ export function resolveOptions(options: RedlockOptions): ResolvedOptions {
  */
 function resolveClient(options: RedlockOptions): RedisClientPackage | undefined {
   const chosen = clientOption(options.client);
-  const needsPackage = validateNodes(options.nodes);
+  // The package is only asked for the advice of a URL error: its own error must not hide that one.
+  const needsPackage = validateNodes(options.nodes, () => {
+    try {
+      return chooseClientPackage(chosen);
+    } catch {
+      return undefined;
+    }
+  });
   return needsPackage ? chooseClientPackage(chosen) : chosen;
 }
 
@@ -118,6 +126,15 @@ function flag(name: string, value: unknown): boolean {
 function preflightMode(mode: unknown): PreflightMode {
   if (mode === 'error' || mode === 'warn' || mode === 'off') return mode;
   throw new RedlockOptionsError('preflight', `got ${show(mode)}`, "Use 'error', 'warn' or 'off'.");
+}
+
+function scriptMode(mode: unknown): 'eval' | 'functions' {
+  if (mode === 'eval' || mode === 'functions') return mode;
+  throw new RedlockOptionsError(
+    'scripts',
+    `got ${show(mode)}`,
+    "Use 'eval' (EVALSHA), or 'functions' (FCALL, Redis 7+ or Valkey) where the servers refuse EVAL.",
+  );
 }
 
 /** Merges per-call options over the engine's, validating them. */

@@ -1,4 +1,5 @@
 import type { LockEvent, LockEvents } from './events.js';
+import type { Runtime } from './runtime.js';
 
 /** The meter and tracer name of everything the engine records. */
 export const INSTRUMENTATION_NAME = 'nest-quorum-lock';
@@ -30,6 +31,7 @@ export interface TelemetryProviders {
  */
 export async function attachTelemetry(
   events: LockEvents,
+  runtime: Runtime,
   providers?: TelemetryProviders | false,
 ): Promise<(() => void) | undefined> {
   if (providers === false) return undefined;
@@ -80,7 +82,7 @@ export async function attachTelemetry(
       case 'unavailable': {
         acquireDuration.record(event.durationMs ?? 0, { outcome: event.type });
         if (event.type === 'acquired') held.add(1);
-        if (traced) recordAcquireSpan(api, tracer!, event);
+        if (traced) recordAcquireSpan(api, tracer!, event, runtime.wallNow());
         return;
       }
       case 'released':
@@ -99,8 +101,8 @@ export async function attachTelemetry(
 }
 
 /** A `redlock.acquire` span covering the acquire that just ended, in the caller's context. */
-function recordAcquireSpan(api: OtelApi, tracer: Tracer, event: LockEvent): void {
-  const startTime = performance.timeOrigin + performance.now() - (event.durationMs ?? 0);
+function recordAcquireSpan(api: OtelApi, tracer: Tracer, event: LockEvent, endedAt: number): void {
+  const startTime = endedAt - (event.durationMs ?? 0);
   const span = tracer.startSpan('redlock.acquire', {
     startTime,
     attributes: {

@@ -1,6 +1,7 @@
-import { luaScript, runScript, type LuaScript, type ScriptClient } from '../core/scripts/lua-script.js';
+import { luaScript, type LuaScript } from '../core/scripts/lua.js';
+import { runScript, type ServerSend } from '../core/voter/server.js';
 import { invalidFencingTokenMessage, isFencingToken } from './fencing-token.js';
-import { storeScriptClient, type FencedStoreClient } from './store-client.js';
+import { storeSend, type FencedStoreClient } from './store-client.js';
 
 /** Outcome of a fenced write. */
 export interface FencedWriteResult {
@@ -83,7 +84,7 @@ export const FENCED_WRITER_SCRIPTS = {
  * The same rule for rows in PostgreSQL: `FencedTable` from `nest-quorum-lock/postgres`.
  */
 export class FencedWriter {
-  private readonly redis: ScriptClient;
+  private readonly redis: ServerSend;
 
   /**
    * @param redis the store's connection: an ioredis `Redis` or `Cluster`, a node-redis client or
@@ -93,8 +94,10 @@ export class FencedWriter {
     redis: FencedStoreClient,
     /** Hash field that keeps the highest token seen. */
     readonly fenceField = 'fence',
+    /** @internal A store's raw commands instead of a client's (the in-memory writer of the testing entry). */
+    send?: ServerSend,
   ) {
-    this.redis = storeScriptClient(redis);
+    this.redis = send ?? storeSend(redis);
   }
 
   /** Reads the hash, recording `token` as its newest reader; refused if a higher token came first. */

@@ -9,6 +9,7 @@ import {
 import { callLockedAsync, callLockedObservable } from './locked-call.js';
 import { compileLockKey, type LockKey } from './lock-key.js';
 import { LockService } from './lock.service.js';
+import { noteRaisedBy } from './raised-by.js';
 import { noteTypicalHold, TypicalHold } from './typical-hold.js';
 import { UnavailableEpisode } from './unavailable-episode.js';
 import {
@@ -148,7 +149,9 @@ export function DistributedLock(
     // How long this method holds its lock: the retry hint of a client it turns away (retry-after.ts).
     const typicalHold = new TypicalHold();
     const busyHint = (err: unknown, ran: boolean): void => {
-      if (!ran && err instanceof LockNotAcquiredError) noteTypicalHold(err, typicalHold);
+      if (ran) return;
+      noteRaisedBy(err, where);
+      if (err instanceof LockNotAcquiredError) noteTypicalHold(err, typicalHold);
     };
     // Only our own acquire is skipped: a lock error the method itself raised passes.
     const episode = skipWhenBusy ? new UnavailableEpisode(where, skipLog) : undefined;

@@ -19,6 +19,7 @@ import {
 } from './contexts/payload.js';
 import { retryAfterMs } from './contexts/retry-after.js';
 import { toRpcException, toWsException } from './contexts/rpc-ws.js';
+import { raisedBy } from './raised-by.js';
 import { MODULE_OPTIONS_TOKEN, type RedlockModuleOptions } from './redlock.module-definition.js';
 
 /** Where the details of mapped lock errors are logged. */
@@ -81,9 +82,19 @@ export class LockErrorInterceptor implements NestInterceptor {
 /** One line per mapped error, with what the client is not told. */
 function logDetails(err: MappedLockError, payload: LockErrorPayload, context: ExecutionContext): void {
   const hint = payload.retryAfterMs === undefined ? 'no retry hint' : `retry hint ${payload.retryAfterMs} ms`;
-  const line = `${handlerName(context)}: ${err.code} (${hint}): ${err.message}`;
+  const line = `${whoRaised(err, context)}: ${err.code} (${hint}): ${err.message}`;
   if (err instanceof LockNotAcquiredError) log.debug(line);
   else log.warn(line);
+}
+
+/**
+ * The decorated method whose lock failed, and the handler that reached it when that is another
+ * one (a controller calling a service): `OrdersService.pay (via OrdersController.pay)`.
+ */
+function whoRaised(err: MappedLockError, context: ExecutionContext): string {
+  const handler = handlerName(context);
+  const raiser = raisedBy(err);
+  return raiser === undefined || raiser === handler ? handler : `${raiser} (via ${handler})`;
 }
 
 function handlerName(context: ExecutionContext): string {

@@ -9,5 +9,6 @@ export const DISTRIBUTED_LOCK_METADATA = Symbol('redlock:distributed-lock');
  * description is what NestJS prints when the provider is missing, so it says how to fix that.
  */
 export const LOCK_SERVICE_PROPERTY = Symbol(
-  'LockService, needed by @DistributedLock: import RedlockModule.forRoot() or forRootAsync() (isGlobal: true) in the root module',
+  'LockService, needed by @DistributedLock: import RedlockModule.forRoot() or forRootAsync() (isGlobal: true) ' +
+    'in the root module; in a unit test, RedlockTestingModule.forRoot() from nest-quorum-lock/testing',
 );

@@ -16,6 +16,13 @@ export type { SentinelGroupOptions } from './sentinel-group.js';
 export { RedisClusterNodes } from './redis-cluster.js';
 export { MariaDbServer } from './mariadb-server.js';
 export type { MariaDbServerOptions } from './mariadb-server.js';
-export { MemoryVoter } from './memory/memory-voter.js';
-export { MemoryState, type MemoryClock } from './memory/memory-state.js';
+export { MemoryServer, type MemoryServerOptions } from './memory/server.js';
+export type { KeyspaceImage } from './memory/keyspace.js';
+export {
+  ConnectionDropped,
+  MemoryTransport,
+  memoryNode,
+  type MemoryNetwork,
+  type MemoryTransportOptions,
+} from './memory/transport.js';
 export type { IoRedisTestClient, IoRedisClusterTestClient } from './test-clients.js';

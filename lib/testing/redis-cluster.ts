@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { ioredis } from './ioredis-module.js';
 import type { IoRedisClusterTestClient } from './test-clients.js';
-import { keySlot } from '../core/voter/ioredis-cluster/slots.js';
+import { keySlot } from '../core/scripts/keys.js';
 import { RedisNodes, type Persistence } from './redis-nodes.js';
 import { cliBeside } from './redis-server-binary.js';
 
@@ -29,7 +29,8 @@ export class RedisClusterNodes {
    * `persistence` as for {@link RedisNodes} (default `none`); with `aof-everysec` or `aof-always` a
    * master restarted with `nodes.restart(i)` comes back with its data and its place in the cluster.
    * `env` as for {@link RedisNodes}: extra environment variables of master `index`'s process (e.g.
-   * a clock shim that steps its wall clock). `serverBinary` as for {@link RedisNodes} (default:
+   * a clock shim that steps its wall clock). `extraArgs`: more server arguments for every master
+   * (e.g. `--user` lines of an ACL). `serverBinary` as for {@link RedisNodes} (default:
    * `REDIS_SERVER_BIN`, else `redis-server`); the cluster is joined with the cli beside it
    * (`valkey-cli` next to `valkey-server`), else `redis-cli` on PATH.
    */
@@ -39,9 +40,11 @@ export class RedisClusterNodes {
       persistence?: Persistence;
       env?: (index: number) => Record<string, string>;
       serverBinary?: string;
+      extraArgs?: string[];
     } = {},
   ): Promise<RedisClusterNodes> {
     const nodes = await RedisNodes.start(shards, {
+      freshFor: [], // a Cluster's markers are per slot: a new cluster abstains once
       serverBinary: options.serverBinary,
       persistence: options.persistence,
       env: options.env,
@@ -55,6 +58,7 @@ export class RedisClusterNodes {
         // A node that never met another one does not know its own address (CLUSTER SLOTS would say "").
         '--cluster-announce-ip',
         '127.0.0.1',
+        ...(options.extraArgs ?? []),
       ],
     });
     const cluster = new RedisClusterNodes(nodes);

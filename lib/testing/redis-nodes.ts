@@ -1,7 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, mkdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { markFreshNodeAt } from '../core/guards/fresh-node.js';
+import { NodeNotFreshError } from '../core/errors.js';
+import { DEFAULTS } from '../core/options.js';
 import { ioredis } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
 import { assertRedisServerInstalled, endOnExit, endProcess } from './child-processes.js';
@@ -41,6 +44,15 @@ export interface RedisNodesOptions {
    * library that steps the node's wall clock in a test of clock faults.
    */
   env?: (index: number) => Record<string, string>;
+  /**
+   * The key prefixes (the engine's `keyPrefix`) the nodes are recorded fresh for when the set starts
+   * (`markFreshNode`): an engine with one of them lets them vote at once, the restart guard on. The
+   * record names each server's run_id, so a node restarted later ({@link RedisNodes.restart},
+   * {@link RedisNodes.revive}) is another server and abstains for `restartGuard`, as in production.
+   * Default `['redlock:']` (the engine's default prefix), where `extraArgs` left the nodes standalone
+   * primaries (a replica or a Cluster node is left unrecorded); `[]` records nothing (new nodes abstain).
+   */
+  freshFor?: readonly string[];
 }
 
 /** One running (or stopped) server of a {@link RedisNodes} set. */
@@ -126,9 +138,11 @@ export class RedisNodes {
       ),
     );
     const failed = launched.find((r) => r.status === 'rejected');
-    if (failed) {
+    const marked = failed ? [] : await Promise.allSettled(ports.map((_, i) => nodes.markFresh(i)));
+    const refused = failed ?? marked.find((r) => r.status === 'rejected');
+    if (refused) {
       await nodes.close();
-      throw failed.reason;
+      throw refused.reason;
     }
     return nodes;
   }
@@ -247,6 +261,18 @@ export class RedisNodes {
     );
     rmSync(this.dir, { recursive: true, force: true });
     for (const port of this.ports) reserved.delete(port);
+  }
+
+  /** Records node `index`, started just now, as fresh for the prefixes of `freshFor`. */
+  private async markFresh(index: number): Promise<void> {
+    const prefixes = this.options.freshFor ?? [DEFAULTS.keyPrefix];
+    const ca = this.options.tls ? readFileSync(this.options.tls.caFile) : undefined;
+    const marked = prefixes.length > 0 ? markFreshNodeAt(this.url(index), prefixes, { ca }) : undefined;
+    // By default, a node that extraArgs made a replica or a Cluster node is left unrecorded.
+    const unasked = (err: unknown) => this.options.freshFor === undefined && err instanceof NodeNotFreshError;
+    await marked?.catch((err: unknown) => {
+      if (!unasked(err)) throw err;
+    });
   }
 
   private signal(index: number, signal: NodeJS.Signals): void {

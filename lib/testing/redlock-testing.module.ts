@@ -2,8 +2,8 @@ import { Injectable, Module, type DynamicModule } from '@nestjs/common';
 import { filter, firstValueFrom, take, timeout } from 'rxjs';
 import { LockService, RedlockModule, type RedlockModuleOptions } from '../nest/index.js';
 import { fencedDoubles, type FencedDoublesOptions } from './fenced/fenced-providers.js';
-import { MemoryState } from './memory/memory-state.js';
-import { MemoryVoter } from './memory/memory-voter.js';
+import { MemoryServer } from './memory/server.js';
+import { memoryNode } from './memory/transport.js';
 
 /** Options of {@link RedlockTestingModule.forRoot}. */
 export interface RedlockTestingOptions extends FencedDoublesOptions {
@@ -20,8 +20,8 @@ export interface RedlockTestingOptions extends FencedDoublesOptions {
 @Injectable()
 export class InMemoryLocks {
   constructor(
-    /** The in-memory keyspace (lock keys, fence counters, queues). */
-    readonly state: MemoryState,
+    /** The in-memory server behind the locks: its keyspace (lock keys, fence counters, queues). */
+    readonly state: MemoryServer,
     private readonly locks: LockService,
     private readonly keyPrefix: string,
     private readonly ttl: number,
@@ -72,7 +72,7 @@ export class InMemoryLocks {
 @Module({})
 export class RedlockTestingModule {
   static forRoot(options: RedlockTestingOptions = {}): DynamicModule {
-    const state = new MemoryState();
+    const state = new MemoryServer();
     const moduleOptions = memoryModuleOptions(options, state);
     const base = RedlockModule.forRoot(moduleOptions);
     const { keyPrefix, ttl } = moduleOptions;
@@ -107,16 +107,16 @@ export class RedlockTestingModule {
    * ```
    */
   static inMemoryOptions(options: Pick<RedlockTestingOptions, 'ttl' | 'wait'> = {}): RedlockModuleOptions {
-    return memoryModuleOptions(options, new MemoryState());
+    return memoryModuleOptions(options, new MemoryServer());
   }
 }
 
 function memoryModuleOptions(
   options: Pick<RedlockTestingOptions, 'ttl' | 'wait'>,
-  state: MemoryState,
+  server: MemoryServer,
 ): RedlockModuleOptions & { ttl: number; keyPrefix: string } {
   return {
-    nodes: [MemoryVoter.factory('memory://test', state)],
+    nodes: [memoryNode(server, { label: 'memory://test' })],
     ttl: options.ttl ?? 1000,
     wait: options.wait ?? 0,
     keyPrefix: 'redlock:',

@@ -59,6 +59,7 @@ export class SentinelGroup {
     const serverBinary = options.serverBinary;
     const primary = await RedisNodes.start(1, { serverBinary });
     const replica = await RedisNodes.start(1, {
+      freshFor: [], // a replica: it gets the primary's record by replication
       serverBinary,
       extraArgs: ['--replicaof', HOST, String(primary.port(0))],
     }).catch(async (err: unknown) => {

@@ -1,5 +1,4 @@
 import type { IoRedisClient, IoRedisCluster } from '../core/clients/types.js';
-import type { ScriptClient } from '../core/scripts/lua-script.js';
 
 /*
  * The ioredis clients the testing helpers hand out, typed without ioredis' typings (ioredis is an
@@ -11,7 +10,7 @@ import type { ScriptClient } from '../core/scripts/lua-script.js';
  * An ioredis `Redis` client from a testing helper: every command is there, typed loosely. For
  * ioredis' own typings: `nodes.client(0) as unknown as Redis`.
  */
-export interface IoRedisTestClient extends IoRedisClient, ScriptClient {
+export interface IoRedisTestClient extends IoRedisClient {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- ioredis' commands, untyped here
   readonly [member: string]: any;
   info(section?: string): Promise<string>;
@@ -23,6 +22,8 @@ export interface IoRedisTestClient extends IoRedisClient, ScriptClient {
   keys(pattern: string): Promise<string[]>;
   lrange(key: string, start: number, stop: number): Promise<string[]>;
   call(command: string, ...args: (string | number)[]): Promise<unknown>;
+  evalsha(sha: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
+  eval(source: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown>;
   ping(): Promise<string>;
   quit(): Promise<unknown>;
   disconnect(): void;

@@ -32,7 +32,7 @@ class SampleConfigModule {
 /** The account-withdrawal sample application. */
 @Module({})
 export class AppModule {
-  static forRoot(config: SampleConfig, options: { restartGuard?: number | false } = {}): DynamicModule {
+  static forRoot(config: SampleConfig): DynamicModule {
     const configModule = SampleConfigModule.register(config);
     return {
       module: AppModule,
@@ -47,8 +47,8 @@ export class AppModule {
             ...(await clients.options(c)),
             ttl: 2000,
             nodeTimeout: 100,
-            // Keep the production default unless the caller started the nodes itself just now.
-            ...(options.restartGuard !== undefined ? { restartGuard: options.restartGuard } : {}),
+            // restartGuard: the production default. Fresh nodes are recorded as such on the nodes
+            // (RedisNodes, `npx nest-quorum-lock fresh-node`), not switched here.
           }),
         }),
       ],

@@ -126,13 +126,8 @@ async function main(): Promise<void> {
   };
   process.once('SIGINT', () => void stopAll().then(() => process.exit(130)));
   try {
-    // Lock nodes started just now hold nothing: the instances may skip the restart guard. They
-    // are not "embedded" from the instances' view, so say it through the environment.
-    const env = {
-      REDLOCK_NODES: locks.urls.join(','),
-      ...store.env,
-      REDLOCK_RESTART_GUARD: 'off',
-    };
+    // The lock nodes are recorded fresh (RedisNodes): the instances vote at once, the restart guard on.
+    const env = { REDLOCK_NODES: locks.urls.join(','), ...store.env };
     instances.push(await startInstance('A', env), await startInstance('B', env));
     // C's payment provider is slow, so it is sure to be caught mid-payment, holding the lock.
     instances.push(await startInstance('C', { ...env, PAYMENT_DELAY_MS: '300' }));

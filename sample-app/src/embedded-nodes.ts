@@ -7,8 +7,6 @@ export interface EmbeddedServers {
   readonly config: SampleConfig;
   /** One line per started server, for the log. */
   readonly started: string[];
-  /** True when the lock nodes were started here (so they cannot have granted anything yet). */
-  readonly freshLockNodes: boolean;
   close(): Promise<void>;
 }
 
@@ -46,7 +44,6 @@ export async function startMissingServers(config: SampleConfig): Promise<Embedde
     return {
       config: { ...config, lockNodes, databaseUrl, storeUrl },
       started,
-      freshLockNodes: config.lockNodes.length === 0,
       close,
     };
   } catch (err) {

@@ -19,12 +19,11 @@ async function main(): Promise<void> {
     `Accounts are kept in ${config.store === 'postgres' ? 'PostgreSQL' : 'Redis'} (STORE=${config.store})`,
   );
 
-  // Nodes started just now cannot have granted any lock yet, so the restart guard can be off
-  // (REDLOCK_RESTART_GUARD=off says the same for nodes a script started for this app).
-  const freshNodes = embedded.freshLockNodes || process.env.REDLOCK_RESTART_GUARD === 'off';
+  // The restart guard stays on: lock nodes started here (RedisNodes) are recorded fresh for their
+  // run_id, and nodes started elsewhere by `npx nest-quorum-lock fresh-node <url>` (docs/deploying.md).
   // forceCloseConnections: an open dashboard's event stream ends at shutdown, but its socket would
   // then idle as keep-alive and hold the close for the server's keepAliveTimeout (5 s).
-  const app = await NestFactory.create(AppModule.forRoot(config, freshNodes ? { restartGuard: false } : {}), {
+  const app = await NestFactory.create(AppModule.forRoot(config), {
     forceCloseConnections: true,
   });
   await app.listen(config.port);

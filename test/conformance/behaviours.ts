@@ -1,4 +1,4 @@
-import { slotKey } from '../../lib/core/keys.js';
+import { slotKey } from '../../lib/core/scripts/keys.js';
 import {
   READ_MARK,
   RELEASE,
@@ -7,7 +7,7 @@ import {
   type SlotVote,
   type WakeMessage,
 } from '../../lib/core/scripts/index.js';
-import type { Voter } from '../../lib/core/voter/voter.js';
+import type { Voter } from '../../lib/core/voter/voter-api.js';
 import { READ_BEHAVIOURS } from './behaviours-read.js';
 import { until, type Behaviour, type Engine, type Scene } from './harness.js';
 

@@ -1,16 +1,27 @@
 import { writeSync } from 'node:fs';
 import { BEHAVIOURS } from './behaviours.js';
+import { CLUSTER_BEHAVIOURS } from './cluster-behaviours.js';
 import { DRIVERS } from './drivers.js';
-import { runRow } from './harness.js';
+import { runRow, type VoterDriver } from './harness.js';
 import { firstLine, ResultTable } from './results.js';
 
 /*
  * The voter conformance table (issue 25, item 4): every behaviour (behaviours.ts) on every voter
- * (drivers.ts). A voter that cannot have a behaviour shows a skipped test that says why.
+ * (drivers.ts). A voter that cannot have a behaviour shows a skipped test that says why. The
+ * Cluster rows (cluster-behaviours.ts) run on every column of several shards.
  */
 
+const ROWS = [...BEHAVIOURS, ...CLUSTER_BEHAVIOURS];
+const CLUSTER_ROWS = new Set(CLUSTER_BEHAVIOURS.map((b) => b.id));
+
+/** Why `driver` cannot have row `id`, if it cannot. */
+function cannot(driver: VoterDriver, id: string): string | undefined {
+  if (CLUSTER_ROWS.has(id) && !driver.changeOneServer) return 'one server: no shard abstains on its own';
+  return driver.cannot[id];
+}
+
 const table = new ResultTable(
-  BEHAVIOURS.map((b) => b.id),
+  ROWS.map((b) => b.id),
   DRIVERS.map((d) => d.name),
 );
 
@@ -33,8 +44,8 @@ for (const driver of DRIVERS) {
       await driver.stop();
     });
 
-    for (const behaviour of BEHAVIOURS) {
-      const reason = driver.cannot[behaviour.id];
+    for (const behaviour of ROWS) {
+      const reason = cannot(driver, behaviour.id);
       if (reason) {
         table.set(behaviour.id, driver.name, { status: 'skip', text: reason });
         test.skip(`${behaviour.id}: n/a: ${reason}`, () => undefined);

@@ -1,85 +1,126 @@
 import { GlideClient, GlideClusterClient } from '@valkey/valkey-glide';
-import { Redis as Redis5 } from 'ioredis';
+import * as ioredis from 'ioredis';
+import { Cluster as ValkeyCluster, Redis as Valkey } from 'iovalkey';
 import { Redis as Redis6 } from 'ioredis6';
 import { createClient, createCluster } from 'redis';
 import { createClient as createClient5, createCluster as createCluster5 } from 'redis5';
-import { GlideVoter } from '../../lib/core/voter/glide/glide-voter.js';
-import { GlideClusterVoter } from '../../lib/core/voter/glide-cluster/cluster-voter.js';
-import { NodeRedisClusterVoter } from '../../lib/core/voter/node-redis-cluster/cluster-voter.js';
-import { NodeRedisVoter } from '../../lib/core/voter/node-redis/node-redis-voter.js';
-import { RedisVoter } from '../../lib/core/voter/ioredis/redis-voter.js';
-import { ClusterVoter } from '../../lib/core/voter/ioredis-cluster/cluster-voter.js';
-import { seedSlotMarkers } from '../../lib/core/voter/ioredis-cluster/slot-markers.js';
-import type { Voter, VoterContext } from '../../lib/core/voter/voter.js';
-import { MemoryState, MemoryVoter, RedisClusterNodes, RedisNodes } from '../../lib/testing/index.js';
-import { DEFAULT_SETTINGS, ManualClock, PREFIX, sleep, type VoterDriver } from './harness.js';
+import type { RedlockNode } from '../../lib/core/options.js';
+import { realRuntime } from '../../lib/core/runtime.js';
+import { IoredisTransport } from '../../lib/core/transport/ioredis/ioredis.js';
+import { createVoter } from '../../lib/core/transport/pick.js';
+import { seedSlotMarkers } from '../../lib/core/voter/batches.js';
+import type { Voter, VoterContext } from '../../lib/core/voter/voter-api.js';
+import { MemoryServer, memoryNode, RedisClusterNodes, RedisNodes } from '../../lib/testing/index.js';
+import { DEFAULT_SETTINGS, ManualRuntime, PREFIX, sleep, type VoterDriver } from './harness.js';
 
 /*
  * The table's columns: one line per voter. A new voter (node-redis, GLIDE) joins with one line:
- * a helper below (a standalone Redis server, a Redis Cluster, in-memory) and the voter's public
- * factory. Clients passed in are closed here after each row (voters never close them).
+ * a helper below (a standalone Redis server, a Redis Cluster, in-memory) and what a user puts in
+ * `nodes` for it (a URL, options or a client), built into a voter the way the engine builds one.
+ * Clients passed in are closed here after each row (voters never close them).
  */
 
 /** What a standalone column's line gets: the server's URL and `own` (closes a client after the row). */
 type Own = <T extends { disconnect(): void }>(client: T) => T;
 type StandaloneFactory = (url: string, context: VoterContext, own: Own) => Voter | Promise<Voter>;
 
+/** The voter the engine builds for a `nodes` entry (and `client` option). */
+const voterFor = (node: RedlockNode, context: VoterContext, client?: 'ioredis' | 'node-redis'): Voter =>
+  createVoter(node, context, client, 'nodes[0]');
+
+/**
+ * A lock user that may not run scripts (EVAL, EVALSHA and their _RO forms, SCRIPT), as on servers
+ * and proxies that refuse EVAL: the columns of `scripts: 'functions'` log in as it (the library
+ * loaded by the voter itself, FUNCTION LOAD being allowed); the rows' own admin connection is the
+ * default user's.
+ */
+const NO_EVAL_USER = { username: 'no-eval', password: 'no-eval-pw' };
+const NO_EVAL_ACL = [
+  '--user',
+  NO_EVAL_USER.username,
+  'on',
+  `>${NO_EVAL_USER.password}`,
+  '~*',
+  '&*',
+  '+@all',
+  '-eval',
+  '-evalsha',
+  '-eval_ro',
+  '-evalsha_ro',
+  '-script',
+];
+
 export const DRIVERS: VoterDriver[] = [
-  standalone('ioredis 5, RESP2 (URL)', (url, ctx) => RedisVoter.from(url, ctx)),
+  standalone('ioredis 5, RESP2 (URL)', (url, ctx) => voterFor(url, ctx)),
   standalone('ioredis 6, RESP3 (client)', (url, ctx, own) =>
-    adopt(own(new Redis6(url, { protocol: 3 })), ctx),
+    voterFor(own(new Redis6(url, { protocol: 3 })), ctx),
   ),
   standalone('ioredis 6, RESP3 + resp3 replies (client)', (url, ctx, own) =>
-    adopt(own(new Redis6(url, { protocol: 3, replyMapping: 'resp3' })), ctx),
+    voterFor(own(new Redis6(url, { protocol: 3, replyMapping: 'resp3' })), ctx),
   ),
   standalone('ioredis 6, RESP2 (client)', (url, ctx, own) =>
-    adopt(own(new Redis6(url, { protocol: 2 })), ctx),
+    voterFor(own(new Redis6(url, { protocol: 2 })), ctx),
   ),
-  standalone('node-redis 6, RESP3 (client)', (url, ctx, own) =>
-    NodeRedisVoter.from(own(createClient({ url })), ctx),
-  ),
-  standalone('node-redis 5, RESP2 (client)', (url, ctx, own) =>
-    NodeRedisVoter.from(own(createClient5({ url })), ctx),
-  ),
-  standalone("node-redis 6 (URL, client: 'node-redis')", (url, ctx) => NodeRedisVoter.from(url, ctx)),
+  standalone('iovalkey 0.4 (client)', (url, ctx, own) => voterFor(own(new Valkey(url)), ctx)),
+  standalone('node-redis 6, RESP3 (client)', (url, ctx, own) => voterFor(own(createClient({ url })), ctx)),
+  standalone('node-redis 5, RESP2 (client)', (url, ctx, own) => voterFor(own(createClient5({ url })), ctx)),
+  standalone("node-redis 6 (URL, client: 'node-redis')", (url, ctx) => voterFor(url, ctx, 'node-redis')),
   standalone('Valkey GLIDE 2 (GlideClient)', async (url, ctx, own) =>
-    GlideVoter.from(own(glideClient(await glide(url))), ctx),
+    voterFor(own(glideClient(await glide(url))), ctx),
   ),
-  cluster('ioredis 5 Cluster', (startupNodes, ctx) => ClusterVoter.from({ cluster: startupNodes }, ctx)),
+  cluster('ioredis 5 Cluster', (startupNodes, ctx) => voterFor({ cluster: startupNodes }, ctx)),
+  cluster('iovalkey 0.4 Cluster (client)', (startupNodes, ctx, own) =>
+    voterFor(
+      own(new ValkeyCluster(startupNodes), (c) => c.disconnect()),
+      ctx,
+    ),
+  ),
   cluster('node-redis 6 Cluster (createCluster)', async (startupNodes, ctx, own) => {
     const rootNodes = startupNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` }));
     const client = own(createCluster({ rootNodes }), (c) => void c.destroy());
     await client.connect();
-    return NodeRedisClusterVoter.from(client, ctx);
+    return voterFor(client, ctx);
   }),
   cluster('node-redis 5 Cluster, RESP2 (createCluster)', async (startupNodes, ctx, own) => {
     const rootNodes = startupNodes.map(({ host, port }) => ({ url: `redis://${host}:${port}` }));
     const client = own(createCluster5({ rootNodes }), (c) => void c.destroy());
     await client.connect();
-    return NodeRedisClusterVoter.from(client, ctx);
+    return voterFor(client, ctx);
   }),
   cluster('Valkey GLIDE 2 (GlideClusterClient)', async (startupNodes, ctx, own) => {
     const client = await GlideClusterClient.createClient({ addresses: startupNodes, requestTimeout: 500 });
-    return GlideClusterVoter.from(
+    return voterFor(
       own(client, (c) => c.close()),
       ctx,
     );
   }),
-  memory('in-memory', (state, ctx) => MemoryVoter.factory('memory://conformance', state).createVoter(ctx)),
+  standalone(
+    "ioredis 5, scripts: 'functions', EVAL denied (URL)",
+    (url, ctx) => voterFor(asUser(url, NO_EVAL_USER), { ...ctx, scripts: 'functions' }),
+    { extraArgs: NO_EVAL_ACL },
+  ),
+  cluster(
+    "ioredis 5 Cluster, scripts: 'functions', EVAL denied",
+    (startupNodes, ctx) =>
+      voterFor(
+        { cluster: startupNodes, options: { redisOptions: { ...NO_EVAL_USER } } },
+        { ...ctx, scripts: 'functions' },
+      ),
+    {},
+    { extraArgs: NO_EVAL_ACL },
+  ),
+  memory('in-memory', (server, ctx) => voterFor(memoryNode(server, { label: 'memory://conformance' }), ctx)),
+  memory("in-memory, scripts: 'functions'", (server, ctx) =>
+    voterFor(memoryNode(server, { label: 'memory://conformance' }), { ...ctx, scripts: 'functions' }),
+  ),
 ];
 
-/**
- * A voter for an ioredis 6 client passed in. Not `RedisVoter.from(client)`: it recognises a client
- * with `instanceof Redis` against the ioredis copy the library resolves (5 here), so it takes an
- * ioredis 6 client for an options object and opens a connection of its own to localhost:6379
- * (known-issues.spec.ts shows it). The voter's constructor takes the client as it is.
- */
-function adopt(client: Redis6, context: VoterContext): Voter {
-  const { host, port } = client.options;
-  return new RedisVoter(
-    { client: client as unknown as Redis5, label: `redis://${host}:${port}`, owned: false },
-    context,
-  );
+/** `url` logged in as `user`. */
+function asUser(url: string, user: { username: string; password: string }): string {
+  const withUser = new URL(url);
+  withUser.username = user.username;
+  withUser.password = user.password;
+  return withUser.toString();
 }
 
 /** A GLIDE client to `url` (GLIDE connects when it creates a client). */
@@ -97,7 +138,11 @@ function glideClient(client: GlideClient): GlideClient & { disconnect(): void } 
 }
 
 /** A column on one standalone redis-server (started per test file), real time. */
-export function standalone(name: string, factory: StandaloneFactory): VoterDriver {
+export function standalone(
+  name: string,
+  factory: StandaloneFactory,
+  server: { extraArgs?: string[] } = {},
+): VoterDriver {
   let nodes: RedisNodes | undefined;
   const clients: Array<{ disconnect(): void }> = [];
   const admin = () => nodes!.client(0);
@@ -116,7 +161,7 @@ export function standalone(name: string, factory: StandaloneFactory): VoterDrive
     cannot: {},
     async start() {
       // AOF: a restart keeps the data (changeServer); FLUSHALL still loses it (loseData).
-      nodes = await RedisNodes.start(1, { persistence: 'aof-everysec' });
+      nodes = await RedisNodes.start(1, { persistence: 'aof-everysec', extraArgs: server.extraArgs });
     },
     async createVoter(context) {
       return factory(nodes!.url(0), context, own);
@@ -179,6 +224,7 @@ export function cluster(
   name: string,
   factory: ClusterFactory,
   cannot: Partial<Record<string, string>> = {},
+  server: { extraArgs?: string[] } = {},
 ): VoterDriver {
   let shards: RedisClusterNodes | undefined;
   const closers: Array<() => void> = [];
@@ -197,13 +243,15 @@ export function cluster(
   const settleMarkers = async () => {
     const client = shards!.client();
     await new Promise((resolve) => client.once('ready', resolve));
+    const transport = new IoredisTransport(
+      { client: client as unknown as ioredis.Cluster, label: 'settle', owned: false },
+      realRuntime,
+      2000,
+    );
     try {
-      await seedSlotMarkers(
-        client as unknown as Parameters<typeof seedSlotMarkers>[0],
-        DEFAULT_SETTINGS.guardKey,
-        0,
-      );
+      await seedSlotMarkers(transport, DEFAULT_SETTINGS.guardKey, 0, () => false);
     } finally {
+      await transport.close(1000);
       client.disconnect();
     }
   };
@@ -215,7 +263,7 @@ export function cluster(
     cannot,
     async start() {
       // AOF: a restarted master keeps its data and its slots (changeServer).
-      shards = await RedisClusterNodes.start(3, { persistence: 'aof-everysec' });
+      shards = await RedisClusterNodes.start(3, { persistence: 'aof-everysec', extraArgs: server.extraArgs });
       await settleMarkers();
     },
     async createVoter(context) {
@@ -249,48 +297,54 @@ export function cluster(
       await shards!.waitHealthy();
       return ports.length;
     },
+    shardOf: (key) => shards!.shardOf(key),
+    async changeOneServer(index) {
+      // One master restarts with its data (AOF everysec); the others keep their server process.
+      await shards!.nodes.restart(index);
+      await shards!.waitHealthy();
+    },
     async stop() {
       await shards?.nodes.close();
     },
   };
 }
 
-/** A column on a {@link MemoryState} with an injected clock: time moves only when a row says so. */
+/**
+ * A column on a {@link MemoryServer} with an injected clock (its voters' runtime and the server's
+ * wall clock): time moves only when a row says so. A change of server is a restart that keeps the
+ * data (another run_id).
+ */
 export function memory(
   name: string,
-  factory: (state: MemoryState, context: VoterContext) => Voter,
+  factory: (server: MemoryServer, context: VoterContext) => Voter,
 ): VoterDriver {
-  let clock = new ManualClock();
-  let state = new MemoryState(clock.now);
+  const runtime = new ManualRuntime();
+  let server = new MemoryServer({ runtime });
   return {
     name,
+    runtime,
     clock: 'injected',
     slack: 0,
-    cannot: {
-      'restart-guard':
-        'no restart: its data lives as long as the test process (MemoryState.flush() is a reset, and the voter has no restart guard)',
-      'identity-guard': 'no server behind it, so no server that can change (N/A)',
-      'clock-marking': 'no server clock to step and no restart guard, so nothing to mark (N/A)',
-      'abstention-reporting':
-        'never abstains (no server: no restart, no failover), so it has no onAbstention (N/A)',
-    },
+    cannot: {},
     async start() {},
     async createVoter(context) {
-      return factory(state, context);
+      return factory(server, context);
     },
     async reset() {
-      clock = new ManualClock();
-      state = new MemoryState(clock.now);
+      runtime.reset();
+      server = new MemoryServer({ runtime });
+      server.set(DEFAULT_SETTINGS.guardKey, '0'); // a server in service (see standalone's reset)
     },
-    async advance(ms) {
-      clock.advance(ms);
-    },
-    now: () => clock.now(),
+    advance: (ms) => runtime.advance(ms),
+    now: () => runtime.now(),
     async serverTimeUs() {
-      return state.clockUs();
+      return server.timeUs();
     },
     async loseData() {
-      state.flush();
+      server.flushAll();
+    },
+    async changeServer() {
+      server.restart({ keepData: true });
     },
     async stop() {},
   };

@@ -10,8 +10,8 @@ import { join } from 'node:path';
  * and its output is read line by line, each GLIDE line told by the row that was running
  * (conformance.spec.ts marks each row under CONFORMANCE_ROW_MARKS=1).
  *
- * Two rows restart the servers under the voter on purpose (identity-guard, abstention-reporting:
- * the driver's changeServer). There GLIDE reports the outage itself: its connections lost and
+ * Three rows restart the servers under the voter on purpose (identity-guard, abstention-reporting:
+ * the driver's changeServer; shard-abstention, a Cluster row: one master, changeOneServer). There GLIDE reports the outage itself: its connections lost and
  * re-established, the requests that were in flight or sent into the outage, a cluster that says
  * it is down until its masters meet again, and the first script call on a restarted server,
  * whose script cache is empty, made before the voter saw the restart (GLIDE reconnects without a
@@ -19,8 +19,8 @@ import { join } from 'node:path';
  * another row, fails the test.
  */
 
-/** The rows whose driver restarts the servers (changeServer). */
-const RESTART_ROWS = new Set(['identity-guard', 'abstention-reporting']);
+/** The rows whose driver restarts the servers (changeServer, changeOneServer). */
+const RESTART_ROWS = new Set(['identity-guard', 'abstention-reporting', 'shard-abstention']);
 
 /** What GLIDE says of an outage (accepted in RESTART_ROWS only). */
 const OUTAGE = [

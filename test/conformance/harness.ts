@@ -1,15 +1,13 @@
-import { GUARD_MARKER_NAME } from '../../lib/core/keys.js';
 import type { RedlockLogger } from '../../lib/core/logger.js';
+import { realRuntime, type Runtime } from '../../lib/core/runtime.js';
 import {
   decodeWakeMessage,
   LockValues,
-  SCRIPTS,
-  ScriptCalls,
   type ScriptSettings,
   type WakeMessage,
 } from '../../lib/core/scripts/index.js';
-import type { Voter, VoterContext } from '../../lib/core/voter/voter.js';
-import { WriteWindow } from '../../lib/core/voter/write-batching.js';
+import { GUARD_MARKER_NAME } from '../../lib/core/scripts/keys.js';
+import type { Voter, VoterContext } from '../../lib/core/voter/voter-api.js';
 
 /*
  * The voter conformance table's machinery (issue 25, item 4): a row (behaviours.ts) is a small
@@ -36,17 +34,10 @@ const silent: RedlockLogger = { log: () => undefined, warn: () => undefined, err
 
 /**
  * The context an engine gives its voters, for `settings`: the one place that knows what an engine
- * passes (the static scripts, its argument builder and its write batching window).
+ * passes. `runtime`: the column's time (an injected clock's, or the real one).
  */
-export function voterContext(settings: ScriptSettings): VoterContext {
-  return {
-    scripts: SCRIPTS,
-    settings,
-    calls: new ScriptCalls(settings),
-    logger: silent,
-    connectTimeout: 2000,
-    writes: new WriteWindow(),
-  };
+export function voterContext(settings: ScriptSettings, runtime: Runtime = realRuntime): VoterContext {
+  return { settings, logger: silent, connectTimeout: 2000, nodeTimeout: 1000, runtime };
 }
 
 /**
@@ -56,6 +47,8 @@ export function voterContext(settings: ScriptSettings): VoterContext {
 export interface VoterDriver {
   /** The column's title. */
   readonly name: string;
+  /** The runtime its voters run on (the injected clock's); the real one when unset. */
+  readonly runtime?: Runtime;
   /** 'injected': time moves only when a row advances it; 'real': rows wait. */
   readonly clock: 'injected' | 'real';
   /** How far (ms) a duration the rows measure may fall short of the exact one (0 under an injected clock). */
@@ -85,13 +78,20 @@ export interface VoterDriver {
    * voter has no identity guard.
    */
   changeServer?(): Promise<number | void>;
+  /** Which of its servers (a Cluster's masters, by index) holds `key`. Undefined: one server. */
+  shardOf?(key: string): Promise<number>;
+  /**
+   * Like {@link changeServer}, for server `index` alone (one master of a Cluster restarts with its
+   * data); resolves once the cluster is healthy. Undefined: one server.
+   */
+  changeOneServer?(index: number): Promise<void>;
   /** Stops what {@link start} started. */
   stop(): Promise<void>;
 }
 
 /** An engine as the rows see it: lock values of its own, and its wake channel's messages. */
 export class Engine {
-  private readonly values = new LockValues();
+  private readonly values = new LockValues(realRuntime);
   readonly messages: WakeMessage[] = [];
 
   /** A new lock value of this engine (several resources: marked, see scripts/lock-value.ts). */
@@ -131,6 +131,10 @@ export interface Scene {
   loseData(): Promise<void>;
   /** Resolves with the number of servers that changed (a Cluster's masters), 1 when not said. */
   changeServer(): Promise<number>;
+  /** Which server (a Cluster's master, by index) holds `key`: the driver's shardOf (Cluster rows). */
+  shardOf(key: string): Promise<number>;
+  /** Server `index` alone changes (see VoterDriver.changeOneServer; Cluster rows). */
+  changeOneServer(index: number): Promise<void>;
   /**
    * What `voter` (one of this scene's) told its onAbstention listeners so far: a listener is
    * registered as soon as a voter is built, before its connection is checked.
@@ -165,12 +169,44 @@ export async function until(check: () => boolean, what: string, ms = 1000): Prom
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-/** A clock a test steps by hand: epoch ms. */
-export class ManualClock {
-  private ms = Date.now();
+/**
+ * A runtime whose time moves only when a test says so (an injected clock): its timers fire, in
+ * order, as {@link advance} passes them; deferrals and randomness are the real ones.
+ */
+export class ManualRuntime implements Runtime {
+  private ms = 0;
+  private readonly epochMs = Date.now();
+  private timers: Array<{ at: number; fire: () => void }> = [];
+
   readonly now = (): number => this.ms;
-  advance(ms: number): void {
-    this.ms += ms;
+  readonly wallNow = (): number => this.epochMs + this.ms;
+  readonly defer = (fire: () => void): void => void setImmediate(fire);
+  readonly random = realRuntime.random;
+  readonly randomText = realRuntime.randomText;
+
+  setTimeout(fire: () => void, ms: number): () => void {
+    const timer = { at: this.ms + Math.max(0, ms), fire };
+    this.timers.push(timer);
+    return () => void (this.timers = this.timers.filter((t) => t !== timer));
+  }
+
+  /** Moves time forward by `ms`, firing the timers due on the way (each when its time comes). */
+  async advance(ms: number): Promise<void> {
+    const end = this.ms + ms;
+    for (;;) {
+      const next = this.timers.filter((t) => t.at <= end).sort((a, b) => a.at - b.at)[0];
+      if (!next) break;
+      this.timers = this.timers.filter((t) => t !== next);
+      this.ms = Math.max(this.ms, next.at);
+      next.fire();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    this.ms = end;
+  }
+
+  /** Forgets every timer (between rows: the row's voters are closed). */
+  reset(): void {
+    this.timers = [];
   }
 }
 
@@ -188,7 +224,7 @@ export async function runRow(
   const base = { ...DEFAULT_SETTINGS, ...behaviour.settings };
   const heard = new Map<Voter, Array<{ forMs: number; why: string }>>();
   const make = async (settings: ScriptSettings): Promise<Voter> => {
-    const built = await driver.createVoter(voterContext(settings));
+    const built = await driver.createVoter(voterContext(settings, driver.runtime));
     voters.push(built);
     const voter = mutation(built);
     const reports: Array<{ forMs: number; why: string }> = [];
@@ -214,6 +250,14 @@ export async function runRow(
       changeServer: () => {
         if (!driver.changeServer) throw new Error(`${driver.name} cannot change its server`);
         return driver.changeServer().then((changed) => changed ?? 1);
+      },
+      shardOf: (key) => {
+        if (!driver.shardOf) throw new Error(`${driver.name} has one server`);
+        return driver.shardOf(key);
+      },
+      changeOneServer: (index) => {
+        if (!driver.changeOneServer) throw new Error(`${driver.name} has one server`);
+        return driver.changeOneServer(index);
       },
       abstentionsOf: (voter) => heard.get(voter) ?? [],
       note: (text) => void notes.push(text),

@@ -1,7 +1,9 @@
-import { Redis as Redis5 } from 'ioredis';
+import * as ioredis from 'ioredis';
 import { Redis as Redis6 } from 'ioredis6';
-import { RedisVoter } from '../../lib/core/voter/ioredis/redis-voter.js';
-import { checkServer, readServerFacts } from '../../lib/core/voter/ioredis/preflight.js';
+import { realRuntime } from '../../lib/core/runtime.js';
+import { IoredisTransport } from '../../lib/core/transport/ioredis/ioredis.js';
+import { createVoter } from '../../lib/core/transport/pick.js';
+import { checkServer, readServerFacts } from '../../lib/core/voter/server.js';
 import { RedisNodes } from '../../lib/testing/index.js';
 import { DEFAULT_SETTINGS, voterContext } from './harness.js';
 
@@ -24,12 +26,16 @@ afterAll(() => nodes?.close());
  * own connection to localhost:6379, silently, and the client passed in is never used.
  * Fixed (issue 27): clients are told by duck-typing (lib/core/clients/detect.ts).
  */
-test('RedisVoter.from adopts a ready ioredis 6 client (not only instances of its own ioredis copy)', async () => {
+test('a voter adopts a ready ioredis 6 client (not only instances of its own ioredis copy)', async () => {
   const client = new Redis6(nodes.url(0), { protocol: 3 });
-  const voter = RedisVoter.from(client as unknown as Redis5, voterContext(DEFAULT_SETTINGS));
+  const voter = createVoter(client, voterContext(DEFAULT_SETTINGS), undefined, 'nodes[0]');
   try {
-    expect(voter.client).toBe(client);
     expect(voter.label).toBe(`redis://127.0.0.1:${nodes.port(0)}`);
+    expect(await voter.waitReady(2000)).toBe(true);
+    const vote = await voter.acquire(['ki:{adopted}'], 'v1', 5000, '');
+    expect(vote.kind).toBe('granted');
+    // Through the client passed in: the key is on the server the client talks to.
+    expect(await client.get('ki:{adopted}')).toBe('v1');
   } finally {
     await voter.close(500);
     client.disconnect();
@@ -46,7 +52,7 @@ test("preflight sees maxmemory-policy through an ioredis 6 client with replyMapp
   const client = new Redis6(nodes.url(0), { protocol: 3, replyMapping: 'resp3' });
   try {
     await new Promise((resolve) => client.once('ready', resolve));
-    const facts = await readServerFacts(client as unknown as Redis5, 2000);
+    const facts = await factsThrough(client);
     expect(facts.maxmemoryPolicy).toBe('allkeys-lru');
     expect(checkServer(facts).map((f) => f.problem)).toEqual([expect.stringContaining('maxmemory-policy')]);
   } finally {
@@ -58,10 +64,26 @@ test('control: the same check through an ioredis 6 client with the default (lega
   const client = new Redis6(nodes.url(0), { protocol: 3 });
   try {
     await new Promise((resolve) => client.once('ready', resolve));
-    const facts = await readServerFacts(client as unknown as Redis5, 2000);
+    const facts = await factsThrough(client);
     expect(facts.maxmemoryPolicy).toBe('allkeys-lru');
     expect(checkServer(facts).map((f) => f.problem)).toEqual([expect.stringContaining('maxmemory-policy')]);
   } finally {
     client.disconnect();
   }
 });
+
+/** The server facts preflight reads, through the ioredis transport over `client`. */
+async function factsThrough(client: Redis6) {
+  const spec = { client: client as unknown as ioredis.Redis, label: 'facts', owned: false };
+  const transport = new IoredisTransport(spec, realRuntime, 2000);
+  try {
+    return await readServerFacts(
+      realRuntime,
+      (command) => transport.send(undefined, command),
+      undefined,
+      2000,
+    );
+  } finally {
+    await transport.close(500);
+  }
+}

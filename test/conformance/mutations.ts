@@ -1,5 +1,5 @@
 import { isReader, type AcquireVote, type LetGo } from '../../lib/core/scripts/index.js';
-import type { Voter } from '../../lib/core/voter/voter.js';
+import type { Voter } from '../../lib/core/voter/voter-api.js';
 import type { Mutation } from './harness.js';
 
 /*

@@ -4,7 +4,8 @@
  * Consumer-app suite: proves that the package a user downloads installs, type-checks, loads and
  * works in the kinds of apps teams run. `npm run test:consumers` (CI runs it after `npm test`).
  *
- *  1. `npm pack` once (prepack builds dist/), and checks what the tarball holds.
+ *  1. `npm pack` once (prepack builds dist/), and checks what the tarball holds; each app runs its
+ *     bin (`npx nest-quorum-lock functions` prints the FUNCTION library).
  *  2. For every supported combination (module system x NestJS major x Redis client and major:
  *     ioredis 5 / 6, node-redis 5 / 6 only -- no ioredis installed, `skipLibCheck: false` --, Valkey
  *     GLIDE only) it writes a
@@ -27,14 +28,19 @@
  *     fenced writes and reads on a real PostgreSQL (app/fenced-sql.ts, compiled in every app, uses
  *     its typings with no ORM installed).
  *  7. Boots the app (test/consumers/app/main.ts) against 3 real redis-server nodes that it starts
- *     through the tarball's `nest-quorum-lock/testing`: 200 with strictly increasing fencing tokens,
+ *     through the tarball's `nest-quorum-lock/testing`, the restart guard on (the nodes are recorded
+ *     fresh): 200 at once with strictly increasing fencing tokens,
  *     409 on a busy lock, a waiting request served on the holder's release, releases sent one-way
- *     (one CLIENT REPLY SKIP per release) with every reply still in step; the process must then
- *     exit by itself (no open handle).
+ *     (one CLIENT REPLY SKIP per release) with every reply still in step; the package's bin as npm
+ *     installed it (`nest-quorum-lock fresh-node`, with the app's own client package) records an
+ *     empty node and refuses one with data; the process must then exit by itself (no open handle).
  *  8. In the node-redis apps, boots docs/clients.md's node-redis module (a client passed in
  *     unconnected: docs/examples/node-redis-module.ts) with that client's node down, then with it
  *     refusing the password (app/node-redis-boot.ts): the app must listen within 10 s, serve a
  *     locked route on the other two nodes, and exit by itself after closing.
+ *  9. In the node-redis 6 app (no ioredis), which installs iovalkey besides, app/iovalkey-boot.ts:
+ *     iovalkey clients as the nodes take, refuse (busy) and hand over a lock, and the process exits
+ *     by itself after closing.
  *
  * NEW ENTRY POINTS (e.g. `./terminus` -> dist/terminus/index.js): add them to package.json `exports`
  * (`types` first, then `default`) AND to `typesVersions` (for node10 resolution); this suite then
@@ -99,13 +105,15 @@ const COMBOS = [
   },
   { id: 'esm-nest11-ioredis5', esm: true, nest: '^11', ioredis: '^5.4', ts: '^5.8', emit: 'nodenext' },
   // An app on node-redis only: no ioredis installed (nor --legacy-peer-deps), and its typings
-  // checked with skipLibCheck: false, so the package's typings must not need ioredis'.
+  // checked with skipLibCheck: false, so the package's typings must not need ioredis'. It installs
+  // iovalkey besides (`also`): iovalkey clients as the nodes, without ioredis (app/iovalkey-boot.ts).
   {
     id: 'esm-nest12-node-redis6',
     esm: true,
     nest: '^12',
     client: 'node-redis',
     redis: '^6',
+    also: ['iovalkey'],
     ts: '^6',
     emit: 'nodenext',
     strictLibCheck: true,
@@ -139,8 +147,16 @@ const COMBOS = [
 /** Peers every app installs; a lib/ import of anything else is an optional peer. */
 const REQUIRED_PEERS = ['@nestjs/common', '@nestjs/core', 'reflect-metadata', 'rxjs'];
 
-/** The Redis client packages: optional peers, one of which each app installs (its `client`). */
-const CLIENT_PACKAGES = { ioredis: 'ioredis', 'node-redis': 'redis', glide: '@valkey/valkey-glide' };
+/**
+ * The Redis client packages: optional peers, one of which each app installs (its `client`), and
+ * those it names in `also` besides.
+ */
+const CLIENT_PACKAGES = {
+  ioredis: 'ioredis',
+  iovalkey: 'iovalkey',
+  'node-redis': 'redis',
+  glide: '@valkey/valkey-glide',
+};
 const clientOf = (combo) => combo.client ?? 'ioredis';
 
 /** The environment of every child: none of the npm_* settings `npm run` passes down. */
@@ -239,6 +255,7 @@ async function pack(dir) {
     'dist/index.js',
     'dist/index.d.ts',
     'dist/testing/index.js',
+    'dist/cli/main.js',
   ]) {
     if (!files.includes(needed)) problems.push(`missing ${needed}`);
   }
@@ -328,6 +345,7 @@ function writeApp(dir, combo, versions) {
       '@nestjs/core': versions.nest,
       '@nestjs/platform-express': versions.nest,
       [CLIENT_PACKAGES[clientOf(combo)]]: versions.client,
+      ...Object.fromEntries((combo.also ?? []).map((c) => [CLIENT_PACKAGES[c], versions.also[c]])),
       'reflect-metadata': versions.reflectMetadata,
       rxjs: versions.rxjs,
       ...versions.optionalPeers,
@@ -365,6 +383,9 @@ function writeApp(dir, combo, versions) {
     // docs/clients.md's module, as the page shows it, and the app that boots it (step 8).
     copyFileSync(join(ROOT, 'docs/examples/node-redis-module.ts'), join(dir, 'src/locks.module.ts'));
     copyFileSync(join(here, 'app/node-redis-boot.ts'), join(dir, 'src/node-redis-boot.ts'));
+  }
+  if (combo.also?.includes('iovalkey')) {
+    copyFileSync(join(here, 'app/iovalkey-boot.ts'), join(dir, 'src/iovalkey-boot.ts'));
   }
   if (combo.jest) {
     mkdirSync(join(dir, 'test'));
@@ -574,13 +595,25 @@ async function runCombo(base, combo, tarball, versions) {
     row.versions =
       `nest ${installed(dir, '@nestjs/core')}, ${clientPackage} ${installed(dir, clientPackage)}, ` +
       `ts ${installed(dir, 'typescript')}${combo.strictLibCheck ? ', skipLibCheck false' : ''}`;
+    const also = (combo.also ?? []).map((c) => CLIENT_PACKAGES[c]);
+    for (const name of also) row.versions += `, ${name} ${installed(dir, name)}`;
     for (const other of Object.values(CLIENT_PACKAGES)) {
-      if (other !== clientPackage && existsSync(join(dir, 'node_modules', other))) {
+      if (other !== clientPackage && !also.includes(other) && existsSync(join(dir, 'node_modules', other))) {
         throw new Error(`${other} was installed in an app on ${clientPackage} only`);
       }
     }
     const peers = Object.keys(versions.optionalPeers).map((name) => `${name} ${installed(dir, name)}`);
     if (peers.length) row.notes.push(`optional peers installed: ${peers.join(', ')}`);
+
+    // The package's bin, as docs/deploying.md has an administrator run it ("Servers that refuse EVAL").
+    const printed = must(
+      await run('npx', ['--no', 'nest-quorum-lock', 'functions'], { cwd: dir }),
+      'npx nest-quorum-lock functions',
+    );
+    if (!/^#!lua name=nest_quorum_lock_[0-9a-f]{12}\n/.test(printed.stdout))
+      throw new Error(
+        `npx nest-quorum-lock functions printed ${JSON.stringify(printed.stdout.slice(0, 80))}`,
+      );
 
     const entries = entryPoints(dir);
     writeEntryPointImports(dir, entries);
@@ -692,6 +725,15 @@ async function runCombo(base, combo, tarball, versions) {
         );
       }
     }
+    if (combo.also?.includes('iovalkey')) {
+      const valkey = await boot(dir, 'dist/iovalkey-boot.js');
+      row.boot += valkey.seconds;
+      for (const c of valkey.checks)
+        row.notes.push(`${c.ok ? 'ok  ' : 'FAIL'} iovalkey, ${c.name}: ${c.detail}`);
+      for (const w of valkey.stderr) row.notes.push(`iovalkey-boot stderr: ${w}`);
+      if (!valkey.ok) throw new Error(`iovalkey clients: ${valkey.error ?? 'a check failed'}`);
+      row.notes.push(`ok   iovalkey clients as nodes: exited by itself, ${valkey.seconds.toFixed(1)} s`);
+    }
     row.ok = true;
   } catch (err) {
     row.failure = String(err.message ?? err);
@@ -725,6 +767,7 @@ async function main() {
       ioredis6,
       redis5,
       redis6,
+      iovalkey04,
       glide2,
       ts5,
       ts6,
@@ -745,6 +788,7 @@ async function main() {
       latest('ioredis', '^6'),
       latest('redis', '^5'),
       latest('redis', '^6'),
+      latest('iovalkey', '^0.4'),
       latest('@valkey/valkey-glide', '^2'),
       latest('typescript', '^5.8'),
       latest('typescript', '^6'),
@@ -764,9 +808,11 @@ async function main() {
     );
     const pick = { '^11': nest11, '^12': nest12, '^5.4': ioredis5, '^6': ioredis6 };
     const clientVersion = (combo) =>
-      ({ ioredis: pick[combo.ioredis], 'node-redis': combo.redis === '^5' ? redis5 : redis6, glide: glide2 })[
-        clientOf(combo)
-      ];
+      ({
+        ioredis: pick[combo.ioredis],
+        'node-redis': combo.redis === '^5' ? redis5 : redis6,
+        glide: glide2,
+      })[clientOf(combo)];
     // Every app also installs the optional peers (a user of ./postgres or ./terminus has them), so
     // that every entry point must load. A @nestjs/* peer follows the app's NestJS major.
     const optionalFor = {};
@@ -797,6 +843,7 @@ async function main() {
         vitest,
         nestTesting: combo.nest === '^11' ? nestTesting11 : nestTesting12,
         optionalPeers: optionalFor[combo.nest],
+        also: { iovalkey: iovalkey04 },
       }),
     );
 

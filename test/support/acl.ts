@@ -20,7 +20,6 @@ export const MINIMAL_ACL = [
   '+unsubscribe',
   '+info',
   '+config|get',
-  '+client|reply', // optional: releases are sent without waiting for a reply (voter/one-way.ts)
   // What the scripts call: Redis checks a script's commands against the caller's ACL too.
   '+get',
   '+set',

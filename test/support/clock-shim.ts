@@ -79,16 +79,14 @@ export class ClockFiles {
 
   /** Sets `name`'s wall clock to real time + `offsetMs`, at once. */
   set(name: string, offsetMs: number): void {
-    const bytes = Buffer.alloc(8);
-    bytes.writeBigInt64LE(BigInt(Math.round(offsetMs)));
-    // Written in place (the processes map the file): never replaced, never truncated.
-    const fd = openSync(this.file(name), existsSync(this.file(name)) ? 'r+' : 'w');
-    try {
-      writeSync(fd, bytes, 0, 8, 0);
-    } finally {
-      closeSync(fd);
-    }
+    this.write(name, 0, Math.round(offsetMs));
     this.offsets.set(name, Math.round(offsetMs));
+  }
+
+  /** Stops `name`'s wall clock at `epochUs` microseconds (until `undefined` lets it run again). */
+  freeze(name: string, epochUs: number | undefined): void {
+    if (!this.offsets.has(name)) this.set(name, 0);
+    this.write(name, 8, epochUs ?? 0);
   }
 
   /** Steps `name`'s wall clock by `deltaMs` (forward when positive), at once. */
@@ -99,6 +97,18 @@ export class ClockFiles {
   /** Removes the files (after the processes that read them ended). */
   close(): void {
     rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** Writes an int64 at `at` in `name`'s file, in place (the processes map it: never replaced, never truncated). */
+  private write(name: string, at: number, value: number): void {
+    const bytes = Buffer.alloc(8);
+    bytes.writeBigInt64LE(BigInt(value));
+    const fd = openSync(this.file(name), existsSync(this.file(name)) ? 'r+' : 'w');
+    try {
+      writeSync(fd, bytes, 0, 8, at);
+    } finally {
+      closeSync(fd);
+    }
   }
 
   private file(name: string): string {

@@ -1,16 +1,25 @@
 import { Redlock, type RedlockOptions } from '../../lib/index.js';
-import { RedisNodes, type RedisNodesOptions } from '../../lib/testing/index.js';
+import { RedisClusterNodes, RedisNodes, type RedisNodesOptions } from '../../lib/testing/index.js';
 import { LOCK_USER, MINIMAL_ACL, underMinimalAcl } from './acl.js';
-import type { RedisVoter } from '../../lib/core/voter/ioredis/redis-voter.js';
+import type { Cluster, Redis } from 'ioredis';
+import { realRuntime } from '../../lib/core/runtime.js';
+import {
+  IoredisTransport as IoredisTransportClass,
+  type IoredisTransport,
+} from '../../lib/core/transport/ioredis/ioredis.js';
+import { seedSlotMarkers } from '../../lib/core/voter/batches.js';
+import type { TransportVoter } from '../../lib/core/voter/voter.js';
 
 /**
  * Drops the connections of `engine` as when its process dies: its command connections, and its
  * wake-up subscriptions unless `keepSubscriptions` (an engine that hears but cannot answer).
  */
 export function severConnections(engine: Redlock, { keepSubscriptions = false } = {}): void {
-  for (const voter of engine.voters as readonly RedisVoter[]) {
-    if (!keepSubscriptions) voter.subscriber?.disconnect();
-    voter.client.disconnect();
+  for (const voter of engine.voters as readonly TransportVoter[]) {
+    // The transport's own connections, read from outside (a dying process does not ask them).
+    const transport = voter.transport as IoredisTransport;
+    if (!keepSubscriptions) void transport['subscribers'].close();
+    (transport['client'] as Redis).disconnect();
   }
 }
 
@@ -63,3 +72,21 @@ export class TestCluster {
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Every slot's restart-guard marker under `guardKey` says the guard has passed (a cluster in
+ * service, as a first voter with the guard off leaves it), so that only what a test does makes a
+ * shard abstain. The seeding the voters run, through a transport over a client of the cluster's.
+ */
+export async function settleSlotMarkers(cluster: RedisClusterNodes, guardKey: string): Promise<void> {
+  const client = cluster.client();
+  if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
+  const spec = { client: client as unknown as Cluster, label: 'settle', owned: false };
+  const transport = new IoredisTransportClass(spec, realRuntime, 2000);
+  try {
+    await seedSlotMarkers(transport, guardKey, 0, () => false);
+  } finally {
+    await transport.close(1000);
+    client.disconnect();
+  }
+}

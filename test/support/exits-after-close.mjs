@@ -4,12 +4,27 @@
 // timer, retry or subscription). Prints one JSON line: the client's listeners before the engine and
 // after close(), by event; if the process is still alive 3 s after, a second line names the
 // handles that keep it (the parent fails on its deadline either way).
-// KIND: ioredis | ioredis-cluster | node-redis | node-redis-cluster | glide | glide-cluster
+// KIND: ioredis | ioredis-cluster | iovalkey | iovalkey-cluster | node-redis | node-redis-cluster |
+// glide | glide-cluster. The iovalkey kinds run as an app that has iovalkey only: ioredis and
+// node-redis cannot be loaded in their process.
 // NODE_URLS: the standalone nodes, or the cluster's startup nodes (host:port), comma-separated.
 // Imports the built package (dist/).
+import Module from 'node:module';
 import { Redlock } from '../../dist/index.js';
 
 const kind = process.env.KIND;
+if (kind.startsWith('iovalkey')) {
+  // As in an app without them (the library loads its client packages with require(), lazily).
+  const resolve = Module._resolveFilename;
+  Module._resolveFilename = function (request, ...rest) {
+    if (/^(ioredis|redis)(\/|$)/.test(request)) {
+      throw Object.assign(new Error(`Cannot find module '${request}' (an app on iovalkey only)`), {
+        code: 'MODULE_NOT_FOUND',
+      });
+    }
+    return resolve.call(this, request, ...rest);
+  };
+}
 const urls = process.env.NODE_URLS.split(',');
 const hostPort = (url) => {
   const { hostname, port } = new URL(url.includes('://') ? url : `redis://${url}`);
@@ -18,13 +33,13 @@ const hostPort = (url) => {
 
 /** The client (or clients, one per node) of this process, and how it closes them. */
 async function openClients() {
-  if (kind === 'ioredis') {
-    const { Redis } = await import('ioredis');
+  if (kind === 'ioredis' || kind === 'iovalkey') {
+    const { Redis } = await import(kind);
     const clients = urls.map((url) => new Redis(url));
     return { nodes: clients, emitters: clients, close: () => Promise.all(clients.map((c) => c.quit())) };
   }
-  if (kind === 'ioredis-cluster') {
-    const { Cluster } = await import('ioredis');
+  if (kind === 'ioredis-cluster' || kind === 'iovalkey-cluster') {
+    const { Cluster } = await import(kind === 'iovalkey-cluster' ? 'iovalkey' : 'ioredis');
     const cluster = new Cluster(urls.map(hostPort));
     await new Promise((resolve) => cluster.once('ready', resolve));
     return { nodes: [cluster], emitters: [cluster, ...cluster.nodes('all')], close: () => cluster.quit() };
@@ -39,7 +54,9 @@ async function openClients() {
     const { createCluster } = await import('redis');
     const cluster = createCluster({ rootNodes: urls.map((url) => ({ url: `redis://${url}` })) });
     await cluster.connect();
-    return { nodes: [cluster], emitters: [cluster], close: () => cluster.close() };
+    // The cluster and its masters' clients (the library follows their connections).
+    const emitters = [cluster, ...cluster.masters.map((master) => master.client).filter(Boolean)];
+    return { nodes: [cluster], emitters, close: () => cluster.close() };
   }
   const { GlideClient, GlideClusterClient } = await import('@valkey/valkey-glide');
   if (kind === 'glide') {
@@ -55,7 +72,7 @@ async function openClients() {
   return { nodes: [cluster], emitters: [], close: async () => cluster.close() };
 }
 
-/** Listeners per event name on every emitter (the client, and an ioredis Cluster's node connections). */
+/** Listeners per event name on every emitter (the client, and a Cluster's node connections). */
 function listeners(emitters) {
   const counts = {};
   for (const emitter of emitters) {

@@ -24,10 +24,10 @@ function section(markdown: string, heading: string): string {
 }
 
 /** The Redis clients the library takes (lib/core/clients/), as npm names them. */
-const CLIENT_PACKAGES = ['ioredis', 'redis', '@valkey/valkey-glide'];
+const CLIENT_PACKAGES = ['ioredis', 'iovalkey', 'redis', '@valkey/valkey-glide'];
 
 describe('docs claims', () => {
-  test("the README's install line names every Redis client the package takes: ioredis, redis (node-redis) or @valkey/valkey-glide", () => {
+  test("the README's install line names every Redis client the package takes: ioredis, iovalkey, redis (node-redis) or @valkey/valkey-glide", () => {
     const manifest = JSON.parse(page('package.json')) as {
       peerDependencies: Record<string, string>;
       peerDependenciesMeta: Record<string, { optional?: boolean }>;
@@ -39,7 +39,7 @@ describe('docs claims', () => {
       });
     }
     const installation = section(page('README.md'), '## Installation');
-    expect(installation).toContain('ioredis, redis (node-redis) or @valkey/valkey-glide');
+    expect(installation).toContain('ioredis, iovalkey, redis (node-redis) or @valkey/valkey-glide');
     const install = /```bash\n(npm install nest-quorum-lock[^\n]*)\n```/.exec(installation)?.[1];
     expect(install).toBeDefined();
     for (const name of CLIENT_PACKAGES) expect(install).toMatch(new RegExp(`(^|[\\s:,])${name}(\\s|,|$)`));

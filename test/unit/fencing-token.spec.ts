@@ -2,20 +2,28 @@
  * Issue 25, item 6: one fencing-token validation for the Redis and the PostgreSQL fenced stores,
  * and the PostgreSQL helper's errors are RedlockErrors like every other error of the library.
  */
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import { FencedWriter, RedlockError } from '../../lib/index.js';
 import { FencedTable, FencedTableError, InvalidFencingTokenError } from '../../lib/fencing/postgres/index.js';
 
 const BAD = [0, -1, 1.5, Number.NaN, Infinity, 2 ** 53, '5', null, undefined, 5n] as unknown as number[];
 
-/** A store that records what it was asked: a refused token must not reach it. */
+/**
+ * Stores that record what they were asked: a refused token must not reach them. The Redis one is a
+ * real ioredis client that never connected (lazyConnect): its first command would connect it, and
+ * every command it is sent is recorded.
+ */
 function recorders() {
   const sent: unknown[] = [];
-  const redis = { evalsha: (...a: unknown[]) => sent.push(a), eval: (...a: unknown[]) => sent.push(a) };
+  const redis = new Redis({ lazyConnect: true, port: 1 });
+  redis.on('error', () => undefined);
+  const call = redis.call.bind(redis);
+  redis.call = ((...a: Parameters<typeof call>) => (sent.push(a), call(...a))) as typeof redis.call;
   const pg = { query: async (text: string) => (sent.push(text), { rows: [], rowCount: 0 }) };
   return {
     sent,
-    writer: new FencedWriter(redis as unknown as Redis),
+    redis,
+    writer: new FencedWriter(redis),
     table: new FencedTable({ table: 't' }),
     pg,
   };
@@ -25,7 +33,7 @@ describe('one fencing-token check for FencedWriter (Redis) and FencedTable (Post
   test.each(BAD.map((token) => [String(token), token]))(
     'token %s: both refuse it with the same message, before any I/O',
     async (_, token) => {
-      const { sent, writer, table, pg } = recorders();
+      const { sent, redis, writer, table, pg } = recorders();
       const redisErrors = await Promise.all([
         writer.hset('k', { a: 1 }, token).catch((e: unknown) => e),
         writer.hgetall('k', token).catch((e: unknown) => e),
@@ -41,6 +49,8 @@ describe('one fencing-token check for FencedWriter (Redis) and FencedTable (Post
         `A fencing token must be a positive safe integer (lock.fencingToken), got ${String(token)}.`,
       ]);
       expect(sent).toEqual([]);
+      expect(redis.status).toBe('wait'); // never connected: nothing was sent
+      redis.disconnect();
     },
   );
 

@@ -3,7 +3,7 @@ import {
   handOffClockStepped,
   handOffLeaseEnd,
   type HandOff,
-} from '../../lib/core/queue/hand-off.js';
+} from '../../lib/core/engine/hand-off.js';
 
 const drift = (ms: number) => Math.floor(ms * 0.01) + 2;
 const handOff = (node: number, clockUs: number, value = 'w:1'): HandOff => ({

@@ -1,7 +1,6 @@
 import 'reflect-metadata';
 import { DistributedLock, RedlockOptionsError } from '../../lib/index.js';
-import { KeySpace } from '../../lib/core/keys.js';
-import { keySlot } from '../../lib/core/voter/ioredis-cluster/slots.js';
+import { keySlot, lockKeyOf } from '../../lib/core/scripts/keys.js';
 import { compileLockKey } from '../../lib/nest/lock-key.js';
 
 /*
@@ -79,8 +78,7 @@ describe('@DistributedLock key templates', () => {
     expect(compileLockKey('{{{0}}}', 'X.y')(['7'])).toEqual(['{7}']);
     // The library tags each lock key with its resource (`<prefix>{<resource>}`); Redis hashes the
     // text from the first { to the next }: "{order:42", the same for both keys of the order.
-    const keys = new KeySpace('redlock:');
-    const [items, payment] = resolve(['42']).map((r) => keys.lock(r));
+    const [items, payment] = resolve(['42']).map((r) => lockKeyOf('redlock:', r));
     expect(items).toBe('redlock:{{order:42}:items}');
     expect(keySlot(items!)).toBe(keySlot(payment!));
     expect(keySlot(items!)).toBe(keySlot('{order:42'));

@@ -1,4 +1,5 @@
 import { Cluster, Redis } from 'ioredis';
+import { Cluster as ValkeyCluster, Valkey } from 'iovalkey';
 import { createClient, createClientPool, createCluster } from 'redis';
 import {
   createClient as createClient5,
@@ -38,6 +39,14 @@ describe('client detection (duck-typed)', () => {
     const cluster = new Cluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true });
     opened.push(redis, cluster);
     expect(clientKind(redis)).toBe('ioredis');
+    expect(clientKind(cluster)).toBe('ioredis-cluster');
+  });
+
+  test('iovalkey Redis (Valkey) and Cluster: the ioredis API, the same kinds', () => {
+    const valkey = new Valkey({ lazyConnect: true });
+    const cluster = new ValkeyCluster([{ host: '127.0.0.1', port: 1 }], { lazyConnect: true });
+    opened.push(valkey, cluster);
+    expect(clientKind(valkey)).toBe('ioredis');
     expect(clientKind(cluster)).toBe('ioredis-cluster');
   });
 

@@ -6,7 +6,7 @@ import {
   serverSoftware,
   trustedAcrossRestarts,
   type ServerFacts,
-} from '../../lib/core/voter/ioredis/preflight.js';
+} from '../../lib/core/voter/server.js';
 import { resolveOptions } from '../../lib/core/resolve-options.js';
 import { NodeConfigurationError, RedlockOptionsError } from '../../lib/index.js';
 import { MemoryLogger } from '../support/cluster.js';
@@ -130,40 +130,42 @@ describe('Preflight (engine-wide)', () => {
   test('the same server behind two voters: the second is refused', () => {
     const preflight = new Preflight('error', new MemoryLogger());
     const [a, b] = [{}, {}];
-    expect(preflight.review(a, 'redis://127.0.0.1:6379', report('x'))).toBeUndefined();
-    const refusal = preflight.review(b, 'redis://localhost:6379', report('x'));
+    expect(preflight.review(a, a, 'redis://127.0.0.1:6379', report('x'))).toBeUndefined();
+    const refusal = preflight.review(b, b, 'redis://localhost:6379', report('x'));
     expect(refusal).toBeInstanceOf(NodeConfigurationError);
     expect(refusal!.message).toContain('same Redis server as redis://127.0.0.1:6379 (run_id x)');
     expect(preflight.bootstrapDone([a, b])!.node).toBe('redis://localhost:6379');
   });
 
-  test('the same Valkey server twice is named as Valkey; each voter keeps its server for status()', () => {
+  test('the same Valkey server twice is named as Valkey', () => {
     const preflight = new Preflight('error', new MemoryLogger());
     const [a, b] = [{}, {}];
-    preflight.review(a, 'redis://127.0.0.1:6379', { ...report('v'), server: 'Valkey 8.0.1' });
-    const refusal = preflight.review(b, 'redis://localhost:6379', { ...report('v'), server: 'Valkey 8.0.1' });
+    preflight.review(a, a, 'redis://127.0.0.1:6379', { ...report('v'), server: 'Valkey 8.0.1' });
+    const refusal = preflight.review(b, b, 'redis://localhost:6379', {
+      ...report('v'),
+      server: 'Valkey 8.0.1',
+    });
     expect(refusal!.message).toContain('same Valkey server as redis://127.0.0.1:6379 (run_id v)');
-    expect([preflight.serverOf(a), preflight.serverOf({})]).toEqual(['Valkey 8.0.1', undefined]);
   });
 
   test('the bootstrap error lists the nodes in the configured order, not the order they answered in', () => {
     const preflight = new Preflight('error', new MemoryLogger());
     const lru = checkServer({ ...healthy, maxmemoryPolicy: 'allkeys-lru' });
     const [a, b, c] = [{}, {}, {}];
-    preflight.review(c, 'n3', report('r3', lru)); // the last configured node answers first
-    preflight.review(a, 'n1', report('r1', lru));
-    preflight.review(b, 'n2', report('r2')); // a healthy one
+    preflight.review(c, c, 'n3', report('r3', lru)); // the last configured node answers first
+    preflight.review(a, a, 'n1', report('r1', lru));
+    preflight.review(b, b, 'n2', report('r2')); // a healthy one
     expect(preflight.bootstrapDone([a, b, c])!.errors.map((e) => e.node)).toEqual(['n1', 'n3']);
   });
 
   test("'warn' logs and lets the voter vote; errors after bootstrap are logged", () => {
     const logger = new MemoryLogger();
     const lru = checkServer({ ...healthy, maxmemoryPolicy: 'allkeys-lru' });
-    expect(new Preflight('warn', logger).review({}, 'n1', report('y', lru))).toBeUndefined();
+    expect(new Preflight('warn', logger).review({}, {}, 'n1', report('y', lru))).toBeUndefined();
     expect(logger.lines[0]).toMatch(/^warn: Redis node n1: maxmemory-policy is allkeys-lru.*it votes anyway/);
     const strict = new Preflight('error', logger);
     expect(strict.bootstrapDone([])).toBeUndefined();
-    expect(strict.review({}, 'n2', report('z', lru))).toBeInstanceOf(NodeConfigurationError);
+    expect(strict.review({}, {}, 'n2', report('z', lru))).toBeInstanceOf(NodeConfigurationError);
     expect(logger.lines.at(-1)).toMatch(/^error: Redis node n2: .*does not vote until it is fixed/s);
   });
 });

@@ -7,11 +7,11 @@ import {
   extendManyCall,
 } from '../../lib/core/scripts/extend.js';
 import { decodeSlotReply } from '../../lib/core/scripts/semaphore.js';
-import { clockOf, wasExtended } from '../../lib/core/lease/extend-batcher.js';
-import { ScriptCalls } from '../../lib/core/scripts/calls.js';
-import { decodeWakeMessage } from '../../lib/core/scripts/wake-message.js';
-import { LockValues, MULTI_RESOURCE_MARK } from '../../lib/core/scripts/lock-value.js';
-import { quorumOf } from '../../lib/core/quorum/quorum-round.js';
+import { clockOf, wasExtended } from '../../lib/core/engine/extend-batcher.js';
+import { realRuntime } from '../../lib/core/runtime.js';
+import { settingsArg } from '../../lib/core/scripts/settings.js';
+import { decodeWakeMessage, LockValues, MULTI_RESOURCE_MARK } from '../../lib/core/scripts/values.js';
+import { quorumOf } from '../../lib/core/quorum/round.js';
 
 describe('the TypeScript side of the Lua contract (no Redis)', () => {
   test('acquire replies decode to granted / busy / abstaining', () => {
@@ -103,31 +103,26 @@ describe('the TypeScript side of the Lua contract (no Redis)', () => {
     expect([wasExtended(0), clockOf(0)]).toEqual([false, undefined]);
   });
 
-  test('letting go: named operations become the scripts arguments', () => {
-    const calls = new ScriptCalls({
+  test('the settings travel as one argument with one layout for every script (safe-side rounding)', () => {
+    const settings = {
       guardMs: 0,
       guardKey: 'g',
       fenceIdleMs: 1000,
       turnMs: 200,
       queueIdleMs: 1000,
       seedWindowMs: 100,
-    });
-    // The let-go scripts get the settings of a hand-over (turn, fence counters' idle expiry) as ARGV[2].
-    const settings = calls.handOverSettings;
-    expect(settings).toBe('200 1000');
-    expect(calls.letGoArgs('v', { op: 'release' })).toEqual(['v', settings]);
-    expect(calls.letGoArgs('v', { op: 'leave-queue' })).toEqual(['v', settings]);
-    expect(calls.letGoArgs('v', { op: 'requeue', ticket: '17' })).toEqual(['v', settings, '17']);
-    expect(calls.letGoArgs('v', { op: 'requeue', ticket: '17', renamedTo: 'w' })).toEqual([
-      'v',
-      settings,
-      '17',
-      'w',
-    ]);
+    };
+    // guardMs fenceIdleMs seedWindowMs queueIdleMs turnMs clock
+    expect(settingsArg(settings)).toBe('0 1000 100 1000 200 0');
+    expect(settingsArg({ ...settings, clockReadings: true })).toBe('0 1000 100 1000 200 1');
+    // A fraction: the window rounds down, durations round up (never below what was asked).
+    expect(settingsArg({ ...settings, guardMs: 10.2, seedWindowMs: 99.9, turnMs: 0.5 })).toBe(
+      '11 1000 99 1000 1 0',
+    );
   });
 
   test('lock values name their engine channel; several resources are marked', () => {
-    const values = new LockValues();
+    const values = new LockValues(realRuntime);
     const one = values.next(false);
     const many = values.next(true);
     expect(one).not.toBe(many.slice(0, -1));

@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Injectable } from '@nestjs/common';
 import { Test, type TestingModule } from '@nestjs/testing';
 import { DistributedLock, FencingToken, LockService, LockUsageError, Redlock } from '../../lib/index.js';
-import { MemoryState, MemoryVoter, RedlockTestingModule } from '../../lib/testing/index.js';
+import { MemoryServer, memoryNode, RedlockTestingModule } from '../../lib/testing/index.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -54,9 +54,9 @@ describe('semaphores on the in-memory voter (RedlockTestingModule)', () => {
 
 describe('semaphores on three in-memory voters: a slot granted on a minority is given back', () => {
   test('a minority grant is given back; a split vote is proposed again with the slot free on a majority first', async () => {
-    const states = [new MemoryState(), new MemoryState(), new MemoryState()];
+    const states = [new MemoryServer(), new MemoryServer(), new MemoryServer()];
     const engine = new Redlock({
-      nodes: states.map((state, i) => MemoryVoter.factory(`memory://${i}`, state)),
+      nodes: states.map((state) => memoryNode(state)),
       restartGuard: false,
       preflight: 'off',
     });

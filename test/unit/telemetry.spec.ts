@@ -6,7 +6,7 @@ import {
   SimpleSpanProcessor,
 } from '@opentelemetry/sdk-trace-base';
 import { Redlock } from '../../lib/index.js';
-import { MemoryVoter } from '../../lib/testing/index.js';
+import { MemoryServer, memoryNode } from '../../lib/testing/index.js';
 
 /** A pull reader: the test collects when it wants to look. */
 class TestReader extends MetricReader {
@@ -16,7 +16,7 @@ class TestReader extends MetricReader {
 
 const quiet = { log: () => undefined, warn: () => undefined, error: () => undefined };
 const engineOnMemory = () =>
-  new Redlock({ nodes: [MemoryVoter.factory()], restartGuard: false, logger: quiet });
+  new Redlock({ nodes: [memoryNode(new MemoryServer())], restartGuard: false, logger: quiet });
 
 /** Data points of one instrument, by name. */
 function points(collected: ResourceMetrics, name: string) {
@@ -100,13 +100,13 @@ describe('OpenTelemetry (SDK in-memory reader and exporter; no Redis)', () => {
     const exporter = new InMemorySpanExporter();
     const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
     const engine = new Redlock({
-      nodes: [MemoryVoter.factory()],
+      nodes: [memoryNode(new MemoryServer())],
       restartGuard: false,
       logger: quiet,
       telemetry: { meterProvider, tracerProvider },
     });
     const off = new Redlock({
-      nodes: [MemoryVoter.factory()],
+      nodes: [memoryNode(new MemoryServer())],
       restartGuard: false,
       logger: quiet,
       telemetry: false,

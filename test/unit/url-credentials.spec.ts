@@ -2,7 +2,7 @@ import 'reflect-metadata';
 import { Test } from '@nestjs/testing';
 import { Redlock, RedlockModule, RedlockOptionsError } from '../../lib/index.js';
 import { resolveOptions } from '../../lib/core/resolve-options.js';
-import { redactUrl } from '../../lib/core/voter/ioredis/connection.js';
+import { redactUrl } from '../../lib/core/transport/urls.js';
 
 /**
  * A password with an unencoded '@' or '#' (issue 29, item 5): the URL is a RedlockOptionsError at

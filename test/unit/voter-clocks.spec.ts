@@ -1,4 +1,4 @@
-import { VoterClocks } from '../../lib/core/quorum/voter-clocks.js';
+import { VoterClocks } from '../../lib/core/guards/clock/readings.js';
 import { CLOCK_WINDOW_US } from '../../lib/core/scripts/acquire.js';
 
 describe("VoterClocks: the voters' time as an engine knows it", () => {

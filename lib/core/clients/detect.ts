@@ -4,7 +4,11 @@
  * package, or across a test runner's module registry and Node's own).
  */
 
-/** A client object `nodes` may hold, by package and kind. */
+/**
+ * A client object `nodes` may hold, by API and kind. `ioredis` and `ioredis-cluster` are the ioredis
+ * API: ioredis 5 and 6, and iovalkey (its fork for Valkey, the same members and events), which no
+ * public member tells apart and which the transport serves alike.
+ */
 export type ClientKind =
   'ioredis' | 'ioredis-cluster' | 'node-redis' | 'node-redis-cluster' | 'glide' | 'glide-cluster';
 
@@ -18,7 +22,7 @@ const fn = (value: unknown): boolean => typeof value === 'function';
  */
 export function clientKind(node: object): ClientKind | undefined {
   const o = node as Members;
-  // ioredis: `status` and `isCluster` on both; a Cluster has nodes(), a Redis duplicate().
+  // ioredis and iovalkey: `status` and `isCluster` on both; a Cluster has nodes(), a Redis duplicate().
   if (typeof o.status === 'string' && typeof o.isCluster === 'boolean' && fn(o.sendCommand)) {
     if (o.isCluster) return fn(o.nodes) ? 'ioredis-cluster' : undefined;
     return fn(o.duplicate) && fn(o.evalsha) ? 'ioredis' : undefined;

@@ -84,7 +84,7 @@ export function chooseClientPackage(
   throw new RedlockOptionsError(
     'nodes',
     'URLs and connection options need a Redis client package, and neither "ioredis" nor "redis" (node-redis) is installed',
-    `Install one of them: ${INSTALL.ioredis}, or ${INSTALL['node-redis']} (or pass ready-made clients, e.g. Valkey GLIDE ones).`,
+    `Install one of them: ${INSTALL.ioredis}, or ${INSTALL['node-redis']} (or pass ready-made clients, e.g. iovalkey or Valkey GLIDE ones).`,
   );
 }
 

@@ -1,6 +1,6 @@
 /*
  * The shapes of the Redis clients `nodes` accepts, written here instead of imported from the
- * clients' packages: `ioredis`, `redis` (node-redis) and `@valkey/valkey-glide` are all optional
+ * clients' packages: `ioredis`, `iovalkey`, `redis` (node-redis) and `@valkey/valkey-glide` are all optional
  * peers, and an application that has only one of them must compile against these typings with
  * `skipLibCheck: false`. Each shape names a few members its client really has, so that the
  * client's own type is assignable to it; which client a value is, is told at run time by
@@ -21,7 +21,7 @@ export type RedisClientPackage = 'ioredis' | 'node-redis';
  */
 export type RedisConnectionOptions = object;
 
-/** An ioredis `Redis` client (ioredis 5 or 6). */
+/** An ioredis `Redis` client (ioredis 5 or 6), or an iovalkey `Redis` (`Valkey`): the same API. */
 export interface IoRedisClient {
   readonly status: string;
   readonly isCluster: boolean;
@@ -29,7 +29,7 @@ export interface IoRedisClient {
   duplicate(...args: never[]): unknown;
 }
 
-/** An ioredis `Cluster` client (ioredis 5 or 6): a Redis Cluster as ONE voter. */
+/** An ioredis `Cluster` client (ioredis 5 or 6, or iovalkey): a Redis Cluster as ONE voter. */
 export interface IoRedisCluster {
   readonly status: string;
   readonly isCluster: boolean;

@@ -1,6 +1,6 @@
 import { QuorumUnavailableError, type NodeFailure } from '../errors.js';
 import type { KeyView } from '../scripts/index.js';
-import { settleWithin, TIMED_OUT } from '../timeouts.js';
+import { settleWithin, TIMED_OUT } from '../runtime.js';
 import type { Voters } from './voters.js';
 
 /** What a majority of the voters says of one resource's lock (read-only). */
@@ -89,7 +89,7 @@ export async function inspectKey(
   await Promise.all(
     voters.list.map(async (voter) => {
       try {
-        const view = await settleWithin(voter.inspect(lockKey), nodeTimeout);
+        const view = await settleWithin(voters.runtime, voter.inspect(lockKey), nodeTimeout);
         if (view === TIMED_OUT)
           failures.push({ node: voter.label, reason: `no reply within ${nodeTimeout} ms` });
         else views.push(view);
@@ -118,4 +118,36 @@ export async function inspectKey(
     inspection: { held: majority !== undefined, ttlMs, fencingToken: fence > 0 ? fence : null },
     holder: majorityEntry?.[0] ?? null,
   };
+}
+
+/**
+ * A read-write lock's view while readers hold it (its key holds READ_MARKER on a majority): the
+ * plain view of the key, with `mode: 'read'` and the number of readers that a majority of the
+ * voters counts among its live readers (read-only; a voter that fails or has no readers' view
+ * counts none).
+ */
+export async function inspectReaders(
+  voters: Voters,
+  lockKey: string,
+  inspection: LockInspection,
+  nodeTimeout: number,
+): Promise<LockInspection> {
+  const seen = new Map<string, number>();
+  await Promise.all(
+    voters.list.map(async (voter) => {
+      try {
+        const readers = await settleWithin(
+          voters.runtime,
+          voter.inspectReaders?.(lockKey) ?? Promise.resolve([]),
+          nodeTimeout,
+        );
+        if (readers === TIMED_OUT) return;
+        for (const reader of readers) seen.set(reader, (seen.get(reader) ?? 0) + 1);
+      } catch {
+        // Counts none: the majority of the others decides.
+      }
+    }),
+  );
+  const readers = [...seen.values()].filter((count) => count >= voters.quorum).length;
+  return { ...inspection, mode: 'read', readers };
 }

@@ -1,16 +1,18 @@
 import type { LockEvents } from '../events.js';
-import type { LetGo } from '../scripts/index.js';
+import { ClockGuard, type ClockGuardSettings } from '../guards/clock/guard.js';
+import type { VoterClocks } from '../guards/clock/readings.js';
+import { Abstentions } from '../guards/restart.js';
 import type { RedlockLogger } from '../logger.js';
-import { settleWithin, TIMED_OUT } from '../timeouts.js';
-import { Abstentions } from './abstentions.js';
-import { quorumOf, quorumRound, type RoundOptions, type RoundOutcome, type Vote } from './quorum-round.js';
-import type { Voter } from '../voter/voter.js';
-import type { WriteWindow } from '../voter/write-batching.js';
-import { ClockGuard, type ClockGuardSettings } from './clock-guard.js';
-import type { VoterClocks } from './voter-clocks.js';
+import { settleWithin, TIMED_OUT, type Runtime } from '../runtime.js';
+import type { LetGo } from '../scripts/let-go.js';
+import type { Voter } from '../voter/voter-api.js';
+import { quorumOf, quorumRound, type RoundOptions, type RoundOutcome, type Vote } from './round.js';
 
 /** Every answer, or failure, of a voter letting go counts as done (see Voters.letGo). */
 const countsAsDone = (): 'yes' => 'yes';
+const SENT: Promise<void> = Promise.resolve();
+/** How often the bootstrap looks whether a quorum of distinct servers decided it, ms. */
+const DECIDED_POLL_MS = 10;
 
 /** Reachability of one voter, as reported by `Redlock.connect`, `status` and `probe`. */
 export interface NodeStatus {
@@ -27,10 +29,10 @@ export interface NodeStatus {
    */
   readonly subscriptionError?: string;
   /**
-   * Which server answers, as its INFO said when the node was last checked (preflight, on each new
-   * connection): `Redis 7.4.1`, `Valkey 8.0.1` (Valkey's own version, not the `redis_version` it
-   * reports for compatibility); for a Cluster voter its masters', each distinct one. Absent before
-   * the first check, with `preflight: 'off'`, or where the ACL denies INFO.
+   * Which server answers, as its INFO said when the node was last checked (the identity guard, on
+   * each new connection): `Redis 7.4.1`, `Valkey 8.0.1` (Valkey's own version, not the
+   * `redis_version` it reports for compatibility); for a Cluster voter its masters', each distinct
+   * one. Absent before the first check, or where the ACL denies INFO.
    */
   readonly server?: string;
 }
@@ -50,6 +52,7 @@ export class Voters {
   /** Answered let-gos in flight (see {@link lettingGoSettled}). */
   private lettingGo = 0;
   private onLetGoSettled: (() => void) | undefined;
+  private closing = false;
 
   constructor(
     readonly list: readonly Voter[],
@@ -57,22 +60,27 @@ export class Voters {
     restartGuard: number | false,
     private readonly logger: RedlockLogger,
     private readonly events: LockEvents,
-    /** The engine's write batching window (its voters' too): when a release's writes have left. */
-    private readonly writes: WriteWindow,
+    readonly runtime: Runtime,
     /**
      * The clock guard: steps above `thresholdMs` (0: off) exclude a voter for `excludeForMs` (the
      * restart guard, or the longest ttl where that is off).
      */
     clockGuard: ClockGuardSettings = { thresholdMs: 0, excludeForMs: 0 },
-    /** What a voter's server is (preflight's latest review: `Valkey 8.0.1`), for status. */
-    private readonly serverOf: (voter: Voter) => string | undefined = () => undefined,
   ) {
     this.quorum = quorumOf(list.length);
-    this.abstentions = new Abstentions(list, this.quorum, restartGuard, logger, events);
-    this.clockGuard = new ClockGuard(list, this.quorum, clockGuard, this.abstentions, logger, events);
+    this.abstentions = new Abstentions(list, this.quorum, restartGuard, logger, events, runtime);
+    this.clockGuard = new ClockGuard(
+      list,
+      this.quorum,
+      clockGuard,
+      this.abstentions,
+      logger,
+      events,
+      runtime,
+    );
     list.forEach((voter, index) => {
-      // The identity guard (voter/ioredis/admission.ts) decides on connecting, before any acquire.
-      voter.onAbstention?.((forMs, why) => this.noteAbstention(index, forMs, why || undefined));
+      // The identity guard (guards/identity.ts) decides on connecting, before any acquire.
+      voter.onAbstention?.((forMs, why, shard) => this.noteAbstention(index, forMs, why || undefined, shard));
       voter.onHealthChange((up, reason) => {
         if (!events.observed) return;
         events.emit({ type: up ? 'node-up' : 'node-down', resources: [], node: voter.label, reason });
@@ -102,6 +110,7 @@ export class Voters {
     options?: RoundOptions<R> & { voters?: readonly Voter[]; quorum?: number; timeoutMs?: number },
   ): Promise<RoundOutcome<R>> {
     return quorumRound(
+      this.runtime,
       options?.voters ?? this.list,
       options?.quorum ?? this.quorum,
       options?.timeoutMs ?? this.nodeTimeout,
@@ -112,13 +121,11 @@ export class Voters {
   }
 
   /**
-   * Lets go of `value`'s keys on the voters `on` (default all). A voter that can send it one-way
-   * (no reply: voter/one-way.ts) does, unless `confirmed`, and counts as done once the bytes are
-   * handed to its socket (at once, or when the tick's corked writes leave: write-batching.ts): what
-   * this engine sends the voter later goes on the same connection, so it comes after. The others
-   * are waited for until, with those, a majority is done, like an acquire. A voter that fails to
-   * answer still counts as done: the key expires there with its lease, and the next operation of
-   * this engine reaches it after this one, on the same connection.
+   * Lets go of `value`'s keys on the voters `on` (default all). Resolves once the commands are
+   * handed to the voters' clients: what this engine sends a voter later goes on the same
+   * connection, so it comes after. With `confirmed`, once a majority answered (a voter that fails
+   * still counts as done: the key expires there with its lease). Every let-go in flight is waited
+   * for, at most nodeTimeout, before the connections close.
    */
   letGo(
     keys: readonly string[],
@@ -126,21 +133,17 @@ export class Voters {
     how: LetGo,
     { on: voters = this.list, confirmed = false }: { on?: readonly Voter[]; confirmed?: boolean } = {},
   ): Promise<unknown> {
-    let replying: Voter[] | undefined;
-    for (const voter of voters) {
-      if (confirmed || !voter.letGoOneWay?.(keys, value, how)) (replying ??= []).push(voter);
+    if (!confirmed) {
+      for (const voter of voters) void this.sendLetGo(voter, keys, value, how);
+      return SENT;
     }
-    if (!replying) return this.writes.handedOver();
-    const needed = Math.min(this.quorum, voters.length) - (voters.length - replying.length);
-    if (needed <= 0) {
-      for (const voter of replying) void this.sendLetGo(voter, keys, value, how);
-      return this.writes.handedOver();
-    }
+    const send = (voter: Voter) => this.sendLetGo(voter, keys, value, how);
     return quorumRound(
-      replying,
-      needed,
+      this.runtime,
+      voters,
+      Math.min(this.quorum, voters.length),
       this.nodeTimeout,
-      (voter) => this.sendLetGo(voter, keys, value, how),
+      send,
       countsAsDone,
     );
   }
@@ -162,9 +165,12 @@ export class Voters {
    * shutdown waits for it before the connections close.
    */
   async lettingGoSettled(timeoutMs: number): Promise<void> {
-    await this.writes.handedOver();
     if (this.lettingGo === 0) return;
-    await settleWithin(new Promise<void>((resolve) => (this.onLetGoSettled = resolve)), timeoutMs);
+    await settleWithin(
+      this.runtime,
+      new Promise<void>((resolve) => (this.onLetGoSettled = resolve)),
+      timeoutMs,
+    );
     this.onLetGoSettled = undefined;
   }
 
@@ -172,8 +178,8 @@ export class Voters {
    * Records that voter `index` abstains under the restart guard for `remainingMs` (logged and
    * emitted by {@link Abstentions.note}), and returns the reason for error messages.
    */
-  noteAbstention(index: number, remainingMs: number, why?: string): string {
-    return this.abstentions.note(index, remainingMs, why);
+  noteAbstention(index: number, remainingMs: number, why?: string, shard?: string): string {
+    return this.abstentions.note(index, remainingMs, why, shard);
   }
 
   /**
@@ -198,27 +204,39 @@ export class Voters {
     this.clockGuard.excludeAfterStep(index, stepMs);
   }
 
-  /** Whether voter `index` abstains now (restart, identity or clock guard). */
-  abstains(index: number): boolean {
-    return this.abstentions.abstainsUntil(index) > performance.now();
+  /** The clock guard: voter `index` was ahead of the others by `aheadMs` when first read (see ClockGuard). */
+  excludeAhead(index: number, aheadMs: number, quiet?: boolean): number {
+    return this.clockGuard.excludeAhead(index, aheadMs, quiet);
   }
 
   /**
-   * Reads every connected voter's clock once (a read-only script on `probeKey`, bounded by five
-   * node timeouts, at least 500 ms): the baseline the clock guard compares later readings with, and what waiting
-   * tickets are stamped with from the first acquire on.
+   * Whether voter `index` abstains now (restart, identity or clock guard), for `keys` when given (a
+   * Cluster voter's shard abstains for its own slots only).
    */
-  async readClocks(probeKey: string): Promise<void> {
+  abstains(index: number, keys?: readonly string[]): boolean {
+    if (this.abstentions.abstainsUntil(index) > this.runtime.now()) return true;
+    return keys !== undefined && (this.list[index]!.abstainingForMs?.(keys) ?? 0) > 0;
+  }
+
+  /**
+   * Reads every connected voter's clock once, or those of `only` (a read-only script on `probeKey`,
+   * bounded by five node timeouts, at least 500 ms): the baseline the clock guard compares later
+   * readings with, and what waiting tickets are stamped with from the first acquire on.
+   */
+  async readClocks(probeKey: string, only?: readonly number[]): Promise<void> {
     await Promise.all(
       this.list.map(async (voter, index) => {
-        if (!voter.connected) return;
-        const sentAt = performance.now();
+        if (!voter.connected || (only && !only.includes(index))) return;
+        const sentAt = this.runtime.now();
         // Once, at bootstrap: a voter still busy with its first connection gets some slack.
-        const view = await settleWithin(voter.inspect(probeKey), Math.max(5 * this.nodeTimeout, 500)).catch(
-          () => undefined,
+        const inspection = settleWithin(
+          this.runtime,
+          voter.inspect(probeKey),
+          Math.max(5 * this.nodeTimeout, 500),
         );
+        const view = await inspection.catch(() => undefined);
         if (view === undefined || view === TIMED_OUT || view.clockUs === undefined) return;
-        this.noteClock(index, sentAt, performance.now(), view.clockUs);
+        this.noteClock(index, sentAt, this.runtime.now(), view.clockUs);
       }),
     );
   }
@@ -235,32 +253,47 @@ export class Voters {
    * can tell when they come back.
    */
   msUntilQuorumVotes(votes: RoundOutcome<unknown>['votes']): number | undefined {
-    const now = performance.now();
+    const now = this.runtime.now();
     const waits = this.list
       .map((_, i) => {
         const vote = votes[i];
         if (vote === 'yes' || vote === 'no') return 0;
-        return vote === 'declined' ? Math.max(0, this.abstentions.abstainsUntil(i) - now) : Infinity;
+        return vote === 'declined' ? Math.max(0, this.abstentions.reportedUntil(i) - now) : Infinity;
       })
       .sort((a, b) => a - b);
     const wait = waits[this.quorum - 1]!;
-    return Number.isFinite(wait) ? wait : undefined;
+    // Whole ms, rounded up: the hint goes into messages and HTTP bodies, and early is in vain.
+    return Number.isFinite(wait) ? Math.ceil(wait) : undefined;
   }
 
   /**
    * Waits until every voter is connected, at most `timeoutMs` (a voter that refused the
-   * credentials says so at once: nothing to wait for), and sums up those that are not in one
-   * line; each voter already logged its own error, with what to fix, when it happened. Resolves
-   * with each voter's status (it does not throw: a minority may well be down).
+   * credentials says so at once: nothing to wait for), or until a quorum of distinct servers
+   * votes and no other voter is still on its way (each failed its latest attempt or was refused:
+   * they join when they connect, see {@link whenJoined}); sums up those that are not connected in
+   * one line; each voter already logged its own error, with what to fix, when it happened.
+   * Resolves with each voter's status (it does not throw: a minority may well be down).
    */
   async connect(timeoutMs: number): Promise<NodeStatus[]> {
-    await Promise.all(this.list.map((v) => v.waitReady(timeoutMs)));
+    let over = false;
+    const ready = this.list.map(() => false);
+    const everyone = Promise.all(this.list.map((v, i) => v.waitReady(timeoutMs).then((r) => (ready[i] = r))));
+    // Polled: a transport's failed attempt is no event at this level.
+    const quorumDecided = new Promise<void>((resolve) => {
+      const poll = () => {
+        if (over || this.quorumDecided(ready)) resolve();
+        else this.runtime.setTimeout(poll, DECIDED_POLL_MS);
+      };
+      poll();
+    });
+    await Promise.race([everyone, quorumDecided]);
+    over = true;
     this.abstentions.logPending(); // the voters that abstain from boot, now rather than after the batch time
     const statuses = this.status();
     const down = statuses.filter((s) => !s.reachable);
     if (down.length === 0) return statuses;
     const connected = this.count - down.length;
-    const which = down.map((s) => `${s.node} (${shortReason(s.error, timeoutMs)})`).join(', ');
+    const which = down.map((s) => `${s.node} (${shortReason(s.node, s.error, timeoutMs)})`).join(', ');
     if (connected < this.quorum) {
       this.logger.error(
         `No quorum: ${connected} of ${this.count} Redis nodes connected, ${this.quorum} needed; no lock can be ` +
@@ -274,15 +307,52 @@ export class Voters {
     return statuses;
   }
 
+  /**
+   * Whether the bootstrap may start: a quorum of distinct servers is `ready` (connected and checked;
+   * two voters whose servers share a run_id count once), and none of the others is still connecting
+   * or being checked.
+   */
+  private quorumDecided(ready: readonly boolean[]): boolean {
+    if (this.list.some((v, i) => !ready[i] && (v.pending ?? true))) return false;
+    const seen = new Set<string>();
+    let distinct = 0;
+    for (const voter of this.list.filter((v, i) => ready[i] && v.connected)) {
+      const ids = voter.serverIds ?? [];
+      if (ids.some((id) => seen.has(id))) continue;
+      for (const id of ids) seen.add(id);
+      distinct++;
+    }
+    return distinct >= this.quorum;
+  }
+
+  /**
+   * Calls `joined` once, when voter `index` (not connected now) first connects and passes its
+   * checks (its check bounded by `timeoutMs` each time it comes up), unless the voters close first.
+   */
+  whenJoined(index: number, timeoutMs: number, joined: () => void): void {
+    const voter = this.list[index]!;
+    let done = false;
+    const attempt = () => {
+      if (done || this.closing) return;
+      void voter.waitReady(timeoutMs).then((ready) => {
+        if (!ready || done || this.closing) return;
+        done = true;
+        joined();
+      });
+    };
+    voter.onHealthChange((up) => up && attempt());
+    attempt();
+  }
+
   /** Current reachability of each voter, from the connections' state (no I/O). */
   status(): NodeStatus[] {
-    const now = performance.now();
-    const wallNow = Date.now();
+    const now = this.runtime.now();
+    const wallNow = this.runtime.wallNow();
     return this.list.map((voter, i) => ({
       node: voter.label,
       reachable: voter.connected,
       ...(voter.connected ? {} : { error: voter.connectionError }),
-      ...serverOf(this.serverOf(voter)),
+      ...serverOf(voter.server),
       // Reported in epoch ms (a convenience for people and health checks), decided monotonically.
       ...(this.abstentions.abstainsUntil(i) > now
         ? { abstainingUntil: Math.round(wallNow + this.abstentions.abstainsUntil(i) - now) }
@@ -299,10 +369,12 @@ export class Voters {
     return Promise.all(
       this.status().map(async (status, i) => {
         if (!status.reachable) return status;
-        const started = performance.now();
-        const answer = await settleWithin(this.list[i]!.ping(), timeout).catch((err: unknown) => err);
+        const started = this.runtime.now();
+        const answer = await settleWithin(this.runtime, this.list[i]!.ping(), timeout).catch(
+          (err: unknown) => err,
+        );
         if (answer === undefined) {
-          return { ...status, latencyMs: Math.round((performance.now() - started) * 100) / 100 };
+          return { ...status, latencyMs: Math.round((this.runtime.now() - started) * 100) / 100 };
         }
         const error =
           answer === TIMED_OUT
@@ -315,6 +387,7 @@ export class Voters {
 
   /** Closes every voter, each bounded by nodeTimeout, once the let-gos in flight have left. */
   async close(): Promise<void> {
+    this.closing = true;
     await this.lettingGoSettled(this.nodeTimeout);
     this.abstentions.close();
     await Promise.all(this.list.map((v) => v.close(this.nodeTimeout)));
@@ -328,11 +401,20 @@ function serverOf(server: string | undefined): { server?: string } {
 
 /**
  * A voter's connection error in a few words, for the connect summary: what kind of failure (the
- * voter's own line has the details and the fix), or that it did not answer in time.
+ * voter's own line has the details and the fix), or that it did not answer in time. A refusal by
+ * preflight starts with the node's own label (`Redis node <label>: <problem>. Fix: ...`): its
+ * problem is the reason, not the label.
  */
-function shortReason(error: string | undefined, timeoutMs: number): string {
+function shortReason(label: string, error: string | undefined, timeoutMs: number): string {
   if (!error || /^(wait|connecting|connect|reconnecting)$/.test(error)) {
     return `no connection within connectTimeout ${timeoutMs} ms`;
+  }
+  const own = `Redis node ${label}: `;
+  if (error.startsWith(own)) {
+    return `refused by preflight: ${error
+      .slice(own.length)
+      .replace(/ \(.*$/s, '')
+      .replace(/\. Fix: .*$/s, '')}`;
   }
   return error.replace(/ \(.*$/s, '').replace(/: .*$/s, '');
 }

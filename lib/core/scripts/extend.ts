@@ -1,4 +1,4 @@
-import { luaScript } from './lua-script.js';
+import { luaScript } from './lua.js';
 
 /** One lock to extend on a node: its keys, its value and the new lease. */
 export interface ExtendRequest {
@@ -45,6 +45,7 @@ if ARGV[3] then
 end
 return ok
 `,
+  { allowOom: true },
 );
 
 /**
@@ -84,6 +85,7 @@ if ARGV[a] then
 end
 return out
 `,
+  { allowOom: true },
 );
 
 /** The argument that asks EXTEND and EXTEND_MANY for the node's clock. */

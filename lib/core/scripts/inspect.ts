@@ -1,4 +1,4 @@
-import { luaScript } from './lua-script.js';
+import { luaScript } from './lua.js';
 
 /** One voter's view of a lock key, read-only. */
 export interface KeyView {
@@ -24,6 +24,7 @@ local fence = redis.call('GET', KEYS[2])
 local now = redis.call('TIME')
 return {holder, redis.call('PTTL', KEYS[1]), fence, tonumber(now[1]) * 1000000 + tonumber(now[2])}
 `,
+  { readOnly: true },
 );
 
 /** INSPECT's reply. */

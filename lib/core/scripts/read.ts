@@ -1,9 +1,9 @@
-import { READ_MARKER } from '../keys.js';
+import { READ_MARKER } from './keys.js';
 import { nextTokenLua } from './fence.js';
-import { luaIsReader } from './lock-value.js';
-import { luaScript } from './lua-script.js';
-import { PROMOTE_FUNCTION_LUA, promoteFunctionLua } from './queue.js';
-import { luaSetting, READ_SETTINGS } from './settings.js';
+import { luaIsReader } from './values.js';
+import { luaScript } from './lua.js';
+import { PROMOTE_LUA } from './queue.js';
+import { luaClockReadings, luaSetting } from './settings.js';
 
 /*
  * Read-write locks on one node. A writer is a plain lock (scripts/acquire.ts, unchanged): its
@@ -21,7 +21,7 @@ import { luaSetting, READ_SETTINGS } from './settings.js';
  *
  * KEYS, all under the resource's hash tag: lock key, fence counter, queue, readers hash (then,
  * for READ_ACQUIRE, the restart-guard marker). ARGV[1] the reader's value, ARGV[2] the settings
- * (settings.ts: READ_ACQUIRE's are READ_SETTINGS, READ_LET_GO's the hand-over ones).
+ * (settings.ts).
  */
 
 /**
@@ -55,7 +55,7 @@ local clock_us = tonumber(t[1]) * 1000000 + tonumber(t[2])`;
  */
 export const READ_ACQUIRE_SCRIPT = luaScript(
   'read-acquire',
-  `${promoteFunctionLua(READ_SETTINGS)}
+  `${PROMOTE_LUA}
 local key, fence, queue, readers = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local value = ARGV[1]
 local queued = redis.call('EXISTS', queue) == 1
@@ -88,7 +88,7 @@ end
 if busy then
   if ARGV[4] ~= '' then
     redis.call('ZADD', queue, 'NX', ARGV[4], value)
-    local queue_idle_ms = ${luaSetting('ARGV[2]', 'queueIdleMs', READ_SETTINGS)}
+    local queue_idle_ms = ${luaSetting('ARGV[2]', 'queueIdleMs')}
     if redis.call('PTTL', queue) < queue_idle_ms then redis.call('PEXPIRE', queue, queue_idle_ms) end
   end
   return {0, busy, holder, clock_us}
@@ -96,7 +96,7 @@ end
 local read_token = tonumber(redis.call('GET', fence))
 local read_abstain = nil
 if not read_token then
-  -- A missing counter: a new resource, its idle expiry, or a node that lost its data.${nextTokenLua({ fence: 'fence', marker: 'KEYS[5]', proposal: "tonumber(ARGV[5] or '')", settings: 'ARGV[2]', fields: READ_SETTINGS })}
+  -- A missing counter: a new resource, its idle expiry, or a node that lost its data.${nextTokenLua({ fence: 'fence', marker: 'KEYS[5]', proposal: "tonumber(ARGV[5] or '')", settings: 'ARGV[2]' })}
   read_token, read_abstain = token, abstain
 end
 if read_abstain then return {-1, read_abstain} end
@@ -105,7 +105,7 @@ redis.call('HSET', readers, value, now_ms + ttl)
 if redis.call('PTTL', key) < ttl then redis.call('SET', key, '${READ_MARKER}', 'PX', ttl) end
 if redis.call('PTTL', readers) < ttl then redis.call('PEXPIRE', readers, ttl) end
 if queued then redis.call('ZREM', queue, value) end
-if string.byte(ARGV[2], -1) == 99 then return {2, read_token, clock_us} end
+if ${luaClockReadings('ARGV[2]')} then return {2, read_token, clock_us} end
 return read_token
 `,
 );
@@ -138,6 +138,7 @@ if ARGV[3] then
 end
 return ok
 `,
+  { allowOom: true },
 );
 
 /**
@@ -148,7 +149,7 @@ return ok
  */
 export const READ_LET_GO_SCRIPT = luaScript(
   'read-let-go',
-  `${PROMOTE_FUNCTION_LUA}${LIVE_UNTIL_LUA}
+  `${PROMOTE_LUA}${LIVE_UNTIL_LUA}
 local key, fence, queue, readers = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local value = ARGV[1]
 local queued = redis.call('EXISTS', queue) == 1
@@ -166,6 +167,7 @@ elseif not (queued and promote(key, fence, queue, value)) then
 end
 return 1
 `,
+  { allowOom: true },
 );
 
 /**
@@ -173,7 +175,7 @@ return 1
  * majority returned), so that a majority holds counter >= it and every later write's token lies
  * above it. Only while the reader holds the key here, and the counter is still there (a counter
  * gone since the grant is not created: see RAISE_FENCE, fence.ts). KEYS: lock key, fence counter,
- * readers. ARGV: value, fence idle ttl ms, token. Returns 1 when done, 0 when not held here or
+ * readers. ARGV: value, settings, token. Returns 1 when done, 0 when not held here or
  * the counter is gone.
  */
 export const READ_RAISE_FENCE_SCRIPT = luaScript(
@@ -185,7 +187,7 @@ end
 local current = redis.call('GET', KEYS[2])
 if not current then return 0 end
 if tonumber(current) < tonumber(ARGV[3]) then
-  redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[2])
+  redis.call('SET', KEYS[2], ARGV[3], 'PX', ${luaSetting('ARGV[2]', 'fenceIdleMs')})
 end
 return 1
 `,
@@ -206,6 +208,7 @@ for i = 1, #all, 2 do
 end
 return live
 `,
+  { readOnly: true },
 );
 
 /** READ_INSPECT's reply: the live readers' values. */

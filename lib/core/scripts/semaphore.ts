@@ -1,8 +1,8 @@
-import { PERMITS_MARK, READ_MARKER } from '../keys.js';
-import { TURN_MARK } from './lock-value.js';
-import { luaScript } from './lua-script.js';
+import { PERMITS_MARK, READ_MARKER } from './keys.js';
+import { TURN_MARK } from './values.js';
+import { luaScript } from './lua.js';
 import { nextTokenLua } from './fence.js';
-import { LOCK_SETTINGS, luaSetting } from './settings.js';
+import { luaClockReadings, luaSetting } from './settings.js';
 
 /** A node's answer to a semaphore's slot search, decoded. */
 export type SlotVote =
@@ -26,7 +26,7 @@ export type SlotVote =
       readonly clockUs: number;
     }
   /** The node abstains under the restart guard for `forMs` more ms. */
-  | { readonly kind: 'abstaining'; readonly forMs: number }
+  | { readonly kind: 'abstaining'; readonly forMs: number; readonly shard?: string }
   /** The key is in use otherwise: as a semaphore of `permits` permits (1: as a mutex, 0: by readers). */
   | { readonly kind: 'conflict'; readonly permits: number };
 
@@ -45,7 +45,7 @@ export type SlotVote =
  * ARGV: value, settings, ttl ms, ticket ('' = do not queue), seed proposal (µs, or ''), permits.
  *
  * Replies: {1, index, token, free indices...} granted; {2, index, token, clock, free indices...}
- * granted under the clock guard (the settings argument ends with 'c', as for acquire.ts); {0, ms,
+ * granted under the clock guard (the settings ask for clock readings: settings.ts); {0, ms,
  * holder, clock} busy (queued by ticket); {-1, ms} abstaining (restart guard); {-3, permits} the key
  * is used with other permits (1: as a mutex, 0: readers of a read-write lock hold it).
  */
@@ -63,7 +63,7 @@ if used and used ~= marker then
   return {-3, tonumber(other or '1')}
 end
 if not used and redis.call('EXISTS', KEYS[2 * k + 3]) == 1 then return {-3, 1} end
-redis.call('SET', lock_key, marker, 'PX', ${luaSetting('ARGV[2]', 'fenceIdleMs', LOCK_SETTINGS)})
+redis.call('SET', lock_key, marker, 'PX', ${luaSetting('ARGV[2]', 'fenceIdleMs')})
 local turn = '${TURN_MARK}' .. value
 local slot = nil
 local free = {}
@@ -87,7 +87,7 @@ local queue = KEYS[2 * k + 1]
 if not slot then
   if ARGV[4] ~= '' then
     redis.call('ZADD', queue, 'NX', ARGV[4], value)
-    local queue_idle_ms = ${luaSetting('ARGV[2]', 'queueIdleMs', LOCK_SETTINGS)}
+    local queue_idle_ms = ${luaSetting('ARGV[2]', 'queueIdleMs')}
     if redis.call('PTTL', queue) < queue_idle_ms then redis.call('PEXPIRE', queue, queue_idle_ms) end
   end
   local now = redis.call('TIME')
@@ -96,12 +96,12 @@ if not slot then
 end
 redis.call('SET', KEYS[slot], value, 'PX', ARGV[3])
 if ARGV[4] ~= '' then redis.call('ZREM', queue, value) end
-local fence = KEYS[k + slot]${nextTokenLua({ fence: 'fence', marker: 'KEYS[#KEYS]', proposal: 'tonumber(ARGV[5])', settings: 'ARGV[2]', fields: LOCK_SETTINGS })}
+local fence = KEYS[k + slot]${nextTokenLua({ fence: 'fence', marker: 'KEYS[#KEYS]', proposal: 'tonumber(ARGV[5])', settings: 'ARGV[2]' })}
 if abstain then
   redis.call('DEL', KEYS[slot])
   return {-1, abstain}
 end
-if string.byte(ARGV[2], -1) == 99 then
+if ${luaClockReadings('ARGV[2]')} then
   local now = redis.call('TIME')
   return {2, slot - 1, token, tonumber(now[1]) * 1000000 + tonumber(now[2]), unpack(free)}
 end

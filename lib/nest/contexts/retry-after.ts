@@ -37,9 +37,14 @@ export function retryAfterMs(
   retryDelayMs = DEFAULT_RETRY_DELAY_MS,
 ): number | undefined {
   if (err instanceof EngineClosedError) return ENGINE_CLOSED_RETRY_MS;
-  if (!(err instanceof LockNotAcquiredError)) return err.retryAfterMs;
+  // Whole ms, rounded up, whatever the engine computed: clients read them in bodies and messages.
+  if (!(err instanceof LockNotAcquiredError)) return wholeMs(err.retryAfterMs);
   const typical = Math.max(retryDelayMs, Math.ceil(typicalHoldOf(err) ?? 0));
-  return Math.max(1, Math.min(err.retryAfterMs, typical));
+  return Math.max(1, Math.ceil(Math.min(err.retryAfterMs, typical)));
+}
+
+function wholeMs(ms: number | undefined): number | undefined {
+  return ms === undefined ? undefined : Math.ceil(ms);
 }
 
 /** The same hint as an HTTP `Retry-After` (whole seconds, at least 1; 1 when unknown). */

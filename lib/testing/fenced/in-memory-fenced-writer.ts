@@ -23,7 +23,7 @@ export class InMemoryFencedWriter extends FencedWriter {
   /** @param fenceField the hash field that keeps the highest token seen (as the real writer's). */
   constructor(fenceField = 'fence') {
     const hashes = new MemoryHashes();
-    super(hashes, fenceField);
+    super(undefined as never, fenceField, hashes.send);
     this.hashes = hashes;
   }
 

@@ -1,4 +1,4 @@
-import type { LuaScript, ScriptClient } from '../../core/scripts/lua-script.js';
+import type { LuaScript } from '../../core/scripts/lua.js';
 import { FENCED_WRITER_SCRIPTS } from '../../fencing/fenced-writer.js';
 
 type Hash = Map<string, string>;
@@ -10,7 +10,7 @@ type Emulated = (hash: Hash | undefined, key: string, args: readonly string[]) =
  * over it. Each script is its Lua in TypeScript, held to the Lua by the shared behaviour table of
  * test/integration/fencing/fenced-doubles.spec.ts, which runs both on the same calls.
  */
-export class MemoryHashes implements ScriptClient {
+export class MemoryHashes {
   private readonly hashes = new Map<string, Hash>();
   private readonly bySha = new Map<string, Emulated>();
   private readonly bySource = new Map<string, Emulated>();
@@ -25,6 +25,15 @@ export class MemoryHashes implements ScriptClient {
       this.fencedWrite(hash, key, fence!, tokenArg!, pairs),
     );
   }
+
+  /** One raw command, as the writer sends it: `EVALSHA sha numkeys ...` or `EVAL source numkeys ...`. */
+  readonly send = (command: readonly string[]): Promise<unknown> => {
+    const [name, script, numKeys, ...rest] = command;
+    const count = Number(numKeys);
+    if (name === 'EVALSHA') return this.evalsha(script!, count, ...rest);
+    if (name === 'EVAL') return this.eval(script!, count, ...rest);
+    return Promise.reject(new Error(`ERR this in-memory store answers FencedWriter scripts only (${name})`));
+  };
 
   evalsha(sha: string, numKeys: number, ...keysAndArgs: (string | number)[]): Promise<unknown> {
     const script = this.loaded.has(sha) ? this.bySha.get(sha) : undefined;

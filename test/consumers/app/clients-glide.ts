@@ -9,8 +9,6 @@ import type { RedlockNode } from 'nest-quorum-lock';
 export interface AppClients {
   readonly name: string;
   readonly nodes: RedlockNode[];
-  /** Whether releases go one-way (ioredis connections the engine owns). */
-  readonly oneWayReleases: boolean;
   command(node: number, ...args: string[]): Promise<string>;
   close(): Promise<void>;
 }
@@ -29,7 +27,6 @@ export async function connectClients(urls: string[]): Promise<AppClients> {
   return {
     name: 'Valkey GLIDE',
     nodes,
-    oneWayReleases: false,
     command: async (node, ...args) => String(await admin[node]!.customCommand(args)),
     close: async () => {
       for (const client of [...nodes, ...admin]) client.close();

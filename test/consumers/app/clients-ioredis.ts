@@ -8,8 +8,6 @@ import type { RedlockNode } from 'nest-quorum-lock';
 export interface AppClients {
   readonly name: string;
   readonly nodes: RedlockNode[];
-  /** Whether releases go one-way (ioredis connections the engine owns). */
-  readonly oneWayReleases: boolean;
   command(node: number, ...args: string[]): Promise<string>;
   close(): Promise<void>;
 }
@@ -19,7 +17,6 @@ export async function connectClients(urls: string[]): Promise<AppClients> {
   return {
     name: 'ioredis',
     nodes: urls,
-    oneWayReleases: true,
     command: async (node, command, ...args) => String(await admin[node]!.call(command!, ...args)),
     close: async () => {
       for (const client of admin) client.disconnect();

@@ -10,8 +10,6 @@ import type { RedlockNode } from 'nest-quorum-lock';
 export interface AppClients {
   readonly name: string;
   readonly nodes: RedlockNode[];
-  /** Whether releases go one-way (ioredis connections the engine owns). */
-  readonly oneWayReleases: boolean;
   command(node: number, ...args: string[]): Promise<string>;
   close(): Promise<void>;
 }
@@ -26,7 +24,6 @@ export async function connectClients(urls: string[]): Promise<AppClients> {
   return {
     name: 'node-redis',
     nodes: [urls[0]!, { url: urls[1] }, app],
-    oneWayReleases: false,
     command: async (node, ...args) => String(await admin[node]!.sendCommand(args)),
     close: async () => {
       await Promise.all([...admin, app].map((client) => client.close()));

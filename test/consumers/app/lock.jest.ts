@@ -29,7 +29,7 @@ describe('nest-quorum-lock under Jest in a CommonJS app', () => {
 
   test('a locked provider method: increasing tokens, LockNotAcquiredError while held elsewhere', async () => {
     const moduleRef = await Test.createTestingModule({
-      imports: [RedlockModule.forRoot({ nodes: nodes.urls, restartGuard: false })],
+      imports: [RedlockModule.forRoot({ nodes: nodes.urls })],
       providers: [ReportJob],
     }).compile();
     await moduleRef.init();

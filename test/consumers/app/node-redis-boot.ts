@@ -6,8 +6,8 @@
  * Run as `node dist/node-redis-boot.js <down | wrong-password>`, it starts 3 real redis-server
  * nodes through the package's `nest-quorum-lock/testing`, makes node A (the client passed in) a
  * node that is down, or one that refuses the password the client sends, boots a NestJS HTTP app on
- * the docs module, and checks that the app listens, serves a locked route on the two other nodes,
- * and closes. It prints one `RESULT {json}` line; the runner fails a process that does not exit
+ * the docs module, and checks that the app listens (within 2.5 s), serves a locked route on the
+ * two other nodes, and closes. It prints one `RESULT {json}` line; the runner fails a process that does not exit
  * by itself shortly after it (the client the library connected must be closed by the library).
  * With the recipe the docs showed before (`await client.connect()` before the bootstrap) the app
  * never listens: node-redis' connect() does not settle in either case.
@@ -15,11 +15,15 @@
 import 'reflect-metadata';
 import { Controller, Get, Module, Param } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { DistributedLock, FencingToken, Redlock } from 'nest-quorum-lock';
+import { DistributedLock, FencingToken } from 'nest-quorum-lock';
 import { RedisNodes } from 'nest-quorum-lock/testing';
 
-/** The longest the app may take to listen: the module's connectTimeout (5 s) and a margin. */
-const LISTEN_WITHIN_MS = 10_000;
+/**
+ * The longest the app may take to listen: half the module's connectTimeout (5 s). The bootstrap
+ * starts on the two other nodes, a quorum, without waiting out connectTimeout for node A (issue
+ * 40, item 5: it waited 5 s while A was down).
+ */
+const LISTEN_WITHIN_MS = 2500;
 const PASSWORD = 'right';
 
 @Controller('orders')
@@ -45,13 +49,8 @@ async function main(): Promise<void> {
   const nodes = await RedisNodes.start(3, scenario === 'wrong-password' ? { password: PASSWORD } : {});
   let listenMs: number | undefined;
   try {
-    // Nodes this process just started cannot have granted anything: one run with the restart guard
-    // off marks them trusted, so that the docs module (guard on, as in production) votes at once.
-    const seed = new Redlock({ nodes: nodes.urls, restartGuard: false, client: 'node-redis' });
-    await seed.connect();
-    await (await seed.acquire('seed')).release();
-    await seed.close();
-
+    // RedisNodes recorded the nodes fresh (for their run_id): the docs module (guard on, as in
+    // production) votes at once.
     const [a, b, c] = nodes.urls as [string, string, string];
     if (scenario === 'down') {
       await nodes.kill(0); // nothing listens on its port: node-redis retries for ever

@@ -5,7 +5,7 @@
  * wall-clock tickets to show that the order test can fail.
  */
 import { LockNotAcquiredError, QuorumUnavailableError, type Lock, type Redlock } from '../../../lib/index.js';
-import type { VoterClocks } from '../../../lib/core/quorum/voter-clocks.js';
+import type { VoterClocks } from '../../../lib/core/guards/clock/readings.js';
 import { TestCluster, sleep } from '../../support/cluster.js';
 
 /** Steps this process's wall clock (Date.now and new Date()) by `skew.ms`, as NTP would. */
@@ -76,7 +76,7 @@ describe("the client's wall clock decides nothing", () => {
 
   test("an abstention ends by the monotonic clock: a step of the client's clock neither ends nor stretches it", async () => {
     // New nodes: no restart-guard marker, so they abstain for the guard.
-    const fresh = await TestCluster.start(3);
+    const fresh = await TestCluster.start(3, { freshFor: [] }); // new, not recorded: they abstain
     try {
       const engine = await fresh.engine({ restartGuard: 1500, ttl: 300 });
       const refused = await engine.acquire('guarded').catch((e: unknown) => e);

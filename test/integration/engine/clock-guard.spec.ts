@@ -157,3 +157,44 @@ describe('clock guard at bootstrap: a voter whose clock is offset from the other
     expect(quiet.lines.filter((l) => l.includes('median'))).toEqual([]);
   });
 });
+
+describe('clock guard: a voter that stepped forward before a new engine first read it', () => {
+  let cluster: TestCluster;
+  let clocks: ClockFiles;
+
+  beforeAll(async () => {
+    clocks = new ClockFiles();
+    cluster = await TestCluster.start(5, { env: (i) => clocks.env(nodeClock(i)) });
+  });
+  afterAll(async () => {
+    await cluster?.close();
+    clocks?.close();
+  });
+
+  test('does not count for that engine: no second holder while the first holder’s lease runs', async () => {
+    const nodes = cluster.redis;
+    const holderEngine = await cluster.engine({ clockGuard: 500 });
+    const holder = await holderEngine.acquire('stepped-unseen', { ttl: 20_000 });
+    // Nodes 3 and 4 do not hold it: as when the holder's acquire did not reach them (a partition).
+    for (const i of [3, 4]) await nodes.client(i).del(lockKey('stepped-unseen'));
+    // Node 0 steps 25 s forward: the holder's key there expires. The holder's engine crashed
+    // (it is not asked again), so no engine that read node 0 before hears it after the step.
+    clocks.set(nodeClock(0), 25_000);
+    expect(await nodes.client(0).exists(lockKey('stepped-unseen'))).toBe(0);
+    // A new process: it reads node 0 for the first time, 25 s ahead of the others.
+    const logger = new MemoryLogger();
+    const newcomer = await cluster.engine({ clockGuard: 500, preflight: 'warn', logger });
+    // Nodes 0, 3 and 4 would grant (a majority): node 0 does not count, nodes 1 and 2 are busy.
+    await expect(newcomer.acquire('stepped-unseen', { ttl: 5000 })).rejects.toMatchObject({
+      name: 'LockNotAcquiredError',
+    });
+    expect(holder.signal.aborted).toBe(false);
+    const aboutNode0 = logger.lines.filter((l) => l.includes(`:${nodes.port(0)}`));
+    expect(aboutNode0).toHaveLength(1);
+    // One line for it: the offset's report, which says the voter does not count for now.
+    expect(aboutNode0[0]).toMatch(
+      /clock is 2\d{4} ms ahead of the median .* does not count toward this engine's lock quorums for \d+ ms, since a step made before this engine first read it looks the same/,
+    );
+    await holder.release();
+  });
+});

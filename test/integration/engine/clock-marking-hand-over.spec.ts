@@ -8,7 +8,7 @@
  * as another engine runs it.
  */
 import type { Redlock } from '../../../lib/index.js';
-import { CLOCK_MARK, clockMarkArgs } from '../../../lib/core/scripts/index.js';
+import { CLOCK_MARK, fenceCounterPattern } from '../../../lib/core/scripts/guards.js';
 import { TestCluster, sleep } from '../../support/cluster.js';
 import { eventually } from '../../support/eventually.js';
 
@@ -30,7 +30,9 @@ describe('clock guard: a hand-over from a voter marked for every client does not
   /** Marks voters `indices` as an engine that saw their clocks step would (CLOCK_MARK). */
   async function mark(indices: number[]): Promise<void> {
     for (const i of indices) {
-      await cluster.redis.client(i).eval(CLOCK_MARK.source, 1, MARKER, ...clockMarkArgs(GUARD_MS, MARKER));
+      // ARGV: the guard, the counters' SCAN pattern, no step point (''), the markers to push.
+      const args = [String(GUARD_MS), fenceCounterPattern('redlock:'), '', MARKER];
+      await cluster.redis.client(i).eval(CLOCK_MARK.source, 0, ...args);
     }
   }
 

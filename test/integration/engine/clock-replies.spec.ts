@@ -5,8 +5,7 @@
  * Real redis-server voters whose wall clocks the clock shim steps.
  */
 import type { LockEvent, Redlock } from '../../../lib/index.js';
-import { CLOCK_WINDOW_US } from '../../../lib/core/scripts/acquire.js';
-import { SCRIPTS } from '../../../lib/core/scripts/index.js';
+import { ACQUIRE, CLOCK_WINDOW_US } from '../../../lib/core/scripts/acquire.js';
 import { ClockFiles, nodeClock } from '../../support/clock-shim.js';
 import { MemoryLogger, TestCluster, sleep } from '../../support/cluster.js';
 
@@ -105,9 +104,12 @@ describe('clock guard: a step seen first in an extension reply or a semaphore gr
       const [s, us] = (await client.time()) as [string, string];
       return Number(s) * 1_000_000 + Number(us);
     };
-    const settings0 = '10000 604800000 200 10400';
+    // guardMs fenceIdleMs seedWindowMs queueIdleMs turnMs clock (scripts/settings.ts)
+    const settings0 = '10000 604800000 200 10400 300 0';
+    // Declared: the lock key, its fence counter, its queue, the restart-guard marker.
+    const keys = ['redlock:{window}', 'redlock:{window}:fence', 'redlock:{window}:queue', MARKER];
     const grant = async (expected?: number) => {
-      const settings = `${settings0} c`;
+      const settings = settings0.replace(/0$/, '1');
       // Six arguments: the engine runs the clock guard ('' for no expectation).
       const args = [
         'script-probe',
@@ -117,11 +119,11 @@ describe('clock guard: a step seen first in an extension reply or a semaphore gr
         '',
         expected === undefined ? '' : expected.toFixed(0),
       ];
-      const reply = await client.evalsha(SCRIPTS.acquire.sha, 1, 'redlock:{window}', ...args);
+      const reply = await client.evalsha(ACQUIRE.sha, keys.length, ...keys, ...args);
       await client.del('redlock:{window}');
       return reply;
     };
-    await client.script('LOAD', SCRIPTS.acquire.source);
+    await client.script('LOAD', ACQUIRE.source);
     await grant(); // seeds the fence counter: the grants below take the usual path
     // Expected 0.5 ms after this client read the clock: within the window of the script's reading
     // unless the machine stalls the call; one try in ten is enough to show the short reply.
@@ -135,9 +137,9 @@ describe('clock guard: a step seen first in an extension reply or a semaphore gr
     expect(await grant()).toEqual([expect.any(Number), expect.any(Number)]);
     // Five arguments: the engine runs no clock guard, and the token comes alone whatever the clock.
     const plain = await client.evalsha(
-      SCRIPTS.acquire.sha,
-      1,
-      'redlock:{window}',
+      ACQUIRE.sha,
+      keys.length,
+      ...keys,
       'script-probe',
       settings0,
       '1000',

@@ -1,5 +1,6 @@
 import type { Lock, Redlock } from '../../../lib/index.js';
 import { TestCluster, severConnections, sleep } from '../../support/cluster.js';
+import { eventually } from '../../support/eventually.js';
 
 const lockKey = (r: string) => `redlock:{${r}}`;
 const queueKey = (r: string) => `${lockKey(r)}:queue`;
@@ -116,13 +117,17 @@ describe('a lock handed over in line', () => {
     const old = await minority.acquire('split', { ttl: 10_000 });
     const waiter = await cluster.engine();
     const lock$ = waiter.acquire('split', { wait: 5000 });
-    await sleep(100);
-    // Its attempt got nodes 0 and 1, and was queued on 2-4: it gave 0 and 1 back, and its place
-    // in the queues on 2-4 now carries its new value (one entry each, no leftover of the old).
-    expect((await values('split')).slice(0, 2)).toEqual([null, null]);
-    const queues = await Promise.all(
-      [2, 3, 4].map((i) => cluster.redis.client(i).zrange(queueKey('split'), 0, -1)),
-    );
+    // Its attempt got nodes 0 and 1, and was queued on 2-4: it gives 0 and 1 back, and its place
+    // in the queues on 2-4 then carries its new value (one entry each, no leftover of the old).
+    // Polled, not slept on: on a busy machine its attempts may take longer than usual.
+    const queued = () =>
+      Promise.all([2, 3, 4].map((i) => cluster.redis.client(i).zrange(queueKey('split'), 0, -1)));
+    expect(await eventually(async () => (await queued()).every((q) => q.length > 0), true)).toBe(true);
+    expect(await eventually(async () => (await values('split')).slice(0, 2), [null, null])).toEqual([
+      null,
+      null,
+    ]);
+    const queues = await queued();
     expect(queues.map((q) => q.length)).toEqual([1, 1, 1]);
     expect(new Set(queues.flat()).size).toBe(1);
     const released = performance.now();

@@ -145,7 +145,7 @@ describe('FencedWriter on every supported client', () => {
 
   test('anything that is not a Redis client is a TypeError when the writer is built', () => {
     expect(() => new FencedWriter({} as FencedStoreClient)).toThrow(
-      /FencedWriter needs a Redis client: an ioredis Redis or Cluster, a node-redis client or cluster/,
+      /FencedWriter needs a Redis client: an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster/,
     );
     expect(() => new FencedWriter(null as unknown as FencedStoreClient)).toThrow(/got null/);
   });

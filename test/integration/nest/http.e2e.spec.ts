@@ -323,7 +323,7 @@ describe('503 while brand-new nodes abstain under the restart guard', () => {
   let app: INestApplication;
 
   beforeAll(async () => {
-    redis = await RedisNodes.start(3);
+    redis = await RedisNodes.start(3, { freshFor: [] }); // not recorded fresh: they abstain, as production nodes
     const moduleRef = await Test.createTestingModule({
       imports: [RedlockModule.forRoot({ nodes: redis.urls, restartGuard: GUARD_MS, ttl: 1000 })],
       controllers: [CounterController],

@@ -26,7 +26,7 @@ describe.each(['node-redis', 'glide'])('sample app with REDIS_CLIENT=%s (real se
     };
     expect(config.redisClient).toBe(client);
     const moduleRef = await Test.createTestingModule({
-      imports: [AppModule.forRoot(config, { restartGuard: false })],
+      imports: [AppModule.forRoot(config)],
     }).compile();
     app = moduleRef.createNestApplication({ logger: false });
     await app.init();

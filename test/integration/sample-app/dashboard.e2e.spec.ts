@@ -71,7 +71,7 @@ withChromium('sample app dashboard in headless Chromium (real lock nodes, one st
       settlementIntervalMs: 60_000,
     };
     const moduleRef = await Test.createTestingModule({
-      imports: [AppModule.forRoot(config, { restartGuard: false })],
+      imports: [AppModule.forRoot(config)],
     }).compile();
     app = moduleRef.createNestApplication({ logger: false });
     await app.listen(0, '127.0.0.1');

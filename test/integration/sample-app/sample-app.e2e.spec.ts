@@ -70,7 +70,7 @@ describe.each<StoreKind>(['postgres', 'redis'])('sample app with accounts in %s 
       settlementIntervalMs: 60_000,
     };
     const moduleRef = await Test.createTestingModule({
-      imports: [AppModule.forRoot(config, { restartGuard: false })],
+      imports: [AppModule.forRoot(config)],
     }).compile();
     app = moduleRef.createNestApplication({ logger: false });
     await app.init();
@@ -78,6 +78,16 @@ describe.each<StoreKind>(['postgres', 'redis'])('sample app with accounts in %s 
   afterAll(async () => {
     await app?.close();
     await Promise.all([locks?.close(), fenced?.close()]);
+  });
+
+  test('boots on fresh nodes with the restart guard on and locks at once: 200, no node abstaining', async () => {
+    // RedisNodes records its nodes fresh for their run_id: no `restartGuard: false` in the app.
+    const server = app.getHttpServer();
+    await request(server).put('/accounts/dora').send({ balance: 10 }).expect(200);
+    await request(server).post('/accounts/dora/withdraw').send({ amount: 1 }).expect(200);
+    const status = await request(server).get('/status').expect(200);
+    expect(status.body.nodes).toHaveLength(5);
+    for (const node of status.body.nodes) expect(node.abstainingUntil).toBeUndefined();
   });
 
   test('withdraw, then read the account', async () => {

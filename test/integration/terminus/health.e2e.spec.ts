@@ -184,7 +184,7 @@ describe('RedlockHealthIndicator and the restart guard (3 brand-new nodes)', () 
   let booted = 0;
 
   beforeAll(async () => {
-    redis = await RedisNodes.start(3, { password: PASSWORD });
+    redis = await RedisNodes.start(3, { password: PASSWORD, freshFor: [] });
     booting = Date.now();
     app = await startApp(redis, { restartGuard: GUARD, ttl: 1000 });
     booted = Date.now();

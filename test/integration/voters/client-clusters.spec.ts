@@ -10,8 +10,7 @@ import {
   type RedlockOptions,
 } from '../../../lib/index.js';
 import { RedisClusterNodes } from '../../../lib/testing/index.js';
-import { seedSlotMarkers } from '../../../lib/core/voter/ioredis-cluster/slot-markers.js';
-import { MemoryLogger } from '../../support/cluster.js';
+import { MemoryLogger, settleSlotMarkers } from '../../support/cluster.js';
 import { until } from '../deployments/support.js';
 
 /*
@@ -39,14 +38,8 @@ afterAll(async () => {
 });
 
 /** Markers of every slot in place with the guard off (as for clusters just created). */
-async function seedMarkers(cluster: RedisClusterNodes): Promise<void> {
-  const client = cluster.client();
-  try {
-    if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
-    await seedSlotMarkers(client as unknown as Parameters<typeof seedSlotMarkers>[0], MARKER, 0);
-  } finally {
-    client.disconnect();
-  }
+function seedMarkers(cluster: RedisClusterNodes): Promise<void> {
+  return settleSlotMarkers(cluster, MARKER);
 }
 
 /** Whether `cluster` holds `key` (on the shard that serves it). */
@@ -168,8 +161,9 @@ describe.each(DRIVERS)('a quorum of three $name', (driver) => {
     try {
       const refused = engine({ preflight: 'error' });
       await expect(refused).rejects.toBeInstanceOf(NodeConfigurationError);
+      // The finding names its shard: `Redis node cluster://... (shard 127.0.0.1:port): ...`.
       await expect(refused).rejects.toThrow(
-        `shard 127.0.0.1:${shard.ports[2]}: maxmemory-policy is allkeys-lru`,
+        `(shard 127.0.0.1:${shard.ports[2]}): maxmemory-policy is allkeys-lru`,
       );
       // Under 'warn' it is logged and the cluster votes.
       const warned = await engine({ preflight: 'warn' });
@@ -257,6 +251,44 @@ describe.each(DRIVERS)('a quorum of three $name', (driver) => {
       await lock.release();
       return back;
     }, 10_000);
+  });
+});
+
+describe.each([
+  ['node-redis 6', createCluster],
+  ['node-redis 5', createCluster5 as unknown as typeof createCluster],
+])('%s clusters passed in unconnected', (_name, make) => {
+  test('are connected, and closed, by the library; one whose masters are all down at boot joins when they are back', async () => {
+    await Promise.all(clusters.map(seedMarkers));
+    const down = clusters[0]!.nodes;
+    await Promise.all([0, 1, 2].map((i) => down.kill(i))); // its connect() rejects at once
+    const given = clusters.map((c) =>
+      make({ rootNodes: c.startupNodes.map((n) => ({ url: `redis://${n.host}:${n.port}` })) }),
+    );
+    for (const client of given) client.on('error', () => undefined);
+    const e = new Redlock({
+      nodes: given as RedlockNode[],
+      restartGuard: false,
+      nodeTimeout: 100,
+      connectTimeout: 1000,
+      logger: new MemoryLogger(),
+    });
+    try {
+      await e.connect();
+      expect(e.status().map((s) => s.reachable)).toEqual([false, true, true]);
+      await (await e.acquire('unconnected')).release();
+      await Promise.all([0, 1, 2].map((i) => down.revive(i)));
+      await clusters[0]!.waitHealthy();
+      // The library connects it again (every second) until it finds its masters.
+      await until(() => e.status()[0]!.reachable, 10_000);
+      const lock = await e.acquire('unconnected');
+      expect(await holds(clusters[0]!, lockKey('unconnected'))).toBe(true);
+      await lock.release();
+    } finally {
+      await e.close();
+      await Promise.all([0, 1, 2].map((i) => (down.pid(i) === undefined ? down.revive(i) : undefined)));
+    }
+    expect(given.map((c) => c.isOpen)).toEqual([false, false, false]);
   });
 });
 

@@ -9,10 +9,9 @@
  */
 import { Redlock, type RedlockNode } from '../../../lib/index.js';
 import { RedisClusterNodes, RedisNodes } from '../../../lib/testing/index.js';
-import { keySlot, slotMarkerKey } from '../../../lib/core/voter/ioredis-cluster/slots.js';
-import { seedSlotMarkers } from '../../../lib/core/voter/ioredis-cluster/slot-markers.js';
+import { keySlot, slotMarkerKey } from '../../../lib/core/scripts/keys.js';
 import { ClockFiles } from '../../support/clock-shim.js';
-import { MemoryLogger } from '../../support/cluster.js';
+import { MemoryLogger, settleSlotMarkers } from '../../support/cluster.js';
 import { eventually } from '../../support/eventually.js';
 
 const PREFIX = 'redlock:';
@@ -35,10 +34,7 @@ describe('clock guard for every client on a Redis Cluster voter: the stepped mas
     ]);
     // Voters in service for long: the guard has passed everywhere.
     await Promise.all(servers.ports.map((_, i) => servers.client(i).set(MARKER, '0')));
-    const client = cluster.client();
-    if (client.status !== 'ready') await new Promise((resolve) => client.once('ready', resolve));
-    await seedSlotMarkers(client as unknown as Parameters<typeof seedSlotMarkers>[0], MARKER, 0);
-    client.disconnect();
+    await settleSlotMarkers(cluster, MARKER);
   }, 60_000);
   afterAll(async () => {
     await Promise.all(engines.map((e) => e.close()));

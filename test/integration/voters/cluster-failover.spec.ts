@@ -3,8 +3,7 @@ import { createCluster } from 'redis';
 import { createCluster as createCluster5 } from 'redis5';
 import { QuorumUnavailableError, Redlock, type LockEvent, type RedlockNode } from '../../../lib/index.js';
 import { RedisClusterNodes, RedisNodes } from '../../../lib/testing/index.js';
-import { seedSlotMarkers } from '../../../lib/core/voter/ioredis-cluster/slot-markers.js';
-import { MemoryLogger } from '../../support/cluster.js';
+import { MemoryLogger, settleSlotMarkers } from '../../support/cluster.js';
 import { until } from '../deployments/support.js';
 
 /*
@@ -68,14 +67,7 @@ describe.each(DRIVERS)('$name: a replica promoted by CLUSTER FAILOVER', (driver)
   test('abstains for restartGuard on its own slots; the other shards grant; then it grants, tokens higher', async () => {
     cluster = await RedisClusterNodes.start(3, { persistence: 'none' });
     // Markers of every slot in place (a cluster in service), so only the failover makes a shard abstain.
-    const admin = cluster.client();
-    await new Promise((resolve) => admin.once('ready', resolve));
-    await seedSlotMarkers(
-      admin as unknown as Parameters<typeof seedSlotMarkers>[0],
-      `${PREFIX}__restart_guard__`,
-      0,
-    );
-    admin.disconnect();
+    await settleSlotMarkers(cluster, `${PREFIX}__restart_guard__`);
     // A resource on another shard than 'fo' (for the "other shards" check).
     const shard = await cluster.shardOf(lockKey('fo'));
     let other = 'x0';

@@ -7,7 +7,7 @@ import {
   type RedlockOptions,
 } from '../../../lib/index.js';
 import { RedisClusterNodes, RedisNodes } from '../../../lib/testing/index.js';
-import { keySlot, slotMarkerKey } from '../../../lib/core/voter/ioredis-cluster/slots.js';
+import { keySlot, slotMarkerKey } from '../../../lib/core/scripts/keys.js';
 import { MemoryLogger } from '../../support/cluster.js';
 import { contend } from './history.js';
 
@@ -61,7 +61,11 @@ const threeVoters = () => [clusterNode(), plain.url(0), plain.url(1)];
 
 describe('a Redis Cluster as one voter', () => {
   it('locks resources on every shard; tokens strictly increase per resource', async () => {
-    const [a, b] = [await engine([clusterNode()]), await engine([clusterNode()])];
+    // Two engines, two connections: a release is one-way by default, so the other engine's next
+    // acquire could reach a master before it (Redis serves its readable sockets in fd order). The
+    // hand-over from one process to another after `await release()` is what confirmRelease promises.
+    const confirmed = { confirmRelease: true };
+    const [a, b] = [await engine([clusterNode()], confirmed), await engine([clusterNode()], confirmed)];
     expect(a.voters[0]!.label).toBe(
       `cluster://${cluster.startupNodes.map((n) => `127.0.0.1:${n.port}`).join(',')}`,
     );

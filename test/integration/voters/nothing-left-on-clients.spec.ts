@@ -6,7 +6,8 @@ import { RedisClusterNodes, RedisNodes } from '../../../lib/testing/index.js';
  * Nothing of the library survives close() on clients passed in (issue 36, item 6): per client kind,
  * a process of its own uses its clients as the lock nodes, closes the engine, then its clients,
  * and must exit by itself within the deadline; the clients carry as many listeners after close()
- * as before the engine was built (test/support/exits-after-close.mjs).
+ * as before the engine was built (test/support/exits-after-close.mjs). The iovalkey processes
+ * cannot load ioredis (nor node-redis), as an app that has iovalkey only.
  */
 
 const script = fileURLToPath(new URL('../../support/exits-after-close.mjs', import.meta.url));
@@ -59,7 +60,16 @@ describe('nothing left on clients passed in after close() (real nodes, one proce
 
   const clusterNodes = () => cluster.startupNodes.map(({ host, port }) => `${host}:${port}`);
 
-  test.each(['ioredis', 'node-redis', 'glide', 'ioredis-cluster', 'node-redis-cluster', 'glide-cluster'])(
+  test.each([
+    'ioredis',
+    'iovalkey',
+    'node-redis',
+    'glide',
+    'ioredis-cluster',
+    'iovalkey-cluster',
+    'node-redis-cluster',
+    'glide-cluster',
+  ])(
     '%s: the process exits by itself, and the client has the listeners it had',
     async (kind) => {
       const outcome = await run(kind, kind.endsWith('cluster') ? clusterNodes() : nodes.urls);

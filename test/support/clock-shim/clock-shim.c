@@ -5,7 +5,9 @@
  *
  * The offset is a little-endian int64 at the start of the file named by CLOCK_SHIM_FILE, mapped
  * shared, so another process (the test) steps the clock by writing the file. A missing variable or
- * file means offset 0. Nothing here allocates: Debian's libfaketime makes redis-server fail at
+ * file means offset 0. A second int64 after it, when not 0, freezes the wall clock at that many
+ * microseconds since the epoch (the offset then does not count): the differential test of the
+ * in-memory scripts runs each case at one instant on both sides. Nothing here allocates: Debian's libfaketime makes redis-server fail at
  * start because jemalloc reads the clock while libfaketime initialises (and allocates). Before the
  * real functions are resolved (a call from another library's constructor), the syscall answers.
  *
@@ -24,7 +26,7 @@
 
 typedef int (*clock_gettime_fn)(clockid_t, struct timespec *);
 static clock_gettime_fn real_clock_gettime;
-static volatile int64_t *offset_ms; /* the mapped file, or NULL */
+static volatile int64_t *offset_ms; /* the mapped file ([0] offset ms, [1] frozen us), or NULL */
 static int mapped;                  /* tried to map (0: not yet) */
 
 static void map_offset(void) {
@@ -33,7 +35,7 @@ static void map_offset(void) {
   if (!path || !*path) return;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
-  void *p = mmap(NULL, sizeof(int64_t), PROT_READ, MAP_SHARED, fd, 0);
+  void *p = mmap(NULL, 2 * sizeof(int64_t), PROT_READ, MAP_SHARED, fd, 0);
   close(fd);
   if (p != MAP_FAILED) offset_ms = (volatile int64_t *)p;
 }
@@ -54,6 +56,12 @@ static int raw_clock_gettime(clockid_t clock, struct timespec *ts) {
 }
 
 static void shift(struct timespec *ts) {
+  int64_t frozen_us = offset_ms ? __atomic_load_n(&offset_ms[1], __ATOMIC_RELAXED) : 0;
+  if (frozen_us != 0) {
+    ts->tv_sec = (time_t)(frozen_us / 1000000LL);
+    ts->tv_nsec = (long)(frozen_us % 1000000LL) * 1000L;
+    return;
+  }
   int64_t ns = (int64_t)ts->tv_sec * 1000000000LL + ts->tv_nsec + offset_ns();
   ts->tv_sec = (time_t)(ns / 1000000000LL);
   ts->tv_nsec = (long)(ns % 1000000000LL);

@@ -1,0 +1,297 @@
+import { CLOCK_WINDOW_US } from '../../scripts/acquire.js';
+
+/** Drift between a voter's clock and this machine's monotonic clock never taken for a step: 1000 ppm. */
+const DRIFT_ALLOWANCE = 0.001;
+
+/**
+ * How old a voter's last full reading may be for a grant to be judged against it by the window
+ * alone (see {@link VoterClocks.expectedUs}): its drift allowance then adds at most 1 ms.
+ */
+const WINDOW_REFERENCE_MS = 1000;
+
+/**
+ * How long a voter whose clock stepped stays a suspect, ms: the other voters' replies in the
+ * round that saw the step arrive well within it (a round is bounded by nodeTimeout).
+ */
+const SUSPECT_WINDOW_MS = 10_000;
+
+/**
+ * The voters' time as this engine knows it: per voter, the offset of its wall clock from this
+ * engine's monotonic clock, estimated from the clock readings its replies carry (a busy reply
+ * carries the voter's clock). Nothing here reads the client's own wall clock: a client whose clock
+ * is seconds off still stamps its place in line, and proposes fence seeds, in the voters' time.
+ *
+ * An offset is read as (voter clock) - (midpoint of the request's send and reply times), so it is
+ * off by at most half a round trip; the newest reading of a voter replaces the older one (a voter
+ * whose clock steps is followed at once). The voters' time is the median over the voters read so
+ * far: one voter whose clock stepped, or a minority, does not move it.
+ */
+export class VoterClocks {
+  /** Per voter: its clock (ms) minus the engine's monotonic clock at the reading; NaN until read. */
+  private readonly offsets: Float64Array;
+  /**
+   * Per voter, the bounds of that offset at its last reading (the voter read its clock somewhere
+   * between the request's sending and the reply's arrival), and when that was: what a later
+   * reading is compared with to see a step.
+   */
+  private readonly low: Float64Array;
+  private readonly high: Float64Array;
+  private readonly readAt: Float64Array;
+  /**
+   * Per voter: when the request behind its newest reading was sent (the engine's monotonic clock), which
+   * names the round it was read in: the readings of one round are compared with each other.
+   */
+  private readonly roundOf: Float64Array;
+  /**
+   * Per voter: the highest its offset can have been in that round (the `high` of a reading; for a
+   * grant within the expected window, the window's top): what a suspect of the round is compared with.
+   */
+  private readonly roundHigh: Float64Array;
+  /**
+   * Suspects: per voter whose clock this engine saw step forward, the round of that reading (NaN:
+   * none), the bounds of its offset then, and how many other voters of that round its clock was
+   * ahead of by more than the threshold (see {@link confirmed}).
+   */
+  private readonly suspectRound: Float64Array;
+  private readonly suspectLow: Float64Array;
+  private readonly suspectHigh: Float64Array;
+  private readonly suspectAhead: Int32Array;
+  /** How many voters are suspects: 0 (nearly always) skips every comparison. */
+  private suspects = 0;
+  /** Suspects confirmed by the last {@link note}, at most until the next one (see {@link confirmed}). */
+  private readonly confirmedNow: number[] = [];
+  /** Room to sort the offsets in (medianOffset). */
+  private readonly scratch: Float64Array;
+  /** The median of the known offsets; NaN when none is known, undefined when it must be recomputed. */
+  private median: number | undefined = Number.NaN;
+  /**
+   * Test control only (fault scenario S23's control run): stamp waiting tickets with this
+   * process's wall clock, as the engine did before tickets followed the voters' time.
+   */
+  clientClockTickets = false;
+  /** The runtime's clocks, for the control above only. */
+  wallClock: (() => number) | undefined;
+  monotonic: (() => number) | undefined;
+
+  constructor(
+    count: number,
+    /**
+     * Steps up to this many ms (plus drift) are not reported by {@link note}; 0: none is. The
+     * smallest clock guard of the locks taken so far (see {@link guardLocksOf}).
+     */
+    private stepThresholdMs = 0,
+    /** How many other voters of one round a voter's clock must be ahead of to be confirmed: a quorum. */
+    private readonly quorum = Math.floor(count / 2) + 1,
+  ) {
+    this.offsets = new Float64Array(count).fill(Number.NaN);
+    this.low = new Float64Array(count).fill(Number.NaN);
+    this.high = new Float64Array(count).fill(Number.NaN);
+    this.readAt = new Float64Array(count).fill(Number.NaN);
+    this.scratch = new Float64Array(count);
+    this.roundOf = new Float64Array(count).fill(Number.NaN);
+    this.roundHigh = new Float64Array(count);
+    this.suspectRound = new Float64Array(count).fill(Number.NaN);
+    this.suspectLow = new Float64Array(count);
+    this.suspectHigh = new Float64Array(count);
+    this.suspectAhead = new Int32Array(count);
+  }
+
+  /**
+   * Records voter `index`'s clock, `clockUs` microseconds, read in its reply to a request sent at
+   * `sentAt` and answered at `receivedAt` (both the engine's monotonic clock). Returns by how many ms the
+   * voter's clock surely stepped since its previous reading (positive: forward), beyond the step
+   * threshold plus a drift of 1000 ppm of the time between the readings (500 ppm each for the voter
+   * and this machine, so that drift over long idle periods is never taken for a step); 0 when it
+   * did not, or when this is the first reading. A reply that waited in this process (a paused or
+   * busy event loop) only widens the bounds: it cannot look like a step.
+   */
+  note(index: number, sentAt: number, receivedAt: number, clockUs: number): number {
+    const clockMs = clockUs / 1000;
+    const low = clockMs - receivedAt;
+    const high = clockMs - sentAt;
+    let step = 0;
+    if (this.stepThresholdMs > 0 && !Number.isNaN(this.readAt[index]!)) {
+      const allowance = this.stepThresholdMs + (sentAt - this.readAt[index]!) * DRIFT_ALLOWANCE;
+      const forward = low - this.high[index]!;
+      const back = this.low[index]! - high;
+      if (forward > allowance) step = forward;
+      else if (back > allowance) step = -back;
+    }
+    this.low[index] = low;
+    this.high[index] = high;
+    this.readAt[index] = receivedAt;
+    this.roundOf[index] = sentAt;
+    this.roundHigh[index] = high;
+    this.offsets[index] = clockMs - (sentAt + receivedAt) / 2;
+    this.median = undefined;
+    if (this.confirmedNow.length > 0) this.confirmedNow.length = 0;
+    if (step > 0) this.suspect(index, sentAt, low, high);
+    else if (this.suspects > 0) this.compareWithSuspects(index, sentAt, high, receivedAt);
+    return step;
+  }
+
+  /**
+   * Where this engine expects voter `index`'s clock, µs, for a request sent at `sentAt`: the middle
+   * of its last reading's bounds. A grant within CLOCK_WINDOW_US of it then replies without the
+   * clock (scripts/acquire.ts), and {@link noteWithin} records it. That reply is proof enough: its
+   * offset was at most CLOCK_WINDOW_US from the last reading's, below any step {@link note} reports
+   * (the threshold plus drift); a clock that stepped is outside the window, and its reply carries
+   * the clock. Undefined (the reply carries the clock) without a reading, when the threshold is
+   * below 8 windows, when the last reading is older than WINDOW_REFERENCE_MS (the reference of the
+   * step check stays a reading at most that old, as when every grant carried the clock), and when
+   * its round trip was longer than the window.
+   */
+  expectedUs(index: number, sentAt: number): number | undefined {
+    if (this.stepThresholdMs * 1000 < 8 * CLOCK_WINDOW_US) return undefined;
+    if (!(sentAt - this.readAt[index]! <= WINDOW_REFERENCE_MS)) return undefined; // NaN: never read
+    // Round trips longer than the window (a loaded machine or a far voter) would miss it: the reply
+    // carries the clock anyway, so send nothing (the next reading tells when they are short again).
+    if (this.high[index]! - this.low[index]! > CLOCK_WINDOW_US / 1000) return undefined;
+    // Whole ms (in µs): the acquire argument's text (ScriptCalls.acquireArgs) then repeats across
+    // the voters and attempts of one ms, which V8's number-to-string cache serves (~25 ns against
+    // ~130 ns for a new 16-digit number, five times per acquire); half a ms is far inside the window.
+    return Math.round(sentAt + (this.low[index]! + this.high[index]!) / 2) * 1000;
+  }
+
+  /**
+   * Voter `index` granted within CLOCK_WINDOW_US of `expectedUs` ({@link expectedUs}) a request sent
+   * at `sentAt`: no step. Its reading stays the reference; the round learns the highest its offset
+   * can have been, to compare it with that round's suspects (see {@link confirmed}).
+   */
+  noteWithin(index: number, sentAt: number, receivedAt: number, expectedUs: number): void {
+    const high = (expectedUs + CLOCK_WINDOW_US) / 1000 - sentAt;
+    this.roundOf[index] = sentAt;
+    this.roundHigh[index] = high;
+    if (this.confirmedNow.length > 0) this.confirmedNow.length = 0;
+    if (this.suspects > 0) this.compareWithSuspects(index, sentAt, high, receivedAt);
+  }
+
+  /**
+   * The voters confirmed by the last {@link note} or {@link noteWithin}: a voter whose clock this engine saw step forward
+   * and whose clock, in that same round, was ahead of at least a quorum of the other voters' by
+   * more than the threshold, round trips allowed for (the bounds of each reading). Evidence of the
+   * voters against each other, not against this engine's clock: a client whose own clock stood
+   * still (a suspended machine) sees every voter move alike, and confirms none. Each voter is
+   * confirmed once per step. Valid until the next {@link note}.
+   */
+  get confirmed(): readonly number[] {
+    return this.confirmedNow;
+  }
+
+  /** Voter `index` stepped forward in the round sent at `sentAt`: compare it with that round's others. */
+  private suspect(index: number, sentAt: number, low: number, high: number): void {
+    if (Number.isNaN(this.suspectRound[index]!)) this.suspects++;
+    this.suspectRound[index] = sentAt;
+    this.suspectLow[index] = low;
+    this.suspectHigh[index] = high;
+    let ahead = 0;
+    for (let j = 0; j < this.roundOf.length; j++) {
+      if (j !== index && this.roundOf[j] === sentAt && low - this.roundHigh[j]! > this.stepThresholdMs)
+        ahead++;
+    }
+    this.suspectAhead[index] = ahead;
+    if (ahead >= this.quorum) this.confirm(index);
+  }
+
+  /** Voter `index`, read in the round sent at `sentAt` (offset at most `high`): compared with that round's suspects. */
+  private compareWithSuspects(index: number, sentAt: number, high: number, receivedAt: number): void {
+    for (let i = 0; i < this.suspectRound.length; i++) {
+      const round = this.suspectRound[i]!;
+      if (Number.isNaN(round) || i === index) continue;
+      if (round === sentAt) {
+        if (this.suspectLow[i]! - high > this.stepThresholdMs && ++this.suspectAhead[i]! >= this.quorum) {
+          this.confirm(i);
+        }
+      } else if (receivedAt - round > SUSPECT_WINDOW_MS) {
+        this.clearSuspect(i); // its round is long over
+      }
+    }
+  }
+
+  private confirm(index: number): void {
+    this.clearSuspect(index);
+    this.confirmedNow.push(index);
+  }
+
+  private clearSuspect(index: number): void {
+    this.suspectRound[index] = Number.NaN;
+    this.suspects--;
+  }
+
+  /**
+   * Voters whose clock is offset from the median of the others' by more than `thresholdMs` (plus
+   * the uncertainty of the readings), when at least `quorum` others were read: a steady offset is
+   * harmless to leases, but it hides steps (reported when the voters connect).
+   */
+  disagreements(thresholdMs: number, quorum: number): Array<{ index: number; offsetMs: number }> {
+    const found: Array<{ index: number; offsetMs: number }> = [];
+    const known = Array.from(this.offsets.keys()).filter((i) => !Number.isNaN(this.offsets[i]!));
+    for (const index of known) {
+      const others = known.filter((i) => i !== index);
+      if (others.length < quorum) continue;
+      const sorted = others.map((i) => this.offsets[i]!).sort((a, b) => a - b);
+      const n = sorted.length;
+      const median = n % 2 === 1 ? sorted[(n - 1) / 2]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2;
+      const width = (i: number) => (this.high[i]! - this.low[i]!) / 2;
+      const slack = width(index) + Math.max(...others.map(width));
+      const offsetMs = this.offsets[index]! - median;
+      if (Math.abs(offsetMs) > thresholdMs + slack) found.push({ index, offsetMs });
+    }
+    return found;
+  }
+
+  /** A lock with clock guard `ms` is taken: steps above it must be seen. */
+  guardLocksOf(ms: number): void {
+    if (ms > 0 && ms < this.stepThresholdMs) this.stepThresholdMs = ms;
+  }
+
+  /** Whether any voter's clock has been read. */
+  get known(): boolean {
+    return !Number.isNaN(this.medianOffset());
+  }
+
+  /**
+   * The voters' time, epoch ms as they keep it, at the monotonic instant `at` (the engine's monotonic clock);
+   * undefined when no voter's clock has been read yet.
+   */
+  voterTime(at: number): number | undefined {
+    const offset = this.medianOffset();
+    return Number.isNaN(offset) ? undefined : at + offset;
+  }
+
+  /**
+   * The waiting ticket of an acquire that started at `startedAt` (the engine's monotonic clock): the voters'
+   * time then, in ms with microsecond digits, the same string for every voter. '' while no voter's
+   * clock is known: the caller's first attempt then does not queue, and its busy replies tell the
+   * clocks.
+   */
+  ticket(startedAt: number): string {
+    if (this.clientClockTickets) return String(this.wallClock!() - (this.monotonic!() - startedAt));
+    const time = this.voterTime(startedAt);
+    return time === undefined ? '' : time.toFixed(3);
+  }
+
+  /**
+   * The median of the known offsets, recomputed after a reading. Under the clock guard every grant
+   * is a reading and nearly every acquire asks for a ticket, so this allocates nothing: an
+   * insertion sort into a scratch array (a handful of voters).
+   */
+  private medianOffset(): number {
+    if (this.median !== undefined) return this.median;
+    const sorted = this.scratch;
+    let n = 0;
+    for (let i = 0; i < this.offsets.length; i++) {
+      const offset = this.offsets[i]!;
+      if (Number.isNaN(offset)) continue;
+      let j = n++;
+      while (j > 0 && sorted[j - 1]! > offset) {
+        sorted[j] = sorted[j - 1]!;
+        j--;
+      }
+      sorted[j] = offset;
+    }
+    this.median =
+      n === 0 ? Number.NaN : n % 2 === 1 ? sorted[(n - 1) / 2]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2;
+    return this.median;
+  }
+}

@@ -1,0 +1,55 @@
+import { luaScript } from './lua.js';
+import { PROMOTE_LUA } from './queue.js';
+import { TURN_MARK } from './values.js';
+
+/** How a caller lets go of lock keys. */
+export type LetGo =
+  /** A holder's release, or a failed attempt of a caller that does not wait. */
+  | { readonly op: 'release' }
+  /** A failed attempt of a caller that waits on at `ticket`, under `renamedTo` if given. */
+  | { readonly op: 'requeue'; readonly ticket: string; readonly renamedTo?: string }
+  /** A waiter that gives up. */
+  | { readonly op: 'leave-queue' };
+
+/** A holder's release (one shared instance: it is on every lock's path). */
+export const RELEASE: LetGo = Object.freeze({ op: 'release' });
+
+/**
+ * Letting go of lock keys, three ways; each frees only keys that hold the caller's value (never
+ * another holder's) and hands what it frees to the first in line (queue.ts).
+ * KEYS, n resources: lock keys 1..n, fence counters n+1..2n, queues 2n+1..3n.
+ * ARGV: value, settings, op, and for a requeue the ticket and the value it waits on under.
+ * - release (op 'release'): a holder's release, or a failed attempt of a caller that does not wait.
+ *   A holder may also find its own turn, or its own entry in a queue (an earlier attempt left it):
+ *   both go, or they would keep the node from voting until they lapsed.
+ * - requeue: a failed attempt of a caller that waits on: it frees what it got (acquirers that split
+ *   the nodes must not keep their shares) and keeps its place in line, under a new value when given
+ *   (then what it frees goes to the first in line, maybe itself under that value).
+ * - leave-queue: a waiter gives up; if the lock or its turn was handed to it, the next one gets it.
+ * Replies with a count nobody reads.
+ */
+export const LET_GO = luaScript(
+  'let-go',
+  `${PROMOTE_LUA}
+local value, op = ARGV[1], ARGV[3]
+local renamed = ARGV[5] or value
+local n = #KEYS / 3
+local count = 0
+for i = 1, n do
+  local key, fence, queue = KEYS[i], KEYS[n + i], KEYS[2 * n + i]
+  local current = redis.call('GET', key)
+  local queued = redis.call('EXISTS', queue) == 1
+  local had = queued and redis.call('ZREM', queue, value) == 1
+  local mine = current == value or (op ~= 'requeue' and current == '${TURN_MARK}' .. value)
+  if op == 'requeue' and (had or (mine and queued)) then redis.call('ZADD', queue, 'NX', ARGV[4], renamed) end
+  if had and op == 'leave-queue' then count = count + 1 end
+  if mine then
+    if op ~= 'leave-queue' then count = count + 1 end
+    local hand = queued and (op ~= 'requeue' or renamed ~= value)
+    if not (hand and promote(key, fence, queue, value)) then redis.call('DEL', key) end
+  end
+end
+return count
+`,
+  { allowOom: true },
+);

@@ -1,0 +1,283 @@
+import { clientKind } from '../../clients/detect.js';
+import { PACKAGE_NAME, tryLoad } from '../../clients/load.js';
+import { settleWithin, sleep, TIMED_OUT } from '../../runtime.js';
+import { keySlot } from '../../scripts/keys.js';
+import { describeError } from '../../voter/describe-error.js';
+import type { VoterContext } from '../../voter/voter-api.js';
+import { ShardSubscribers, type ShardSubscription } from '../subscribers.js';
+import type { Route, Transport, TransportEvent } from '../transport.js';
+import { openGlideSubscription, type GlideFactory } from './subscriber.js';
+
+/*
+ * Valkey GLIDE 2: a `GlideClient` (one server) or a `GlideClusterClient` (a shard per master), always
+ * the application's: GLIDE connects in its async createClient, so the library never opens one, nor
+ * closes one. GLIDE is an optional peer: the members called are written out here.
+ *
+ * GLIDE reconnects inside its core without a word, and sets a new connection up as the old one was
+ * (name, database), so nothing of a connection tells which server it reached: the transport does not
+ * see reconnections, and the identity guard reads the run_id behind each vote and surveys it. What
+ * the transport sees is whether the client answers, by a probe once a second: PING, or on a Cluster
+ * CLUSTER SLOTS (GLIDE does not show its slot map), which gives the masters and their slots too.
+ * When the client answers again after it did not, every shard's epoch changes (what it reconnected
+ * to is checked before it votes); so does that of a master that appears.
+ */
+
+/** How often the probe asks, ms. */
+const PROBE_MS = 1000;
+/** GLIDE's `Decoder.String`: replies as strings, not Buffers. */
+const DECODE_STRINGS = 1;
+
+/** Where GLIDE sends a command on a Cluster: a named route, the primary of a key's slot, a node. */
+type GlideRoute =
+  | 'randomNode'
+  | { readonly type: 'primarySlotKey'; readonly key: string }
+  | { readonly type: 'routeByAddress'; readonly host: string; readonly port: number };
+
+/** The configuration a GLIDE client was created with (public at run time, only read here). */
+interface GlideConfig {
+  readonly addresses?: ReadonlyArray<{ readonly host?: string; readonly port?: number }>;
+  readonly useTLS?: boolean;
+  readonly credentials?: { readonly username?: string };
+  readonly requestTimeout?: number;
+  readonly advancedConfiguration?: object;
+}
+
+/** The members of a GLIDE client the transport calls. */
+interface GlideApi {
+  customCommand(args: string[], options?: { route?: GlideRoute; decoder?: number }): Promise<unknown>;
+  readonly config?: GlideConfig;
+  readonly isClosed?: boolean;
+}
+
+/** A Valkey GLIDE `GlideClient` or `GlideClusterClient` passed in, as a transport. */
+export function glideTransport(node: object, context: VoterContext): Transport {
+  return new GlideTransport(node as GlideApi, clientKind(node) === 'glide-cluster', context);
+}
+
+/** A GLIDE client as a transport (see the top of this file). */
+class GlideTransport implements Transport {
+  readonly label: string;
+  readonly seesReconnects = false;
+  lastError: string | undefined;
+  private alive = false;
+  private closed = false;
+  private masters: ReadonlyMap<string, readonly number[]> = SINGLE;
+  /** The master of each slot, from the latest CLUSTER SLOTS. */
+  private owners: ReadonlyArray<string | undefined> = [];
+  private readonly epochs = new Map<string, number>();
+  private readonly listeners: Array<(event: TransportEvent) => void> = [];
+  /** Commands sent on the application's client and not answered yet (close waits for them). */
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly subscribers: ShardSubscribers;
+  private probing: Promise<void> | undefined;
+  private cancelProbe: (() => void) | undefined;
+
+  constructor(
+    private readonly client: GlideApi,
+    readonly clustered: boolean,
+    private readonly context: VoterContext,
+  ) {
+    const addresses = (client.config?.addresses ?? []).map(
+      (a) => `${a.host ?? 'localhost'}:${a.port ?? 6379}`,
+    );
+    const list = addresses.join(',') || 'glide';
+    this.label = clustered ? `cluster://${list}` : `${client.config?.useTLS ? 'rediss' : 'redis'}://${list}`;
+    this.subscribers = new ShardSubscribers(
+      context.runtime,
+      () => [...this.shards().keys()],
+      (shard, channels, deliver) => this.openSubscriber(shard, channels, deliver),
+    );
+    this.scheduleProbe(0);
+  }
+
+  get up(): boolean {
+    return this.alive && !this.closed && this.client.isClosed !== true;
+  }
+
+  get username(): string | undefined {
+    return this.client.config?.credentials?.username;
+  }
+
+  shards(): ReadonlyMap<string, readonly number[]> {
+    return this.masters;
+  }
+
+  shardOf(key: string): string | undefined {
+    return this.clustered ? this.owners[keySlot(key)] : '';
+  }
+
+  epoch(shard: string): number {
+    return this.epochs.get(shard) ?? 0;
+  }
+
+  send(route: Route, command: readonly string[]): Promise<unknown> {
+    const options = this.clustered
+      ? { route: glideRoute(route), decoder: DECODE_STRINGS }
+      : { decoder: DECODE_STRINGS };
+    const sent = this.client.customCommand([...command], options);
+    this.inFlight.add(sent);
+    const settled = () => void this.inFlight.delete(sent);
+    sent.then(settled, settled);
+    return sent;
+  }
+
+  async connect(timeoutMs: number): Promise<boolean> {
+    const { runtime } = this.context;
+    const until = runtime.now() + timeoutMs;
+    while (!this.up && !this.closed && runtime.now() < until) {
+      await settleWithin(runtime, this.probe(), until - runtime.now());
+      if (!this.up) await sleep(runtime, Math.min(100, Math.max(0, until - runtime.now())));
+    }
+    return this.up;
+  }
+
+  on(listener: (event: TransportEvent) => void): void {
+    this.listeners.push(listener);
+  }
+
+  subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
+    return this.subscribers.subscribe(channel, onMessage);
+  }
+
+  /** Stops the probe, closes the subscribers and waits for our commands in flight (the client stays open). */
+  async close(timeoutMs: number): Promise<void> {
+    this.closed = true;
+    this.cancelProbe?.();
+    const pending = [this.subscribers.close(), this.probing, ...this.inFlight];
+    await settleWithin(this.context.runtime, Promise.allSettled(pending), timeoutMs);
+  }
+
+  private scheduleProbe(ms: number): void {
+    this.cancelProbe = this.context.runtime.setTimeout(() => {
+      void this.probe().finally(() => {
+        if (!this.closed) this.scheduleProbe(PROBE_MS);
+      });
+    }, ms);
+  }
+
+  /** Asks the client whether it answers (one probe in flight at a time). */
+  private probe(): Promise<void> {
+    this.probing ??= this.ask().finally(() => (this.probing = undefined));
+    return this.probing;
+  }
+
+  private async ask(): Promise<void> {
+    const command = this.clustered ? ['CLUSTER', 'SLOTS'] : ['PING'];
+    const timeoutMs = Math.max(this.context.connectTimeout, 1000);
+    try {
+      const reply = await settleWithin(this.context.runtime, this.send(undefined, command), timeoutMs);
+      if (reply === TIMED_OUT) throw new Error(`no reply to ${command.join(' ')} within ${timeoutMs} ms`);
+      if (this.closed) return;
+      const wasUp = this.alive;
+      const known = this.masters;
+      if (this.clustered) this.readSlots(reply);
+      this.alive = true;
+      this.lastError = undefined;
+      for (const shard of this.masters.keys()) if (!wasUp || !known.has(shard)) this.connected(shard);
+      if (!wasUp) this.emit({ type: 'up' });
+    } catch (err) {
+      if (this.closed) return;
+      const wasUp = this.alive;
+      this.alive = false;
+      this.lastError = describeError(err);
+      this.emit({ type: 'error', error: err });
+      if (wasUp) this.emit({ type: 'down', reason: this.lastError });
+    }
+  }
+
+  /** The masters and their slots from a CLUSTER SLOTS reply (`[[start, end, [host, port, ...], ...], ...]`). */
+  private readSlots(reply: unknown): void {
+    if (!Array.isArray(reply)) throw new Error(`CLUSTER SLOTS answered ${String(reply)}`);
+    const masters = new Map<string, number[]>();
+    const owners = new Array<string | undefined>(16384);
+    for (const range of reply as unknown[]) {
+      if (!Array.isArray(range) || !Array.isArray(range[2])) continue;
+      const [start, end, [host, port]] = range as [number, number, unknown[]];
+      const address = `${String(host)}:${String(port)}`;
+      const slots = masters.get(address) ?? [];
+      for (let slot = Number(start); slot <= Number(end); slot++) {
+        slots.push(slot);
+        owners[slot] = address;
+      }
+      masters.set(address, slots);
+    }
+    if (masters.size === 0) throw new Error('CLUSTER SLOTS: no master serves a slot yet');
+    this.masters = masters;
+    this.owners = owners;
+  }
+
+  /** `shard` may have been reached anew: its epoch changes, and the voter checks it. */
+  private connected(shard: string): void {
+    this.epochs.set(shard, this.epoch(shard) + 1);
+    this.emit({ type: 'connected', shard });
+  }
+
+  private emit(event: TransportEvent): void {
+    for (const listener of this.listeners) listener(event);
+  }
+
+  /**
+   * A subscriber of `shard`: on one server, a client like the application's; on a Cluster, a
+   * `GlideClient` on the master (GLIDE's cluster subscriber sits on one node, but a script's PUBLISH
+   * reaches only the subscribers its own node counts), with the cluster client's credentials and TLS.
+   */
+  private async openSubscriber(
+    shard: string,
+    channels: readonly string[],
+    deliver: (channel: string, message: string) => void,
+  ): Promise<ShardSubscription> {
+    const { runtime } = this.context;
+    if (!this.clustered) {
+      const factory = (this.client as { constructor?: Partial<GlideFactory> }).constructor;
+      if (typeof factory?.createClient !== 'function')
+        throw new Error('this GLIDE client shows no factory: no subscriber for wake-ups');
+      return openGlideSubscription(
+        runtime,
+        factory as GlideFactory,
+        this.client.config ?? {},
+        channels,
+        deliver,
+        async () => this.up,
+      );
+    }
+    const glide = tryLoad(PACKAGE_NAME.glide) as { GlideClient?: Partial<GlideFactory> } | undefined;
+    if (typeof glide?.GlideClient?.createClient !== 'function')
+      throw new Error(`${PACKAGE_NAME.glide} cannot be loaded here: no subscriber for wake-ups`);
+    const route = glideRoute({ shard }) as { host: string; port: number };
+    const { credentials, useTLS, requestTimeout, advancedConfiguration } = this.client.config ?? {};
+    const config = {
+      addresses: [{ host: route.host, port: route.port }],
+      credentials,
+      useTLS,
+      requestTimeout,
+      advancedConfiguration,
+    };
+    const answers = () =>
+      this.send({ shard }, ['PING']).then(
+        () => true,
+        () => false,
+      );
+    return openGlideSubscription(
+      runtime,
+      glide.GlideClient as GlideFactory,
+      config,
+      channels,
+      deliver,
+      answers,
+    );
+  }
+}
+
+/** GLIDE's route for a command: the primary of a key's slot, a master by address, or any node. */
+function glideRoute(route: Route): GlideRoute {
+  if (route === undefined) return 'randomNode';
+  if ('key' in route) return { type: 'primarySlotKey', key: route.key };
+  const colon = route.shard.lastIndexOf(':');
+  return {
+    type: 'routeByAddress',
+    host: route.shard.slice(0, colon),
+    port: Number(route.shard.slice(colon + 1)),
+  };
+}
+
+const SINGLE: ReadonlyMap<string, readonly number[]> = new Map([['', []]]);

@@ -1,0 +1,313 @@
+import type { EventEmitter } from 'node:events';
+import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
+import { settleWithin, type Runtime } from '../../runtime.js';
+import { keySlot } from '../../scripts/keys.js';
+import { describeError, faultRetryMs, isFinalFault, nodeFault } from '../../voter/describe-error.js';
+import { ShardSubscribers, type ShardSubscription } from '../subscribers.js';
+import type { Route, Transport, TransportEvent } from '../transport.js';
+import { addressOf, redactUrl } from '../urls.js';
+
+/*
+ * ioredis (and iovalkey, its fork: the same API), a single server or a Sentinel-managed primary
+ * (`Redis`) or a Redis Cluster (`Cluster`, a shard per master). Connections the library opens fail
+ * fast: no offline queue, no retried command (a command in flight when a connection drops fails
+ * instead of running after the lock decision); a node that refuses the credentials is asked again
+ * with a back-off. Every new connection (ioredis' 'ready', a Cluster node's too) and every loss
+ * changes the shard's epoch. A client passed in needs no package loaded here: its subscriber
+ * connections are duplicates of its own (an app may have iovalkey and no ioredis).
+ */
+
+/** The members of the ioredis module that open connections for URLs and options (an optional peer). */
+export interface IoredisModule {
+  Redis: new (...args: unknown[]) => Redis;
+  Cluster: new (startup: ClusterNode[], options?: ClusterOptions) => Cluster;
+}
+
+/** What an ioredis transport is built from. */
+export interface IoredisSpec {
+  readonly client: Redis | Cluster;
+  readonly label: string;
+  /** The library opened it, and closes it. */
+  readonly owned: boolean;
+}
+
+/** A listener as Node's EventEmitter takes it. */
+type Listener = Parameters<EventEmitter['on']>[1];
+
+/** A connection the library opens for a URL or options (a Sentinel-managed primary included). */
+export function openIoredis(
+  io: IoredisModule,
+  node: string | RedisOptions,
+  connectTimeout: number,
+): IoredisSpec {
+  let faults = 0;
+  const defaults: RedisOptions = {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    connectTimeout: Math.max(connectTimeout, 500),
+    retryStrategy: (attempt: number) => (faults > 0 ? faultRetryMs(faults) : Math.min(attempt * 100, 2000)),
+  };
+  const options: RedisOptions = typeof node === 'string' ? defaults : { ...defaults, ...node };
+  const client = typeof node === 'string' ? new io.Redis(node, defaults) : new io.Redis(options);
+  client.on('error', (err: unknown) => void (faults = isFinalFault(nodeFault(err)) ? faults + 1 : 0));
+  client.on('ready', () => void (faults = 0));
+  const scheme = options.tls ? 'rediss' : 'redis';
+  const user = options.username ? `${options.username}@` : '';
+  const label =
+    typeof node === 'string'
+      ? redactUrl(node)
+      : options.sentinels?.length
+        ? `sentinel://${options.sentinels.map(addressOf).join(',')}/${options.name ?? ''}`
+        : `${scheme}://${user}${options.host ?? 'localhost'}:${options.port ?? 6379}`;
+  return { client, label, owned: true };
+}
+
+/** A Cluster the library opens for `{ cluster: [...], options? }`. */
+export function openIoredisCluster(
+  io: IoredisModule,
+  startup: ClusterNode[],
+  given: ClusterOptions | undefined,
+  connectTimeout: number,
+): IoredisSpec {
+  const options: ClusterOptions = {
+    enableOfflineQueue: false,
+    clusterRetryStrategy: (attempt: number) => Math.min(attempt * 100, 2000),
+    retryDelayOnFailover: 50,
+    retryDelayOnClusterDown: 50,
+    maxRedirections: 4,
+    ...given,
+    redisOptions: {
+      connectTimeout: Math.max(connectTimeout, 500),
+      maxRetriesPerRequest: 0,
+      ...given?.redisOptions,
+    },
+  };
+  return { client: new io.Cluster(startup, options), label: clusterLabel(startup), owned: true };
+}
+
+/** `cluster://host:port,...` of a Cluster's startup nodes. */
+export function clusterLabel(startup: readonly unknown[]): string {
+  return `cluster://${startup.map(addressOf).join(',')}`;
+}
+
+/** An ioredis `Redis` or `Cluster` as a transport (see the top of this file). */
+export class IoredisTransport implements Transport {
+  readonly label: string;
+  readonly clustered: boolean;
+  readonly seesReconnects = true;
+  lastError: string | undefined;
+  private readonly client: Redis | Cluster;
+  private readonly epochs = new Map<string, number>();
+  private readonly listeners: Array<(event: TransportEvent) => void> = [];
+  /** Our listeners on the client and its nodes, taken off at close. */
+  private readonly attached: Array<[EventEmitter, string, Listener]> = [];
+  private readonly subscribers: ShardSubscribers;
+  private wasUp = false;
+  /** A client passed in unconnected that this transport connected (closed with it). */
+  private connectedHere = false;
+  /** Subscriber connections not yet ended (close() ends them, also one still connecting). */
+  private readonly subscriberConnections = new Set<Redis>();
+
+  constructor(
+    private readonly spec: IoredisSpec,
+    private readonly runtime: Runtime,
+    private readonly connectTimeout: number,
+  ) {
+    this.client = spec.client;
+    this.label = spec.label;
+    this.clustered = (spec.client as Cluster).isCluster === true;
+    this.subscribers = new ShardSubscribers(
+      runtime,
+      () => [...this.shards().keys()],
+      (shard, channels, deliver) => this.openSubscriber(shard, channels, deliver),
+    );
+    const cluster = this.clustered ? (this.client as Cluster) : undefined;
+    this.listen(this.client, 'error', (err: unknown) => this.failed(err));
+    this.listen(this.client, 'ready', () => this.ready(cluster ? undefined : ''));
+    this.listen(this.client, 'close', () => this.lost(cluster ? undefined : ''));
+    if (cluster) {
+      this.listen(cluster, 'end', () => this.lost(undefined));
+      this.listen(cluster, 'node error', (err: unknown, address: string) => this.failed(err, address));
+      this.listen(cluster, '+node', (node: Redis) => this.watch(node));
+      for (const node of cluster.nodes('all')) this.watch(node);
+    }
+    if (this.client.status === 'ready') this.runtime.defer(() => this.ready(cluster ? undefined : ''));
+  }
+
+  get up(): boolean {
+    return this.client.status === 'ready';
+  }
+
+  get username(): string | undefined {
+    return this.clustered
+      ? (this.client as Cluster).options.redisOptions?.username
+      : (this.client as Redis).options.username;
+  }
+
+  shards(): ReadonlyMap<string, readonly number[]> {
+    if (!this.clustered) return SINGLE;
+    const bySlot = new Map<string, number[]>();
+    (this.client as Cluster).slots.forEach((owners, slot) => {
+      const master = owners[0];
+      if (master === undefined) return;
+      const slots = bySlot.get(master);
+      if (slots) slots.push(slot);
+      else bySlot.set(master, [slot]);
+    });
+    return bySlot;
+  }
+
+  shardOf(key: string): string | undefined {
+    return this.clustered ? (this.client as Cluster).slots[keySlot(key)]?.[0] : '';
+  }
+
+  epoch(shard: string): number {
+    return this.epochs.get(shard) ?? 0;
+  }
+
+  send(route: Route, command: readonly string[]): Promise<unknown> {
+    const [name, ...args] = command as [string, ...string[]];
+    if (route && 'shard' in route && this.clustered) {
+      const node = this.master(route.shard);
+      return node
+        ? node.call(name, ...args)
+        : Promise.reject(new Error(`no master ${route.shard} in the cluster`));
+    }
+    return this.client.call(name, ...args);
+  }
+
+  async connect(timeoutMs: number): Promise<boolean> {
+    if (this.up) return true;
+    if (this.client.status === 'wait') {
+      // A client passed in unconnected (lazyConnect) that we connect is ours to close too.
+      this.connectedHere = !this.spec.owned;
+      this.client.connect().catch(() => undefined);
+    }
+    let onReady: (() => void) | undefined;
+    const ready = new Promise<void>((resolve) => this.client.once('ready', (onReady = resolve)));
+    await settleWithin(this.runtime, ready, timeoutMs);
+    this.client.off('ready', onReady!);
+    return this.up;
+  }
+
+  on(listener: (event: TransportEvent) => void): void {
+    this.listeners.push(listener);
+  }
+
+  subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
+    return this.subscribers.subscribe(channel, onMessage);
+  }
+
+  async close(timeoutMs: number): Promise<void> {
+    // Bounded: a subscriber still connecting to a node that is down has nobody to say goodbye to.
+    await settleWithin(this.runtime, this.subscribers.close(), timeoutMs);
+    for (const connection of this.subscriberConnections) connection.disconnect();
+    for (const [emitter, event, listener] of this.attached.splice(0)) emitter.off(event, listener);
+    if (!(this.spec.owned || this.connectedHere) || this.client.status === 'end') return;
+    const ended = new Promise((resolve) => this.client.once('end', resolve));
+    const quit = this.client.status === 'ready' ? this.client.quit().catch(() => undefined) : undefined;
+    if (quit) await settleWithin(this.runtime, quit, timeoutMs);
+    this.client.disconnect();
+    await settleWithin(this.runtime, ended, timeoutMs); // closed by the time close() resolves
+  }
+
+  private listen(emitter: EventEmitter, event: string, listener: Listener): void {
+    emitter.on(event, listener);
+    this.attached.push([emitter, event, listener]);
+  }
+
+  /** A Cluster node: each new connection of a master is a new epoch of its shard. */
+  private watch(node: Redis): void {
+    const address = `${node.options.host}:${node.options.port}`;
+    this.listen(node, 'ready', () => this.bump(address, true));
+    this.listen(node, 'close', () => this.bump(address, false));
+  }
+
+  private bump(shard: string, connected: boolean): void {
+    this.epochs.set(shard, this.epoch(shard) + 1);
+    if (connected) this.emit({ type: 'connected', shard });
+  }
+
+  private ready(shard: string | undefined): void {
+    if (shard !== undefined) this.bump(shard, true);
+    this.lastError = undefined;
+    if (!this.wasUp) this.emit({ type: 'up' });
+    this.wasUp = true;
+  }
+
+  private lost(shard: string | undefined): void {
+    if (shard !== undefined) this.bump(shard, false);
+    if (this.wasUp) this.emit({ type: 'down', reason: this.lastError ?? 'connection closed' });
+    this.wasUp = false;
+  }
+
+  private failed(err: unknown, shard?: string): void {
+    this.lastError = shard === undefined ? describeError(err) : `shard ${shard}: ${describeError(err)}`;
+    this.emit({ type: 'error', error: err });
+  }
+
+  private emit(event: TransportEvent): void {
+    for (const listener of this.listeners) listener(event);
+  }
+
+  private master(address: string): Redis | undefined {
+    return (this.client as Cluster)
+      .nodes('master')
+      .find((n) => `${n.options.host}:${n.options.port}` === address);
+  }
+
+  /** A subscriber connection (a subscribed connection can run nothing else), re-subscribed by ioredis. */
+  private async openSubscriber(
+    shard: string,
+    channels: readonly string[],
+    deliver: (channel: string, message: string) => void,
+  ): Promise<ShardSubscription> {
+    let connection: Redis;
+    if (this.clustered) {
+      const master = this.master(shard);
+      if (!master) throw new Error(`no master ${shard} in the cluster`);
+      // The Cluster's connection to that master, with its settings (credentials, TLS, family), but
+      // connected now, to the master, and never reconnected (ShardSubscribers opens another).
+      connection = master.duplicate({
+        connectTimeout: this.connectTimeout,
+        lazyConnect: false,
+        readOnly: false,
+        enableOfflineQueue: true,
+        maxRetriesPerRequest: null,
+        retryStrategy: () => null,
+      });
+    } else {
+      connection = (this.client as Redis).duplicate({
+        enableOfflineQueue: true,
+        maxRetriesPerRequest: null,
+        lazyConnect: false,
+      });
+    }
+    this.subscriberConnections.add(connection);
+    connection.once('end', () => this.subscriberConnections.delete(connection));
+    connection.on('error', () => undefined); // the transport's own connection reports health
+    connection.on('message', deliver);
+    if (channels.length > 0) {
+      await connection.subscribe(...channels).catch((err: unknown) => {
+        connection.disconnect();
+        throw err;
+      });
+    }
+    return {
+      get healthy() {
+        return connection.status === 'ready';
+      },
+      get ended() {
+        return connection.status === 'end';
+      },
+      subscribe: async (more) => void (await connection.subscribe(...more)),
+      close: async () => {
+        const ended = new Promise((resolve) => connection.once('end', resolve));
+        connection.disconnect();
+        await settleWithin(this.runtime, ended, 1000);
+      },
+    };
+  }
+}
+
+const SINGLE: ReadonlyMap<string, readonly number[]> = new Map([['', []]]);

@@ -1,0 +1,75 @@
+/**
+ * The order of one voter's acquires and let-gos of a lock. The engine lets go without waiting (a
+ * one-way release), so the order it gives them in must hold on the server, and two things can
+ * break it: the voter itself holds an acquire back before sending it (its vote waits for its
+ * server's check after a new connection, or is cast again on a changed server: voter.ts, `hold`)
+ * while the let-go would go out; and a client that sends a command again after later ones (a
+ * Cluster client following MOVED, ASK, TRYAGAIN or CLUSTERDOWN; a server that lost its functions
+ * has the call sent again after the library is loaded: `resends`).
+ *
+ * - A let-go waits for this voter's acquire of the same value: a let-go that frees a late grant
+ *   must run after it. Without `resends` the connection runs commands in the order they were sent:
+ *   the let-go waits only while that acquire is held back, and goes right after it is sent.
+ * - An acquire waits for this voter's let-go of the same key: a release runs before the same
+ *   voter's next vote on that key, which would otherwise find its own lock still held (a
+ *   re-acquire, a hand-over to the next waiter of this engine). Without `resends`: only for a
+ *   let-go held back by the rule above, until it is sent (no round trip on the usual path).
+ */
+export class SendOrder {
+  /** `resends`: acquires in flight by value. */
+  private readonly acquiring = new Map<string, Promise<unknown>>();
+  /** Let-gos by lock key: in flight (`resends`), or else held back until sent. */
+  private readonly lettingGo = new Map<string, Promise<unknown>>();
+  /** Without `resends`: acquires the voter holds back before sending them, by value (see hold). */
+  private readonly held = new Map<string, Promise<unknown>>();
+
+  constructor(private readonly resends: boolean) {}
+
+  /** Sends an acquire of `keys` for `value` once this voter's let-gos of those keys allow it. */
+  acquire<T>(keys: readonly string[], value: string, send: () => Promise<T>): Promise<T> {
+    const before = keys.flatMap((key) => {
+      const letGo = this.lettingGo.get(key);
+      return letGo ? [letGo] : [];
+    });
+    const sent = before.length === 0 ? send() : Promise.allSettled(before).then(send);
+    if (this.resends) track(this.acquiring, value, sent);
+    return sent;
+  }
+
+  /**
+   * The voter holds the acquire of `value` back until `until` settles; a vote that continues on it
+   * must have been chained on it before this call (it is sent first, or held again).
+   */
+  hold(value: string, until: Promise<unknown>): void {
+    if (!this.resends) track(this.held, value, until);
+  }
+
+  /** Sends a let-go of `keys` for `value` after this voter's acquire of `value` (see above). */
+  letGo(keys: readonly string[], value: string, send: () => Promise<unknown>): Promise<unknown> {
+    if (this.resends) {
+      const acquiring = this.acquiring.get(value);
+      const sent = acquiring ? acquiring.then(send, send) : send();
+      for (const key of keys) track(this.lettingGo, key, sent);
+      return sent;
+    }
+    const held = this.held.get(value);
+    if (!held) return send();
+    let goes!: () => void;
+    const going = new Promise<void>((resolve) => (goes = resolve));
+    for (const key of keys) track(this.lettingGo, key, going);
+    const go = (): Promise<unknown> => {
+      const again = this.held.get(value);
+      if (again) return again.then(go, go);
+      goes();
+      return send();
+    };
+    return held.then(go, go);
+  }
+}
+
+/** Keeps `sent` under `id` until it settles (unless a later one took its place). */
+function track(inFlight: Map<string, Promise<unknown>>, id: string, sent: Promise<unknown>): void {
+  inFlight.set(id, sent);
+  const settled = () => void (inFlight.get(id) === sent && inFlight.delete(id));
+  sent.then(settled, settled);
+}
