@@ -51,7 +51,7 @@ export class TransportVoter implements Voter {
   private readonly scripts: ScriptMode;
   private readonly healthListeners: Array<(up: boolean, reason?: string) => void> = [];
   private readonly abstentionListeners: Array<(forMs: number, why: string, shard?: string) => void> = [];
-  /** Where the client may send a command again after later ones (a Cluster, functions): see letGo. */
+  /** The order of this voter's acquires and let-gos of a lock (send-order.ts). */
   private readonly order: SendOrder;
   private reported: string | undefined;
   /** Waiters of waitReady, told of a final refusal (credentials, ACL) from the transport. */
