@@ -27,11 +27,15 @@ export class SendOrder {
 
   /** Sends an acquire of `keys` for `value` once this voter's let-gos of those keys allow it. */
   acquire<T>(keys: readonly string[], value: string, send: () => Promise<T>): Promise<T> {
-    const before = keys.flatMap((key) => {
-      const letGo = this.lettingGo.get(key);
-      return letGo ? [letGo] : [];
-    });
-    const sent = before.length === 0 ? send() : Promise.allSettled(before).then(send);
+    // The usual case (nothing let go of in flight or held back) allocates nothing: every acquire.
+    const before =
+      this.lettingGo.size === 0
+        ? undefined
+        : keys.flatMap((key) => {
+            const letGo = this.lettingGo.get(key);
+            return letGo ? [letGo] : [];
+          });
+    const sent = before?.length ? Promise.allSettled(before).then(send) : send();
     if (this.resends) track(this.acquiring, value, sent);
     return sent;
   }
