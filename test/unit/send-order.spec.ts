@@ -96,4 +96,21 @@ describe('a client that keeps the order of what was sent (resends: false)', () =
     // The release right after its acquire was sent (not answered), the next acquire after it.
     expect(log).toEqual(['sent acquire a', 'sent release a', 'sent acquire b']);
   });
+
+  test('letGoSince: a let-go of the value sent after the acquire, not answered yet (the acquire met NOSCRIPT before its reply)', async () => {
+    const order = new SendOrder(false);
+    const log: string[] = [];
+    const release = deferredSend(log, 'release a');
+    const before = order.letGoMark('a');
+    expect(order.letGoSince('a', before)).toBe(false);
+    const sent = order.letGo(['k'], 'a', release.send);
+    expect(order.letGoSince('a', before)).toBe(true);
+    expect(order.letGoSince('b', order.letGoMark('b'))).toBe(false); // another value
+    // An acquire sent after the let-go: the let-go ran before it.
+    expect(order.letGoSince('a', order.letGoMark('a'))).toBe(false);
+    release.answer();
+    await sent;
+    await tick();
+    expect(order.letGoSince('a', before)).toBe(false); // answered: nothing left to keep
+  });
 });

@@ -14,6 +14,9 @@
  *   voter's next vote on that key, which would otherwise find its own lock still held (a
  *   re-acquire, a hand-over to the next waiter of this engine). Without `resends`: only for a
  *   let-go held back by the rule above, until it is sent (no round trip on the usual path).
+ * - Without `resends`, one command is still sent again: a script met by NOSCRIPT goes again with
+ *   its source, behind what was sent meanwhile. An acquire is not once this voter let go of its
+ *   value since (`letGoSince`): the let-go ran first, and the acquire would take the key for its lease.
  */
 export class SendOrder {
   /** `resends`: acquires in flight by value. */
@@ -22,6 +25,8 @@ export class SendOrder {
   private readonly lettingGo = new Map<string, Promise<unknown>>();
   /** Without `resends`: acquires the voter holds back before sending them, by value (see hold). */
   private readonly held = new Map<string, Promise<unknown>>();
+  /** Without `resends`: let-gos sent and not answered yet, by value (see letGoSince). */
+  private readonly unanswered = new Map<string, Promise<unknown>>();
 
   constructor(private readonly resends: boolean) {}
 
@@ -56,8 +61,13 @@ export class SendOrder {
       for (const key of keys) track(this.lettingGo, key, sent);
       return sent;
     }
+    const sendNow = () => {
+      const sent = send();
+      track(this.unanswered, value, sent);
+      return sent;
+    };
     const held = this.held.get(value);
-    if (!held) return send();
+    if (!held) return sendNow();
     let goes!: () => void;
     const going = new Promise<void>((resolve) => (goes = resolve));
     for (const key of keys) track(this.lettingGo, key, going);
@@ -65,9 +75,23 @@ export class SendOrder {
       const again = this.held.get(value);
       if (again) return again.then(go, go);
       goes();
-      return send();
+      return sendNow();
     };
     return held.then(go, go);
+  }
+
+  /** A mark of the let-gos of `value` sent so far, taken when an acquire of it is sent. */
+  letGoMark(value: string): unknown {
+    return this.unanswered.get(value);
+  }
+
+  /**
+   * Whether a let-go of `value` was sent after `mark` was taken. Asked when the acquire met
+   * NOSCRIPT: a let-go sent behind it has not been answered yet (the connection answers in order).
+   */
+  letGoSince(value: string, mark: unknown): boolean {
+    const now = this.unanswered.get(value);
+    return now !== undefined && now !== mark;
   }
 }
 

@@ -28,6 +28,11 @@ export interface ScriptCall {
    */
   readonly bySource?: boolean;
   /**
+   * `eval`: whether a call met by NOSCRIPT is still to be sent with its source (default: yes). A
+   * vote's is not once its voter let go of the value since: the let-go may have run first.
+   */
+  readonly resendIf?: () => boolean;
+  /**
    * `functions`: where FUNCTION LOAD goes when the server lacks the library (default: `send`).
    * A keyless command sent by a key's route may reach any master of a Cluster: give the key's shard.
    */
@@ -50,9 +55,10 @@ export function runScript(
   if (how.mode === 'functions') return callFunction(send, script, tail, how.loadVia ?? send);
   if (how.bySource) return send(['EVAL', script.source, ...tail]);
   return send(['EVALSHA', script.sha, ...tail]).catch((err: unknown) => {
-    if (err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message))
-      return send(['EVAL', script.source, ...tail]);
-    throw err;
+    if (!(err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message))) throw err;
+    if (how.resendIf?.() === false)
+      throw new Error(`${script.name}: not sent again after NOSCRIPT, let go of since`);
+    return send(['EVAL', script.source, ...tail]);
   });
 }
 

@@ -27,6 +27,7 @@ import {
   READ_RAISE_FENCE_SCRIPT,
 } from '../scripts/read.js';
 import { decodeSlotReply, SEMAPHORE_ACQUIRE_SCRIPT, type SlotVote } from '../scripts/semaphore.js';
+import type { LuaScript } from '../scripts/lua.js';
 import { settingsArg } from '../scripts/settings.js';
 import { isReader, wakeChannelOf } from '../scripts/values.js';
 import type { Route, Transport } from '../transport/transport.js';
@@ -173,13 +174,13 @@ export class TransportVoter implements Voter {
     if (isReader(value)) {
       const readKeys = [key, key + FENCE_SUFFIX, queueKeyOf(key), key + READERS_SUFFIX, this.markerOf(key)];
       const args = [value, this.settings, String(Math.ceil(ttlMs)), ticket, seed];
-      send = () => this.run(READ_ACQUIRE_SCRIPT, readKeys, args).then(decodeAcquireReply);
+      send = () => this.runVote(value, READ_ACQUIRE_SCRIPT, readKeys, args).then(decodeAcquireReply);
     } else {
       const args = [value, this.settings, String(Math.ceil(ttlMs)), ticket, seed];
       if (this.context.settings.clockReadings)
         args.push(expectedClockUs === undefined ? '' : String(expectedClockUs));
       const all = [...declaredKeys(keys), this.markerOf(key)];
-      send = () => this.run(ACQUIRE, all, args).then(decodeAcquireReply);
+      send = () => this.runVote(value, ACQUIRE, all, args).then(decodeAcquireReply);
     }
     return this.voteAgainOnChange(keys, value, () =>
       this.vote(key, value, send, (forMs) => ({ kind: 'abstaining', forMs })),
@@ -211,7 +212,7 @@ export class TransportVoter implements Voter {
       seedUs?.toFixed(0) ?? '',
       String(permits),
     ];
-    const send = () => this.run(SEMAPHORE_ACQUIRE_SCRIPT, keys, args).then(decodeSlotReply);
+    const send = () => this.runVote(value, SEMAPHORE_ACQUIRE_SCRIPT, keys, args).then(decodeSlotReply);
     return this.voteAgainOnChange(slotKeys, value, () =>
       this.vote(slotKeys[0]!, value, send, (forMs): SlotVote => ({ kind: 'abstaining', forMs })),
     );
@@ -322,15 +323,22 @@ export class TransportVoter implements Voter {
     await this.transport.close(timeoutMs);
   }
 
+  /** Runs a vote's script: met by NOSCRIPT, it is not sent again once `value` was let go of since. */
+  private runVote(value: string, script: LuaScript, keys: readonly string[], args: readonly string[]) {
+    const mark = this.order.letGoMark(value);
+    return this.run(script, keys, args, () => !this.order.letGoSince(value, mark));
+  }
+
   /** Runs a lock script routed by its first key (a keyless one: any shard). */
   private run(
-    script: Parameters<typeof runScript>[1],
+    script: LuaScript,
     keys: readonly string[],
     args: readonly string[],
+    resendIf?: () => boolean,
   ): Promise<unknown> {
     const route: Route = keys.length > 0 ? { key: keys[0]! } : undefined;
     const send = (command: readonly string[]) => this.transport.send(route, command);
-    if (this.scripts === 'eval') return runScript(send, script, keys, args);
+    if (this.scripts === 'eval') return runScript(send, script, keys, args, { resendIf });
     return runScript(send, script, keys, args, { mode: 'functions', loadVia: this.loadVia(keys[0]) });
   }
 
