@@ -14,6 +14,11 @@ export interface Runtime {
   setTimeout(fire: () => void, ms: number): () => void;
   /** Calls `fire` once the I/O already received has been handled (Node's setImmediate). */
   defer(fire: () => void): void;
+  /**
+   * Calls `fire` at the end of the current tick: after the promise continuations it started, before
+   * the event loop reads I/O or fires timers (Node's process.nextTick). A write-batching window.
+   */
+  endOfTick(fire: () => void): void;
   /** A uniform random number in [0, 1). */
   random(): number;
   /** `bytes` random bytes as base64url text (lock values' engine prefix). */
@@ -29,6 +34,7 @@ export const realRuntime: Runtime = {
     return () => clearTimeout(timer);
   },
   defer: (fire) => void setImmediate(fire),
+  endOfTick: (fire) => process.nextTick(fire),
   random: () => Math.random(),
   randomText: (bytes) => randomBytes(bytes).toString('base64url'),
 };

@@ -181,6 +181,7 @@ export class ManualRuntime implements Runtime {
   readonly now = (): number => this.ms;
   readonly wallNow = (): number => this.epochMs + this.ms;
   readonly defer = (fire: () => void): void => void setImmediate(fire);
+  readonly endOfTick = realRuntime.endOfTick;
   readonly random = realRuntime.random;
   readonly randomText = realRuntime.randomText;
 

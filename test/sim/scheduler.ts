@@ -213,6 +213,11 @@ export class ProcessRuntime implements Runtime {
     this.sim.at(this.sim.now, this.process, fire);
   }
 
+  /** The simulated transports batch no writes: here, after the current continuations. */
+  endOfTick(fire: () => void): void {
+    queueMicrotask(fire);
+  }
+
   random = (): number => this.rng.next();
 
   randomText = (bytes: number): string => this.rng.text(bytes);

@@ -122,7 +122,7 @@ export class Voters {
 
   /**
    * Lets go of `value`'s keys on the voters `on` (default all). Resolves once the commands are
-   * handed to the voters' clients: what this engine sends a voter later goes on the same
+   * handed to the sockets (a write batched to the end of the tick: then): what this engine sends a voter later goes on the same
    * connection, so it comes after. With `confirmed`, once a majority answered (a voter that fails
    * still counts as done: the key expires there with its lease). Every let-go in flight is waited
    * for, at most nodeTimeout, before the connections close.
@@ -134,8 +134,13 @@ export class Voters {
     { on: voters = this.list, confirmed = false }: { on?: readonly Voter[]; confirmed?: boolean } = {},
   ): Promise<unknown> {
     if (!confirmed) {
-      for (const voter of voters) void this.sendLetGo(voter, keys, value, how);
-      return SENT;
+      let batched: Array<Promise<void>> | undefined; // writes held back to the end of the tick
+      for (const voter of voters) {
+        void this.sendLetGo(voter, keys, value, how);
+        const written = voter.written?.();
+        if (written) (batched ??= []).push(written);
+      }
+      return batched ? Promise.all(batched) : SENT;
     }
     const send = (voter: Voter) => this.sendLetGo(voter, keys, value, how);
     return quorumRound(

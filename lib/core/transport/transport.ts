@@ -51,6 +51,11 @@ export interface Transport {
   epoch(shard: string): number;
   /** Sends one command. Rejects on an error reply or a failed connection; never retries by itself. */
   send(route: Route, command: readonly string[]): Promise<unknown>;
+  /**
+   * Optional, for a transport that holds writes back (write batching): resolves once the commands
+   * sent so far have been handed to the socket; undefined when they have.
+   */
+  written?(): Promise<void> | undefined;
   /** Starts connecting when not yet; resolves whether it is up within `timeoutMs`. */
   connect(timeoutMs: number): Promise<boolean>;
   /** Hears the transport's events. */

@@ -70,6 +70,8 @@ export interface Voter {
   extend(batch: readonly ExtendRequest[]): Promise<ExtendAnswers>;
   /** Lets go of the keys `value` holds, and of its places in line. */
   letGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown>;
+  /** Optional: resolves once the commands sent so far have left this process; undefined: they have. */
+  written?(): Promise<void> | undefined;
   /** Optional: the same without a reply; false when not sent. (The library's voters always answer.) */
   letGoOneWay?(keys: readonly string[], value: string, how: LetGo): boolean;
   /** Optional: the clock guard's marking for every client (scripts/guards.ts). */

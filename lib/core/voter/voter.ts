@@ -246,6 +246,10 @@ export class TransportVoter implements Voter {
     return this.order.letGo(keys, value, send);
   }
 
+  written(): Promise<void> | undefined {
+    return this.transport.written?.();
+  }
+
   /** A let-go sent now (the acquire's own, when its vote ran on a changed server). */
   private sendLetGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
     const key = keys[0]!;

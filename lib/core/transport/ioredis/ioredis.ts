@@ -6,6 +6,7 @@ import { describeError, faultRetryMs, isFinalFault, nodeFault } from '../../vote
 import { ShardSubscribers, type ShardSubscription } from '../subscribers.js';
 import type { Route, Transport, TransportEvent } from '../transport.js';
 import { addressOf, redactUrl } from '../urls.js';
+import { WriteBatcher, type Corkable } from './write-batching.js';
 
 /*
  * ioredis (and iovalkey, its fork: the same API), a single server or a Sentinel-managed primary
@@ -107,6 +108,8 @@ export class IoredisTransport implements Transport {
   private connectedHere = false;
   /** Subscriber connections not yet ended (close() ends them, also one still connecting). */
   private readonly subscriberConnections = new Set<Redis>();
+  /** A single server's writes, batched per tick (write-batching.ts). */
+  private readonly batcher: WriteBatcher;
 
   constructor(
     private readonly spec: IoredisSpec,
@@ -116,6 +119,7 @@ export class IoredisTransport implements Transport {
     this.client = spec.client;
     this.label = spec.label;
     this.clustered = (spec.client as Cluster).isCluster === true;
+    this.batcher = new WriteBatcher(runtime);
     this.subscribers = new ShardSubscribers(
       runtime,
       () => [...this.shards().keys()],
@@ -173,7 +177,12 @@ export class IoredisTransport implements Transport {
         ? node.call(name, ...args)
         : Promise.reject(new Error(`no master ${route.shard} in the cluster`));
     }
+    if (!this.clustered) this.batcher.beforeWrite(corkable((this.client as Redis).stream));
     return this.client.call(name, ...args);
+  }
+
+  written(): Promise<void> | undefined {
+    return this.batcher.pending();
   }
 
   async connect(timeoutMs: number): Promise<boolean> {
@@ -311,3 +320,11 @@ export class IoredisTransport implements Transport {
 }
 
 const SINGLE: ReadonlyMap<string, readonly number[]> = new Map([['', []]]);
+
+/** ioredis' socket (undefined before its first connection), when it can be corked. */
+function corkable(stream: unknown): Corkable | undefined {
+  const socket = stream as Partial<Corkable> | undefined;
+  return typeof socket?.cork === 'function' && typeof socket.uncork === 'function'
+    ? (socket as Corkable)
+    : undefined;
+}
