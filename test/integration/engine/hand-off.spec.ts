@@ -1,6 +1,5 @@
 import type { Lock, Redlock } from '../../../lib/index.js';
 import { TestCluster, severConnections, sleep } from '../../support/cluster.js';
-import { eventually } from '../../support/eventually.js';
 
 const lockKey = (r: string) => `redlock:{${r}}`;
 const queueKey = (r: string) => `${lockKey(r)}:queue`;
@@ -122,11 +121,20 @@ describe('a lock handed over in line', () => {
     // Polled, not slept on: on a busy machine its attempts may take longer than usual.
     const queued = () =>
       Promise.all([2, 3, 4].map((i) => cluster.redis.client(i).zrange(queueKey('split'), 0, -1)));
-    expect(await eventually(async () => (await queued()).every((q) => q.length > 0), true)).toBe(true);
-    expect(await eventually(async () => (await values('split')).slice(0, 2), [null, null])).toEqual([
-      null,
-      null,
-    ]);
+    // Settled: one entry queued on each of 2-4, all the same value, and 0-1 free, alike in two reads
+    // 200 ms apart. Read once, the queues may still show the old value: the requeue that renames it
+    // is on its way, and a release before it hands the lock to the old value, which the waiter no
+    // longer waits under (it takes the lock at its next check, 1 s later).
+    const state = async () => JSON.stringify([await queued(), (await values('split')).slice(0, 2)]);
+    const settledWithin = performance.now() + 5000;
+    for (let seen = ''; ; await sleep(200)) {
+      const now = await state();
+      const [queues, free] = JSON.parse(now) as [string[][], unknown[]];
+      const ready = queues.every((q) => q.length === 1) && new Set(queues.flat()).size === 1;
+      if (now === seen && ready && free.every((v) => v === null)) break;
+      if (performance.now() > settledWithin) throw new Error(`not settled within 5 s: ${now}`);
+      seen = now;
+    }
     const queues = await queued();
     expect(queues.map((q) => q.length)).toEqual([1, 1, 1]);
     expect(new Set(queues.flat()).size).toBe(1);
