@@ -122,10 +122,10 @@ export class Voters {
 
   /**
    * Lets go of `value`'s keys on the voters `on` (default all). Resolves once the commands are
-   * handed to the sockets (a write batched to the end of the tick: then): what this engine sends a voter later goes on the same
-   * connection, so it comes after. With `confirmed`, once a majority answered (a voter that fails
-   * still counts as done: the key expires there with its lease). Every let-go in flight is waited
-   * for, at most nodeTimeout, before the connections close.
+   * handed to the sockets (at the end of the tick, for writes batched to it): what this engine sends
+   * a voter later goes on the same connection, so it comes after. With `confirmed`, once a majority
+   * answered (a voter that fails still counts as done: the key expires there with its lease). Every
+   * let-go in flight is waited for, at most nodeTimeout, before the connections close.
    */
   letGo(
     keys: readonly string[],
