@@ -88,10 +88,31 @@ export const REGRESSION_CASES: readonly SimCase[] = [
     // client started after the step, got the same permit 1.2 s later from a majority the first
     // token had not reached, 273 ms lower (token order on k1#2). With that fix the run differs and
     // breaks nothing; not shown to be the cause: kept so that a change that brings the
-    // violation back is seen (one token-order violation in 1,240 default seeds since, another seed: see the known issues).
+    // violation back is seen (one token-order violation in 1,240 default seeds since: seed 3594078474 below).
     name: "token order after one voter's forward step, a semaphore permit (no longer shown)",
     seed: 3152743629,
     flags: [],
+  },
+  {
+    // A known issue until a voter ahead of the voters' median by more than the clock guard stopped
+    // counting at every reading (it counted again, lead and all, once the guard after its step had
+    // passed): 5 voters, default budgets (one of the 120 seeds of 604b361). v0's clock ran about 23 s
+    // ahead after forward steps; it crashed losing its last second of AOF and seeded its counter for
+    // k3 from its clock again: a reader's token of ...137.46 s at about 114.4 s, raised on v2 and v3
+    // only; v3's counters were dropped (restart guard) and seeded from v3's clock, and the next
+    // writer's majority held neither v0 nor v2: ...134.34 s, lower (token order, read-write).
+    name: 'token order: a voter that stays ahead of the voters does not count (read-write)',
+    seed: 3594078474,
+    flags: [],
+  },
+  {
+    // --all-faults (every fault kind drawn in one run: AOF loss, failovers, FLUSHALL, clock steps;
+    // the default draws keep state loss and forward steps within one minority budget): k1's permit
+    // tokens went back from ...095.48 s to ...091.22 s, the same mechanism as the case above. A
+    // known issue until the same fix.
+    name: 'token order with every fault kind at once: a voter ahead does not count (--all-faults)',
+    seed: 3152743677,
+    flags: ['--all-faults'],
   },
   // 24d0049 (one identity check retry at a time per shard) has no seed here: on this simulator no
   // run re-finds it with the fix reverted (77 runs of crash,stop,partition,failover: the busiest
@@ -105,25 +126,16 @@ export const REGRESSION_CASES: readonly SimCase[] = [
  */
 export const KNOWN_ISSUE_CASES: readonly SimCase[] = [
   {
-    // 5 voters, default budgets (found among the 120 seeds of 604b361): a read lock of k3 was
-    // granted at 114.47 s with token ...137458382, while v3's clock stepped forward (+93 ms, then
-    // +3.3 s at 120.9 s) and v0 crashed losing its last second of AOF (everysec): each a minority,
-    // together two voters of five. A writer granted at 129.05 s got ...134339838, 3.1 s lower
-    // (token order, read-write); the fenced store refused its read, and the next writer's token
-    // was higher again. Not analysed this round.
-    name: 'token order of a read-write lock after a forward step and an AOF loss',
-    seed: 3594078474,
-    flags: [],
-    violation: 'token order (read-write)',
-  },
-  {
-    // --all-faults (every fault kind drawn in one run: AOF loss, failovers, FLUSHALL, clock steps;
-    // the default draws keep state loss and forward steps within one minority budget): k0's
-    // tokens went back from ...094.5 s to ...091.1 s, 14 pairs; the reads with the lower tokens
-    // were refused by the fenced store. Found as the case above; not analysed this round.
-    name: 'token order with every fault kind at once (--all-faults)',
-    seed: 3152743677,
+    // --all-faults (every fault kind in one run, outside the default budgets), found in the 250
+    // seeds from 11000000 after the fix of seed 3594078474 (the build before ran this seed
+    // differently and broke nothing; 0 in 250 from 12000000 either way). Once every fault had healed
+    // (20.47 s), the probe of k0 (a mutex that multi-resource waiters share) was not granted within
+    // the bound (28 s): from 22 s on no voter was excluded or abstaining, yet the voters handed k0's
+    // turns to different waiters (each voter's queue had another first), so no waiter reached a
+    // majority and each turn ran out (turnMs) before the next. Not analysed to the end this round.
+    name: 'liveness: turns of a mutex split across voters after every fault kind (--all-faults)',
+    seed: 11000023,
     flags: ['--all-faults'],
-    violation: 'token order',
+    violation: 'liveness',
   },
 ];

@@ -29,6 +29,8 @@ export class FaultDriver {
   private readonly lostAt: number[];
   private readonly steppedAt: number[];
   private readonly healers = new Set<() => void>();
+  /** Per voter: how far its clock was stepped in all, ms (NTP steps it back at the end). */
+  private readonly stepped: number[];
   /** The largest step back made, ms (the liveness bound allows for it). */
   maxBackStepMs = 0;
   made = 0;
@@ -44,6 +46,7 @@ export class FaultDriver {
     const { ttl, restartGuard } = config.settings;
     this.window = (restartGuard === false ? ttl : restartGuard) + 2 * ttl;
     this.lostAt = new Array<number>(voters).fill(-Infinity);
+    this.stepped = new Array<number>(voters).fill(0);
     this.steppedAt = config.options.separateBudgets ? new Array<number>(voters).fill(-Infinity) : this.lostAt;
   }
 
@@ -64,6 +67,7 @@ export class FaultDriver {
     }
     sim.at(end, this.world.sim.world, () => {
       for (const heal of [...this.healers]) heal();
+      this.syncClocks();
       this.world.note({ at: sim.now, what: 'every fault healed' });
     });
   }
@@ -147,10 +151,12 @@ export class FaultDriver {
           v = chosen;
           this.steppedAt[v] = now;
           world.servers[v]!.stepClock(scale);
+          this.stepped[v]! += scale;
           world.expireSoon(v, rng.between(0, 100));
           this.note(`clock +${Math.round(scale)} ms`, [v]);
         } else {
           world.servers[v]!.stepClock(-scale);
+          this.stepped[v]! -= scale;
           this.maxBackStepMs = Math.max(this.maxBackStepMs, scale);
           this.note(`clock -${Math.round(scale)} ms`, [v]);
         }
@@ -210,6 +216,23 @@ export class FaultDriver {
 
   private pause(process: SimProcess, forMs: number): void {
     process.pausedUntil = Math.max(process.pausedUntil, this.world.sim.now + forMs);
+  }
+
+  /**
+   * The heal of the clock steps: NTP steps every voter's clock back to the time (drift stays). An
+   * offset is a fault like any other: a voter whose clock stays ahead of the voters' median by more
+   * than the clock guard never counts (ClockGuard), so liveness holds once the clocks agree again;
+   * a voter stepped back to the time is a step forward, excluded for the restart guard (the bound).
+   */
+  private syncClocks(): void {
+    this.stepped.forEach((ms, v) => {
+      if (ms === 0) return;
+      this.world.servers[v]!.stepClock(-ms);
+      this.stepped[v] = 0;
+      if (ms > 0) this.maxBackStepMs = Math.max(this.maxBackStepMs, ms);
+      this.world.expireSoon(v, 0);
+      this.note(`clock ${ms > 0 ? '-' : '+'}${Math.round(Math.abs(ms))} ms (NTP)`, [v]);
+    });
   }
 
   private healAfter(ms: number, heal: () => void): void {

@@ -56,23 +56,14 @@ beforeAll(() => {
 
 describe('deterministic simulation', () => {
   it(
-    `finds no violation in ${runs} seeds derived from the commit (but the known issue's)`,
+    `finds no violation in ${runs} seeds derived from the commit`,
     async () => {
       const { code, output } = await simulate(['--runs', String(runs)]);
       const lines = output.trim().split('\n');
       console.log(`${lines[0]}\n${lines.slice(-2).join('\n')}`);
-      if (/: 0 violations$/.test(lines.at(-1) ?? '') && code === 0) return;
-      // The known issue (KNOWN_ISSUE_CASES, docs/reliability.md): tokens out of grant order after
-      // forward clock steps and lost state, about one seed in 120 to 200 of the default mix. It is
-      // printed, not failed on; any other invariant broken fails, and so does a run that says
-      // nothing of what it broke.
-      const broken = lines.flatMap((line) => /^seed \d+: ([^:]+): /.exec(line)?.[1] ?? []);
-      const known = (invariant: string) =>
-        invariant === 'token order' || invariant === 'token order (read-write)';
-      if (broken.length === 0 || !broken.every(known)) throw new Error(output);
-      console.log(
-        `known issue, not failed on: ${lines.filter((l) => /^seed \d+: token order/.test(l)).join('\n')}`,
-      );
+      // Any invariant broken fails, with the seed's replay command in the output (the token-order
+      // known issue that was printed instead ended with seed 3594078474's fix: test/sim/cases.ts).
+      if (!/: 0 violations$/.test(lines.at(-1) ?? '') || code !== 0) throw new Error(output);
     },
     (runs + 60) * 1000,
   );

@@ -76,7 +76,7 @@ async function checkClocks(
       voter,
       voter.label,
       `its clock is ${Math.round(Math.abs(offsetMs))} ms ${offsetMs > 0 ? 'ahead of' : 'behind'} the median ` +
-        `of the other voters' (more than clockGuard, ${guard} ms): an offset hides the clock steps the ` +
+        `of the voters' clocks (more than clockGuard, ${guard} ms): an offset hides the clock steps the ` +
         'clock guard looks for, and keys there do not expire when the others say' +
         (excludedMs > 0
           ? `; it does not count toward this engine's lock quorums for ${Math.round(excludedMs)} ms, since a ` +

@@ -192,8 +192,8 @@ export class Voters {
    * the clock guard excludes the voter from this engine's quorums, and one that is also ahead of a
    * quorum of the others in that round is marked for every client (clock-guard.ts).
    */
-  noteClock(index: number, sentAt: number, receivedAt: number, clockUs: number): void {
-    this.clockGuard.noteClock(index, sentAt, receivedAt, clockUs);
+  noteClock(index: number, sentAt: number, receivedAt: number, clockUs: number, judgeAhead = true): void {
+    this.clockGuard.noteClock(index, sentAt, receivedAt, clockUs, judgeAhead);
   }
 
   /** Voter `index` granted within the window of `expectedUs` (VoterClocks.expectedUs): no step. */
@@ -241,7 +241,8 @@ export class Voters {
         );
         const view = await inspection.catch(() => undefined);
         if (view === undefined || view === TIMED_OUT || view.clockUs === undefined) return;
-        this.noteClock(index, sentAt, this.runtime.now(), view.clockUs);
+        // The bootstrap judges a lead itself, against every voter read (checkClocks), and reports it.
+        this.noteClock(index, sentAt, this.runtime.now(), view.clockUs, false);
       }),
     );
   }

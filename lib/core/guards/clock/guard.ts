@@ -46,10 +46,11 @@ export class ClockGuard {
    * the clock guard excludes the voter from this engine's quorums (noteStep), and a step that put
    * it ahead of a quorum of the others in the same round marks it for every client.
    */
-  noteClock(index: number, sentAt: number, receivedAt: number, clockUs: number): void {
+  noteClock(index: number, sentAt: number, receivedAt: number, clockUs: number, judgeAhead = true): void {
     const clocks = this.clocks;
     const step = clocks.note(index, sentAt, receivedAt, clockUs);
     if (step > 0) this.noteStep(index, step, this.settings.excludeForMs);
+    else if (judgeAhead) this.excludeIfAhead(index);
     const confirmed = clocks.confirmed;
     if (confirmed.length > 0) for (const i of confirmed) this.markForEveryClient(i);
   }
@@ -58,6 +59,7 @@ export class ClockGuard {
   noteWithin(index: number, sentAt: number, receivedAt: number, expectedUs: number): void {
     const clocks = this.clocks;
     clocks.noteWithin(index, sentAt, receivedAt, expectedUs);
+    this.excludeIfAhead(index);
     const confirmed = clocks.confirmed;
     if (confirmed.length > 0) for (const i of confirmed) this.markForEveryClient(i);
   }
@@ -71,19 +73,31 @@ export class ClockGuard {
   }
 
   /**
-   * Voter `index`'s clock is `aheadMs` ahead of the median of the other voters' at this engine's
-   * first reading of it (more than the clock guard): a step this engine could not see, since it
-   * never read the voter before (a new process), which may have expired held locks there early.
-   * Excluded as after a step it saw (a steady offset costs it the same wait once, at bootstrap);
+   * Voter `index`'s clock is `aheadMs` ahead of the voters' time (the median of every voter's
+   * clock) by more than the clock guard: a step this engine may not have seen (made before it first
+   * read the voter, as for a new process, or one whose guard has passed while the voter kept its
+   * lead), which may have expired held locks there early; and fence counters it seeds from its clock
+   * (after a restart, or a marking that dropped them) would be ahead of what the other voters can
+   * reach, so that losing the voters such a token was raised on would let the tokens of a resource
+   * go back (the simulator's seed 3594078474). Excluded as after a step it saw, again at every
+   * reading while it stays ahead: a steady lead never counts (preflight reports it at connect).
    * `quiet`: not logged here (preflight's report of the offset says it). Returns for how long, ms.
    */
   excludeAhead(index: number, aheadMs: number, quiet = false): number {
     const forMs = this.settings.excludeForMs;
     const reason =
-      `its wall clock is ${Math.round(aheadMs)} ms ahead of the median of the other voters' when this engine ` +
-      'first read it (more than clockGuard): it may have stepped forward and expired held locks early';
+      `its wall clock is ${Math.round(aheadMs)} ms ahead of the median of the voters' (more than ` +
+      'clockGuard): it may have stepped forward and expired held locks early';
     this.noteStep(index, aheadMs, forMs, reason, quiet);
     return forMs;
+  }
+
+  /** A reading of voter `index` (with its clock, or within the expected window): excluded while it is ahead. */
+  private excludeIfAhead(index: number): void {
+    const thresholdMs = this.settings.thresholdMs;
+    if (thresholdMs <= 0) return;
+    const aheadMs = this.clocks.aheadOfVoters(index, thresholdMs, this.quorum);
+    if (aheadMs > 0) this.excludeAhead(index, aheadMs);
   }
 
   /** Whether voter `index` counts toward this engine's quorums (not excluded by the clock guard). */

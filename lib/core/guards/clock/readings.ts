@@ -219,25 +219,51 @@ export class VoterClocks {
   }
 
   /**
-   * Voters whose clock is offset from the median of the others' by more than `thresholdMs` (plus
-   * the uncertainty of the readings), when at least `quorum` others were read: a steady offset is
-   * harmless to leases, but it hides steps (reported when the voters connect).
+   * Voters whose clock is offset from the voters' time (the median of every voter read) by more
+   * than `thresholdMs` plus the uncertainty of the readings, when at least `quorum` others were
+   * read: a steady offset is harmless to leases, but it hides steps (reported when the voters
+   * connect).
    */
   disagreements(thresholdMs: number, quorum: number): Array<{ index: number; offsetMs: number }> {
     const found: Array<{ index: number; offsetMs: number }> = [];
-    const known = Array.from(this.offsets.keys()).filter((i) => !Number.isNaN(this.offsets[i]!));
-    for (const index of known) {
-      const others = known.filter((i) => i !== index);
-      if (others.length < quorum) continue;
-      const sorted = others.map((i) => this.offsets[i]!).sort((a, b) => a - b);
-      const n = sorted.length;
-      const median = n % 2 === 1 ? sorted[(n - 1) / 2]! : (sorted[n / 2 - 1]! + sorted[n / 2]!) / 2;
-      const width = (i: number) => (this.high[i]! - this.low[i]!) / 2;
-      const slack = width(index) + Math.max(...others.map(width));
-      const offsetMs = this.offsets[index]! - median;
-      if (Math.abs(offsetMs) > thresholdMs + slack) found.push({ index, offsetMs });
+    for (let index = 0; index < this.offsets.length; index++) {
+      const offsetMs = this.offsetFromMedian(index, quorum);
+      if (Math.abs(offsetMs) > thresholdMs + this.slack(index)) found.push({ index, offsetMs });
     }
     return found;
+  }
+
+  /**
+   * By how many ms voter `index`'s clock is ahead of the voters' time beyond `thresholdMs` and the
+   * uncertainty of the readings (as in {@link disagreements}); 0 when it is not, or when it or
+   * fewer than `quorum` others were not read. Against the median of every voter, so at most a
+   * minority of an odd number of voters is ever ahead of it. Allocates nothing: asked on every
+   * grant under the clock guard.
+   */
+  aheadOfVoters(index: number, thresholdMs: number, quorum: number): number {
+    const offsetMs = this.offsetFromMedian(index, quorum);
+    if (!(offsetMs > thresholdMs)) return 0; // nearly always (NaN too): no slack to add up
+    return offsetMs > thresholdMs + this.slack(index) ? offsetMs : 0;
+  }
+
+  /** Voter `index`'s offset minus the median of every voter's (NaN: it or fewer than `quorum` others unread). */
+  private offsetFromMedian(index: number, quorum: number): number {
+    const own = this.offsets[index]!;
+    if (Number.isNaN(own)) return Number.NaN;
+    let others = 0;
+    for (let i = 0; i < this.offsets.length; i++)
+      if (i !== index && !Number.isNaN(this.offsets[i]!)) others++;
+    return others < quorum ? Number.NaN : own - this.medianOffset();
+  }
+
+  /** The uncertainty of voter `index`'s offset against the others': half its round trip and the longest other's. */
+  private slack(index: number): number {
+    let widest = 0;
+    for (let i = 0; i < this.offsets.length; i++) {
+      if (i !== index && !Number.isNaN(this.offsets[i]!))
+        widest = Math.max(widest, this.high[i]! - this.low[i]!);
+    }
+    return (this.high[index]! - this.low[index]! + widest) / 2;
   }
 
   /** A lock with clock guard `ms` is taken: steps above it must be seen. */
