@@ -36,7 +36,7 @@ export class PriceExport {
     return this.locks.using(
       'price-catalog',
       async (lock) => {
-        // lock.mode: 'read'. lock.fencingToken: the last rebuild's token (reads do not bump it).
+        // lock.mode: 'read'. lock.fencingToken: at least the last rebuild's, below the next one's.
         await exportPrices(lock.fencingToken);
         // A read inside joins this one; a write inside would wait for itself: LockUpgradeError.
         await this.locks.acquire('price-catalog').catch((err: unknown) => {
