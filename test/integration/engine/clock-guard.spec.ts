@@ -222,7 +222,18 @@ describe('clock guard: a voter that stays ahead of the others once its guard has
     clocks.step(nodeClock(0), 25_000);
     // The step is seen: node 0 is excluded here and marked for every client (its counters dropped).
     await (await engine.acquire('ahead-probe')).release();
-    await sleep(2500); // the guard after the step has passed, and node 0 is still 25 s ahead
+    // The guard after the step passes: this engine's exclusion (2 s from the reading) and the
+    // marker on node 0 (2 s on its own clock, from the marking, which may land later); node 0 stays
+    // 25 s ahead.
+    await sleep(2100);
+    const markerLeftMs = async () => {
+      const [marker, [seconds, micros]] = await Promise.all([
+        nodes.client(0).get('redlock:__restart_guard__'),
+        nodes.client(0).time(),
+      ]);
+      return Number(marker ?? 0) - (Number(seconds) * 1000 + Math.floor(Number(micros) / 1000));
+    };
+    for (let left = await markerLeftMs(); left > 0; left = await markerLeftMs()) await sleep(left + 10);
     // Nodes 1 and 2 are busy with another holder's value: only nodes 0, 3 and 4 would grant.
     for (const i of [1, 2]) await nodes.client(i).set(lockKey('ahead'), 'another-holder', 'PX', 10_000);
     const second = await engine.tryAcquire('ahead');
