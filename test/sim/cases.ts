@@ -114,6 +114,17 @@ export const REGRESSION_CASES: readonly SimCase[] = [
     seed: 3152743677,
     flags: ['--all-faults'],
   },
+  {
+    // --all-faults (found in the 250 seeds from 11000000 once seed 3594078474 was fixed): after every
+    // fault had healed (20.47 s), the probe of k0 (a mutex that multi-resource waiters share) was
+    // not granted within the 28 s bound: 324 of the 358 turns the voters gave on k0 from then on
+    // went to multi-resource waiters no engine listened for (PUBLISH reached nobody), each holding
+    // k0 for turnMs, a different one on each voter. A promote now skips a multi-resource waiter
+    // nobody hears, as it skipped a single-resource one.
+    name: 'turns skip multi-resource waiters nobody listens for (--all-faults)',
+    seed: 11000023,
+    flags: ['--all-faults'],
+  },
   // 24d0049 (one identity check retry at a time per shard) has no seed here: on this simulator no
   // run re-finds it with the fix reverted (77 runs of crash,stop,partition,failover: the busiest
   // link's figures do not move); test/unit/identity-guard.spec.ts holds it (128 INFO before, 4 after).
@@ -124,18 +135,4 @@ export const REGRESSION_CASES: readonly SimCase[] = [
  * invariant; each case says why, and must keep finding its violation (a change that ends it moves
  * the case to the regressions).
  */
-export const KNOWN_ISSUE_CASES: readonly SimCase[] = [
-  {
-    // --all-faults (every fault kind in one run, outside the default budgets), found in the 250
-    // seeds from 11000000 after the fix of seed 3594078474 (the build before ran this seed
-    // differently and broke nothing; 0 in 250 from 12000000 either way). Once every fault had healed
-    // (20.47 s), the probe of k0 (a mutex that multi-resource waiters share) was not granted within
-    // the bound (28 s): from 22 s on no voter was excluded or abstaining, yet the voters handed k0's
-    // turns to different waiters (each voter's queue had another first), so no waiter reached a
-    // majority and each turn ran out (turnMs) before the next. Not analysed to the end this round.
-    name: 'liveness: turns of a mutex split across voters after every fault kind (--all-faults)',
-    seed: 11000023,
-    flags: ['--all-faults'],
-    violation: 'liveness',
-  },
-];
+export const KNOWN_ISSUE_CASES: readonly SimCase[] = [];

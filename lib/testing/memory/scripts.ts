@@ -102,8 +102,8 @@ export function promote(db: Db, [key, fence, queue]: string[], cause: string, se
       }
     } else if (isMultiResource(head)) {
       db.set(key, TURN_MARK + head, turnMs);
-      tell(head);
-      return true;
+      if (tell(head)) return true;
+      db.del(key);
     } else {
       const clockUs = db.timeUs();
       const { token } = nextToken(db, fence, settings);
