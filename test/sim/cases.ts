@@ -87,8 +87,8 @@ export const REGRESSION_CASES: readonly SimCase[] = [
     // c1.7 was granted permit 2 of semaphore k1 with a token seeded from v1's clock, and c2.8, a
     // client started after the step, got the same permit 1.2 s later from a majority the first
     // token had not reached, 273 ms lower (token order on k1#2). With that fix the run differs and
-    // breaks nothing; not shown to be the cause: kept so that a change that brings the
-    // violation back is seen (one token-order violation in 1,240 default seeds since: seed 3594078474 below).
+    // breaks nothing; not shown to be the cause: kept so that a change that brings the violation
+    // back is seen (one token-order violation in 1,240 default seeds since: seed 3594078474 below).
     name: "token order after one voter's forward step, a semaphore permit (no longer shown)",
     seed: 3152743629,
     flags: [],
