@@ -44,7 +44,9 @@ export class ClockGuard {
   /**
    * Records voter `index`'s clock as read in a reply (see VoterClocks.note); a forward step above
    * the clock guard excludes the voter from this engine's quorums (noteStep), and a step that put
-   * it ahead of a quorum of the others in the same round marks it for every client.
+   * it ahead of a quorum of the others in the same round marks it for every client. Without a step,
+   * a clock ahead of the voters' median by more than the guard excludes it too (excludeAhead),
+   * unless `judgeAhead` is false: the bootstrap judges the first readings itself, and reports them.
    */
   noteClock(index: number, sentAt: number, receivedAt: number, clockUs: number, judgeAhead = true): void {
     const clocks = this.clocks;
