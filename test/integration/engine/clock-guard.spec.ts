@@ -156,7 +156,7 @@ describe('clock guard at bootstrap: a voter whose clock is offset from the other
   });
 });
 
-describe('clock guard: a voter that stepped forward before a new engine first read it', () => {
+describe('clock guard: a voter ahead of the others', () => {
   let cluster: TestCluster;
   let clocks: ClockFiles;
 
@@ -168,8 +168,15 @@ describe('clock guard: a voter that stepped forward before a new engine first re
     await cluster?.close();
     clocks?.close();
   });
+  afterEach(async () => {
+    // Each test starts with every clock in line and every voter trusted (its marker passed).
+    for (let i = 0; i < 5; i++) clocks.set(nodeClock(i), 0);
+    await Promise.all(
+      cluster.redis.urls.map((_, i) => cluster.redis.client(i).set('redlock:__restart_guard__', '0')),
+    );
+  });
 
-  test('does not count for that engine: no second holder while the first holder’s lease runs', async () => {
+  test('stepped before a new engine first read it: does not count for that engine, no second holder while the first holder’s lease runs', async () => {
     const nodes = cluster.redis;
     const holderEngine = await cluster.engine({ clockGuard: 500 });
     const holder = await holderEngine.acquire('stepped-unseen', { ttl: 20_000 });
@@ -195,26 +202,12 @@ describe('clock guard: a voter that stepped forward before a new engine first re
     );
     await holder.release();
   });
-});
-
-describe('clock guard: a voter that stays ahead of the others once its guard has passed', () => {
-  let cluster: TestCluster;
-  let clocks: ClockFiles;
-
-  beforeAll(async () => {
-    clocks = new ClockFiles();
-    cluster = await TestCluster.start(5, { env: (i) => clocks.env(nodeClock(i)) });
-  });
-  afterAll(async () => {
-    await cluster?.close();
-    clocks?.close();
-  });
 
   // Seed 3594078474 of the simulator (test/sim/cases.ts): a voter whose clock ran ahead counted
   // again, lead and all, once the guard after its step had passed; after it lost its counters, it
   // seeded them from its clock, tokens no other voter reaches for as long as its lead, and losing
   // the voters that held such a token let the tokens of a resource go back.
-  test('does not count: its grants neither decide a lock nor seed its token', async () => {
+  test('still ahead once its guard has passed: does not count, its grants neither decide a lock nor seed its token', async () => {
     const nodes = cluster.redis;
     const logger = new MemoryLogger();
     const engine = await cluster.engine({ ttl: 2000, restartGuard: 2000, clockGuard: 500, logger });
