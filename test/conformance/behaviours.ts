@@ -329,6 +329,39 @@ export const BEHAVIOURS: Behaviour[] = [
     },
   },
   {
+    id: 'requeue-handed',
+    title:
+      'requeue passing a hand-over on: what a busy node handed the old value since goes to the new one; where the attempt was granted, it is freed',
+    async run({ voter, key, engine }) {
+      const e = engine();
+      await e.listen(voter);
+      const [a, w1, w2] = [e.value(), e.value(), e.value()];
+      await grant(voter, key('rh'), a);
+      expect((await voter.acquire([key('rh')], w1, LONG, '100')).kind).toBe('busy');
+      // The release reaches this node between w1's attempt (failed on a majority) and its requeue:
+      // the lock is handed to w1, which the waiter no longer answers to.
+      await voter.letGo([key('rh')], a, RELEASE);
+      expect((await handedTo(e, w1)).cause).toBe(a);
+      await voter.letGo([key('rh')], w1, { op: 'requeue', ticket: '100', renamedTo: w2, passOn: true });
+      expect((await handedTo(e, w2)).cause).toBe(w1);
+      expect((await voter.inspect(key('rh'))).holder).toBe(w2);
+      // Nothing else stays behind: w2's release frees the key.
+      await voter.letGo([key('rh')], w2, RELEASE);
+      expect((await voter.inspect(key('rh'))).holder).toBeNull();
+      // Where the attempt itself was granted (no pass-on), the requeue frees the key and hands the
+      // new value nothing: it would try again at once while another holds the majority.
+      const [b1, b2, c] = [e.value(), e.value(), e.value()];
+      await grant(voter, key('rg'), b1);
+      await voter.letGo([key('rg')], b1, { op: 'requeue', ticket: '100', renamedTo: b2 });
+      expect((await voter.inspect(key('rg'))).holder).toBeNull();
+      // Nor is b2 in line: c's release frees the key instead of handing it to b2.
+      await grant(voter, key('rg'), c);
+      await voter.letGo([key('rg')], c, RELEASE);
+      expect((await voter.inspect(key('rg'))).holder).toBeNull();
+      expect(e.messages.some((m) => m.value === b2)).toBe(false);
+    },
+  },
+  {
     id: 'hand-off',
     title:
       'hand-off: a release hands the lock to the first waiter by ticket, for the turn lease, with the next token, published on its channel',

@@ -92,6 +92,15 @@ export const MUTATIONS: Record<string, Mutant> = {
     })),
   ),
 
+  'requeue-handed': mutant(
+    'A requeue does not pass a hand-over on: the node frees what it handed the old value.',
+    (voter) =>
+      override(voter, (inner) => ({
+        letGo: (keys, value, how) =>
+          inner.letGo(keys, value, how.op === 'requeue' ? { ...how, passOn: false } : how),
+      })),
+  ),
+
   'hand-off': mutant('Ignores ticket order: waiters are served first come, first served.', (voter) => {
     let arrival = 0;
     return override(voter, (inner) => ({

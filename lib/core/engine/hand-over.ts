@@ -135,7 +135,14 @@ export class SingleResourceWaiter {
     }
     const renamedTo = this.parts.values.next(false);
     const how = { op: 'requeue', ticket: this.request.ticket, renamedTo } as const;
-    void this.parts.voters.letGo(this.request.lockKeys, this.value, how);
+    const { voters } = this.parts;
+    // Voters that answered busy pass on what they handed the old value since (a release that
+    // crossed this attempt): the new value keeps that turn.
+    const busy = voters.list.filter((_, index) => attempt.answeredBusy(index));
+    const rest = busy.length === 0 ? voters.list : voters.list.filter((v) => !busy.includes(v));
+    if (rest.length > 0) void voters.letGo(this.request.lockKeys, this.value, how, { on: rest });
+    if (busy.length > 0)
+      void voters.letGo(this.request.lockKeys, this.value, { ...how, passOn: true }, { on: busy });
     this.value = renamedTo;
     this.renamed = true;
   }
@@ -148,6 +155,8 @@ export class SingleResourceWaiter {
  */
 class FollowedAttempt implements AttemptFollower {
   private granted = false;
+  /** Per voter index, whether it answered busy (created at the first busy answer). */
+  private busy: boolean[] | undefined;
   private known = 0;
   private onAllKnown: (() => void) | undefined;
 
@@ -158,8 +167,10 @@ class FollowedAttempt implements AttemptFollower {
   ) {}
 
   observe(index: number, vote: AcquireVote | undefined, sentAt: number): void {
-    if (vote?.kind === 'busy') this.waiter.clocks[index] = { sentAt, clockUs: vote.clockUs };
-    else if (vote?.kind === 'granted') this.granted = true;
+    if (vote?.kind === 'busy') {
+      this.waiter.clocks[index] = { sentAt, clockUs: vote.clockUs };
+      (this.busy ??= [])[index] = true;
+    } else if (vote?.kind === 'granted') this.granted = true;
     if (++this.known === this.count) this.onAllKnown?.();
   }
 
@@ -181,5 +192,10 @@ class FollowedAttempt implements AttemptFollower {
 
   anyGranted(): boolean {
     return this.granted;
+  }
+
+  /** Whether voter `index` answered this attempt busy. */
+  answeredBusy(index: number): boolean {
+    return this.busy?.[index] === true;
   }
 }

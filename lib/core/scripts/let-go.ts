@@ -6,8 +6,17 @@ import { TURN_MARK } from './values.js';
 export type LetGo =
   /** A holder's release, or a failed attempt of a caller that does not wait. */
   | { readonly op: 'release' }
-  /** A failed attempt of a caller that waits on at `ticket`, under `renamedTo` if given. */
-  | { readonly op: 'requeue'; readonly ticket: string; readonly renamedTo?: string }
+  /**
+   * A failed attempt of a caller that waits on at `ticket`, under `renamedTo` if given. `passOn`
+   * (with `renamedTo`, to a voter that answered the attempt busy): a key it holds for the old value
+   * now was handed over since, and goes to the new value.
+   */
+  | {
+      readonly op: 'requeue';
+      readonly ticket: string;
+      readonly renamedTo?: string;
+      readonly passOn?: boolean;
+    }
   /** A waiter that gives up. */
   | { readonly op: 'leave-queue' };
 
@@ -18,13 +27,19 @@ export const RELEASE: LetGo = Object.freeze({ op: 'release' });
  * Letting go of lock keys, three ways; each frees only keys that hold the caller's value (never
  * another holder's) and hands what it frees to the first in line (queue.ts).
  * KEYS, n resources: lock keys 1..n, fence counters n+1..2n, queues 2n+1..3n.
- * ARGV: value, settings, op, and for a requeue the ticket and the value it waits on under.
+ * ARGV: value, settings, op, and for a requeue the ticket, the value it waits on under and, to pass
+ * a hand-over on, '1'.
  * - release (op 'release'): a holder's release, or a failed attempt of a caller that does not wait.
  *   A holder may also find its own turn, or its own entry in a queue (an earlier attempt left it):
  *   both go, or they would keep the node from voting until they lapsed.
  * - requeue: a failed attempt of a caller that waits on: it frees what it got (acquirers that split
  *   the nodes must not keep their shares) and keeps its place in line, under a new value when given
- *   (then what it frees goes to the first in line, maybe itself under that value).
+ *   (then what it frees goes to the first in line, maybe itself under that value). To a node that
+ *   answered the attempt busy, the key can hold the old value only because a release reached it
+ *   between the attempt and this requeue and handed it over, taking the value out of the queue:
+ *   passed on (ARGV[6]), that hand-over goes to the new value, also when nobody else waits. Not where
+ *   the attempt was granted: handing the caller what its own attempt got would have it try again
+ *   at once, again and again, while another holds the majority.
  * - leave-queue: a waiter gives up; if the lock or its turn was handed to it, the next one gets it.
  * Replies with a count nobody reads.
  */
@@ -33,6 +48,7 @@ export const LET_GO = luaScript(
   `${PROMOTE_LUA}
 local value, op = ARGV[1], ARGV[3]
 local renamed = ARGV[5] or value
+local pass_on = ARGV[6] == '1' and renamed ~= value
 local n = #KEYS / 3
 local count = 0
 for i = 1, n do
@@ -41,11 +57,13 @@ for i = 1, n do
   local queued = redis.call('EXISTS', queue) == 1
   local had = queued and redis.call('ZREM', queue, value) == 1
   local mine = current == value or (op ~= 'requeue' and current == '${TURN_MARK}' .. value)
-  if op == 'requeue' and (had or (mine and queued)) then redis.call('ZADD', queue, 'NX', ARGV[4], renamed) end
+  if op == 'requeue' and (had or (mine and (queued or pass_on))) then
+    redis.call('ZADD', queue, 'NX', ARGV[4], renamed)
+  end
   if had and op == 'leave-queue' then count = count + 1 end
   if mine then
     if op ~= 'leave-queue' then count = count + 1 end
-    local hand = queued and (op ~= 'requeue' or renamed ~= value)
+    local hand = (queued or pass_on) and (op ~= 'requeue' or renamed ~= value)
     if not (hand and promote(key, fence, queue, value)) then redis.call('DEL', key) end
   end
 end

@@ -254,7 +254,10 @@ export class TransportVoter implements Voter {
   private sendLetGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
     const key = keys[0]!;
     const args = [value, this.settings, how.op];
-    if (how.op === 'requeue') args.push(how.ticket, how.renamedTo ?? value);
+    if (how.op === 'requeue') {
+      args.push(how.ticket, how.renamedTo ?? value);
+      if (how.passOn) args.push('1');
+    }
     return isReader(value)
       ? this.run(READ_LET_GO_SCRIPT, [key, key + FENCE_SUFFIX, queueKeyOf(key), key + READERS_SUFFIX], args)
       : this.run(LET_GO, declaredKeys(keys), args);

@@ -153,7 +153,8 @@ const acquire: Emulation = (db, keys, [value, settings, ttl, ticket, seed, expec
   return expected !== '' && Math.abs(off) <= lua.CLOCK_WINDOW_US ? tokens[0] : [tokens[0], db.timeUs()];
 };
 
-const letGo: Emulation = (db, keys, [value, settings, op, ticket, renamed = value]) => {
+const letGo: Emulation = (db, keys, [value, settings, op, ticket, renamed = value, passOnArg]) => {
+  const passOn = passOnArg === '1' && renamed !== value;
   const n = keys.length / 3;
   let count = 0;
   for (let i = 0; i < n; i++) {
@@ -162,9 +163,9 @@ const letGo: Emulation = (db, keys, [value, settings, op, ticket, renamed = valu
     const queued = db.exists(queue);
     const had = queued && db.zrem(queue, value);
     const mine = current === value || (op !== 'requeue' && current === TURN_MARK + value);
-    if (op === 'requeue' && (had || (mine && queued))) db.zadd(queue, Number(ticket), renamed);
+    if (op === 'requeue' && (had || (mine && (queued || passOn)))) db.zadd(queue, Number(ticket), renamed);
     if ((had && op === 'leave-queue') || (mine && op !== 'leave-queue')) count++;
-    const hand = queued && (op !== 'requeue' || renamed !== value);
+    const hand = (queued || passOn) && (op !== 'requeue' || renamed !== value);
     if (mine && !(hand && promote(db, [key, fence, queue], value, settings))) db.del(key);
   }
   return count;

@@ -123,8 +123,8 @@ describe('a lock handed over in line', () => {
       Promise.all([2, 3, 4].map((i) => cluster.redis.client(i).zrange(queueKey('split'), 0, -1)));
     // Settled: one entry queued on each of 2-4, all the same value, and 0-1 free, alike in two reads
     // 200 ms apart. Read once, the queues may still show the old value: the requeue that renames it
-    // is on its way, and a release before it hands the lock to the old value, which the waiter no
-    // longer waits under (it takes the lock at its next check, 1 s later).
+    // is on its way (a release before it hands the lock to the old value, and the requeue passes
+    // that on to the new one: conformance row requeue-handed; this row is about the queues).
     const state = async () => JSON.stringify([await queued(), (await values('split')).slice(0, 2)]);
     const settledWithin = performance.now() + 5000;
     for (let seen = ''; ; await sleep(200)) {
