@@ -36,7 +36,20 @@ let cluster: TestCluster;
 let a: Redlock;
 let b: Redlock;
 
-const engineOptions = { keyPrefix: PREFIX, fenceIdleTtl: FENCE_IDLE_MS, ttl: TTL_MS, nodeTimeout: 100 };
+/**
+ * The two engines take the same names one after the other (a's lock, then b's; the next run's a
+ * right after b's release): a release is one-way by default, and another engine's acquire sent at
+ * once may reach a node first (a node serves the connections readable in one pass of its event loop
+ * in its own order: "held by another owner, free in about 998 ms" on a loaded machine). Confirmed
+ * releases are what docs/safety.md gives for a lock another client takes next.
+ */
+const engineOptions = {
+  keyPrefix: PREFIX,
+  fenceIdleTtl: FENCE_IDLE_MS,
+  ttl: TTL_MS,
+  nodeTimeout: 100,
+  confirmRelease: true,
+};
 
 beforeAll(async () => {
   cluster = await TestCluster.start(5);
