@@ -562,14 +562,16 @@ export const BEHAVIOURS: Behaviour[] = [
       await changeServer();
       await until(() => voter.connected, 'the voter to reconnect and check its server', 3000);
       // A voter whose check of the new server failed (a Cluster that still said CLUSTERDOWN while
-      // its masters came back) does not vote until a check passes: its acquire fails meanwhile,
-      // and is asked again (for at most 3 s). Whatever it votes then must be an abstention.
+      // its masters came back, or whose client did not list a restarted master yet) does not vote
+      // until a check passes: its acquire fails meanwhile ("connected, but the server could not be
+      // checked: ..."), and is asked again (for at most 3 s). Whatever it votes then must be an
+      // abstention.
       let vote: AcquireVote | undefined;
       for (const asked = performance.now(); vote === undefined;) {
         try {
           vote = await voter.acquire([key('ig')], e.value(), LONG, '');
         } catch (err) {
-          if (!/identity check failed/.test(String(err)) || performance.now() - asked > 3000) throw err;
+          if (!/could not be checked/.test(String(err)) || performance.now() - asked > 3000) throw err;
           await advance(50);
         }
       }
