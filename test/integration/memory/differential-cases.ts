@@ -139,11 +139,16 @@ const triples = (keys: string[]) => [
   ...keys.map((k) => `${k}:fence`),
   ...keys.map((k) => `${k}:queue`),
 ];
-/** A let-go's operation, and for a requeue its ticket and (sometimes) the value it waits on under. */
+/**
+ * A let-go's operation, and for a requeue its ticket and (sometimes) the value it waits on under,
+ * then (sometimes) the pass-on flag of a voter that answered the attempt busy.
+ */
 function letGoOp(rnd: Random): string[] {
   const op = rnd.pick(['release', 'requeue', 'leave-queue']);
   if (op !== 'requeue') return [op];
-  return [op, String(rnd.int(1, 50) * 10 + 5), ...(rnd.chance(0.5) ? [rnd.pick(VALUES)] : [])];
+  const ticket = String(rnd.int(1, 50) * 10 + 5);
+  if (!rnd.chance(0.5)) return [op, ticket];
+  return [op, ticket, rnd.pick(VALUES), ...(rnd.chance(0.5) ? ['1'] : [])];
 }
 
 type Generator = (rnd: Random, now: number) => Omit<Case, 'state'> & { stateKeys?: string[] };
