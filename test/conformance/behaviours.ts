@@ -103,9 +103,19 @@ export const BEHAVIOURS: Behaviour[] = [
     async run({ voter, key, keys, engine, advance, now }) {
       const e = engine();
       const [a, b, m] = [e.value(), e.value(), e.value(true)];
-      const granting = now();
-      const token = await grant(voter, key('g'), a, SHORT);
-      const view = await voter.inspect(key('g'));
+      // The short lease can run out before the look that follows the grant when the machine stalls
+      // for longer (a bare machine's run: a Cluster column's first commands): then, and only then,
+      // once more on a new key, at most 3 times. A key gone sooner fails at once.
+      let g = key('g0');
+      let granting = now();
+      let token = await grant(voter, g, a, SHORT);
+      let view = await voter.inspect(g);
+      for (let attempt = 1; view.holder === null && now() - granting >= SHORT && attempt < 3; attempt++) {
+        g = key(`g${attempt}`);
+        granting = now();
+        token = await grant(voter, g, a, SHORT);
+        view = await voter.inspect(g);
+      }
       expect(view.holder).toBe(a);
       within(view.ttlMs, leastLeft(SHORT, granting, now()), SHORT, 'lease after the grant');
       expect(view.fence).toBe(token);
@@ -113,8 +123,8 @@ export const BEHAVIOURS: Behaviour[] = [
       expect(tokensOf(await voter.acquire(pair, m, LONG, ''))).toHaveLength(2);
       for (const k of pair) expect((await voter.inspect(k)).holder).toBe(m);
       await advance(SHORT + 20);
-      expect((await voter.inspect(key('g'))).holder).toBeNull();
-      expect(await grant(voter, key('g'), b)).toBe(token + 1);
+      expect((await voter.inspect(g)).holder).toBeNull();
+      expect(await grant(voter, g, b)).toBe(token + 1);
     },
   },
   {
