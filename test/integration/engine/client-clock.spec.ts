@@ -7,6 +7,7 @@
 import { LockNotAcquiredError, QuorumUnavailableError, type Lock, type Redlock } from '../../../lib/index.js';
 import type { VoterClocks } from '../../../lib/core/guards/clock/readings.js';
 import { TestCluster, sleep } from '../../support/cluster.js';
+import { apartFrom, ticketErrorMs, waiting } from '../../support/waiting-line.js';
 
 /** Steps this process's wall clock (Date.now and new Date()) by `skew.ms`, as NTP would. */
 const skew = { ms: 0 };
@@ -32,7 +33,10 @@ describe("the client's wall clock decides nothing", () => {
 
   /**
    * A holds `resource`; A1 starts waiting with this process's clock 10 s ahead, then A2 with it
-   * 10 s behind; the order in which they get the lock after A's release.
+   * 10 s behind; the order in which they get the lock after A's release. A2 asks once A1 is in line
+   * and heard on every node and the asks are further apart than the engines' tickets can be off,
+   * and A releases once both are (waiting-line.ts): the order is then the tickets', what this
+   * measures, not a race to the nodes or the precision of the clock readings on a loaded machine.
    */
   async function orderUnderSkew(resource: string, wallClockTickets: boolean): Promise<string[]> {
     const holder = await cluster.engine();
@@ -41,6 +45,7 @@ describe("the client's wall clock decides nothing", () => {
     const late = await cluster.engine();
     clocksOf(early).clientClockTickets = wallClockTickets;
     clocksOf(late).clientClockTickets = wallClockTickets;
+    const apartMs = ticketErrorMs(early) + ticketErrorMs(late);
     const order: string[] = [];
     const take = (engine: Redlock, name: string) =>
       engine.acquire(resource, { wait: 8000 }).then(async (lock: Lock) => {
@@ -49,11 +54,13 @@ describe("the client's wall clock decides nothing", () => {
         await lock.release();
       });
     skew.ms = 10_000;
+    const askedFirst = performance.now();
     const early$ = take(early, 'asked first (clock 10 s ahead)');
-    await sleep(60);
+    await waiting(cluster, early, resource, 1);
+    await apartFrom(askedFirst, apartMs);
     skew.ms = -10_000;
     const late$ = take(late, 'asked second (clock 10 s behind)');
-    await sleep(60);
+    await waiting(cluster, late, resource, 2);
     skew.ms = 0;
     await first.release();
     await Promise.all([early$, late$]);

@@ -2,6 +2,7 @@ import { LockNotAcquiredError, type Lock, type Redlock } from '../../../lib/inde
 import { TestCluster, severConnections, sleep } from '../../support/cluster.js';
 import { commandStats } from '../../support/commandstats.js';
 import { eventually } from '../../support/eventually.js';
+import { apartFrom, ticketErrorMs, waiting } from '../../support/waiting-line.js';
 
 const lockKey = (r: string) => `redlock:{${r}}`;
 const queueKey = (r: string) => `${lockKey(r)}:queue`;
@@ -23,15 +24,23 @@ describe('waiting in line: first come, first served, one waiter woken per releas
   });
   afterAll(() => cluster?.close());
 
-  /** Starts `count` engines waiting for `resource`, each queued 40 ms after the one before. */
+  /**
+   * Starts `count` engines waiting for `resource`, one after the other: each asks once the one
+   * before is in line and heard on every node, and their tickets cannot be out of order
+   * (waiting-line.ts).
+   */
   async function queueUp(resource: string, count: number, options: { wait: number; ttl?: number }) {
     const waiters: Array<{ engine: Redlock; lock: Promise<Lock> }> = [];
+    let asked = { at: 0, errorMs: 0 };
     for (let i = 0; i < count; i++) {
       const engine = await cluster.engine();
+      const errorMs = ticketErrorMs(engine);
+      await apartFrom(asked.at, asked.errorMs + errorMs);
+      asked = { at: performance.now(), errorMs };
       const lock = engine.acquire(resource, options);
       lock.catch(() => undefined); // a failed test must not leave an unhandled rejection behind
       waiters.push({ engine, lock });
-      await sleep(40);
+      await waiting(cluster, engine, resource, i + 1);
     }
     return waiters;
   }
@@ -74,11 +83,15 @@ describe('waiting in line: first come, first served, one waiter woken per releas
   test('a waiter for several resources keeps its place in each queue', async () => {
     const first = await holder.acquire(['multi-a', 'multi-b'], { ttl: 10_000 });
     const both = await cluster.engine();
-    const both$ = both.acquire(['multi-a', 'multi-b'], { wait: 5000 });
-    await sleep(40);
     const onlyA = await cluster.engine();
+    const apartMs = ticketErrorMs(both) + ticketErrorMs(onlyA);
+    const askedFirst = performance.now();
+    const both$ = both.acquire(['multi-a', 'multi-b'], { wait: 5000 });
+    await waiting(cluster, both, 'multi-a', 1);
+    await waiting(cluster, both, 'multi-b', 1);
+    await apartFrom(askedFirst, apartMs);
     const onlyA$ = onlyA.acquire('multi-a', { wait: 5000 });
-    await sleep(40);
+    await waiting(cluster, onlyA, 'multi-a', 2);
     const order: string[] = [];
     const done = [
       both$.then(async (lock) => {

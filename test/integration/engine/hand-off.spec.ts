@@ -1,5 +1,7 @@
 import type { Lock, Redlock } from '../../../lib/index.js';
 import { TestCluster, severConnections, sleep } from '../../support/cluster.js';
+import { eventually } from '../../support/eventually.js';
+import { apartFrom, subscribers, ticketErrorMs, waiting } from '../../support/waiting-line.js';
 
 const lockKey = (r: string) => `redlock:{${r}}`;
 const queueKey = (r: string) => `${lockKey(r)}:queue`;
@@ -32,7 +34,7 @@ describe('a lock handed over in line', () => {
   async function handOver(resource: string, waiter: Redlock, ttl = 10_000): Promise<Lock> {
     const first = await holder.acquire(resource, { ttl: 10_000 });
     const next = waiter.acquire(resource, { wait: 5000, ttl });
-    await sleep(60); // queued, listening
+    await waiting(cluster, waiter, resource, 1);
     await first.release();
     return next;
   }
@@ -91,15 +93,19 @@ describe('a lock handed over in line', () => {
   test('a waiter whose process is gone is skipped at once, not after its turn', async () => {
     const first = await holder.acquire('gone', { ttl: 10_000 });
     const dead = await cluster.engine();
+    const alive = await cluster.engine();
+    const apartMs = ticketErrorMs(dead) + ticketErrorMs(alive);
+    const askedFirst = performance.now();
     const deadLock = dead.acquire('gone', { wait: 5000 });
     deadLock.catch(() => undefined);
-    await sleep(40);
-    const alive = await cluster.engine();
+    await waiting(cluster, dead, 'gone', 1);
+    await apartFrom(askedFirst, apartMs);
     const aliveLock = alive.acquire('gone', { wait: 5000 });
-    await sleep(60);
+    await waiting(cluster, alive, 'gone', 2);
     // Both of the dead waiter's connections go, as when its process is killed.
     severConnections(dead);
-    await sleep(20);
+    // The nodes skip a waiter nobody listens for once they have seen its subscriptions go.
+    expect(await eventually(() => subscribers(cluster, dead), [0, 0, 0, 0, 0])).toEqual([0, 0, 0, 0, 0]);
     const released = performance.now();
     await first.release();
     const lock = await aliveLock;
@@ -155,11 +161,14 @@ describe('a lock handed over in line', () => {
     const two = await onTwo.acquire('passed-on', { ttl: 10_000 });
     const three = await onThree.acquire('passed-on', { ttl: 10_000 });
     const waiter = await cluster.engine();
-    const lock$ = waiter.acquire('passed-on', { wait: 5000 });
-    await sleep(60);
     const behind = await cluster.engine();
+    const apartMs = ticketErrorMs(waiter) + ticketErrorMs(behind);
+    const askedFirst = performance.now();
+    const lock$ = waiter.acquire('passed-on', { wait: 5000 });
+    await waiting(cluster, waiter, 'passed-on', 1);
+    await apartFrom(askedFirst, apartMs);
     const behind$ = behind.acquire('passed-on', { wait: 5000 });
-    await sleep(60);
+    await waiting(cluster, behind, 'passed-on', 2);
     // Nodes 0 and 1 hand the lock to the waiter: not a majority. Half a turn later it tries, gets
     // 0 and 1, finds 2-4 busy, gives 0 and 1 back and renames its place: the release hands them on
     // to the first in line, which is the waiter under its new value (not the one behind it).
