@@ -99,9 +99,11 @@ export const CLUSTER_BEHAVIOURS: Behaviour[] = [
         // the waiter then takes what was handed with one more acquire).
         const queuing = through.acquires;
         const waiting = engine.acquire(held, { wait: 3000 });
-        // Its attempt is sent (on the connection the release takes after it): queued behind the holder.
-        await until(() => through.acquires > queuing, 'the waiter to ask');
-        await sleep(50);
+        // The engine's first wait: its attempt queues it, it subscribes to its wake channel (a node
+        // hands over only to a waiter it is heard by), then asks once more at once (engine/wait.ts).
+        // Once that second attempt is sent (on the connection the release takes after it), the
+        // waiter is in line and heard; a fixed sleep here was outlasted on a loaded machine.
+        await until(() => through.acquires >= queuing + 2, 'the waiter to queue, listen and ask again', 3000);
         const [releasing, acquiresBefore] = [performance.now(), through.acquires];
         await holder.release();
         const handed = await waiting;

@@ -7,6 +7,7 @@ import {
   type Redlock,
 } from '../../../lib/index.js';
 import { TestCluster, sleep } from '../../support/cluster.js';
+import { apartFrom, ticketErrorMs, waiting } from '../../support/waiting-line.js';
 
 /*
  * Read-write locks (`mode: 'read'`) on real redis-server nodes: readers share the key, a writer
@@ -82,12 +83,15 @@ describe('read-write locks on the quorum', () => {
 
   test('a writer waiting is not overtaken by later readers, and its release lets the queued readers in together', async () => {
     const r1 = await a.acquire('fair', { mode: 'read', ttl: 5000 });
+    const writerErrorMs = ticketErrorMs(b);
+    const writerAsked = performance.now();
     const w$ = b.acquire('fair', { wait: 5000, ttl: 5000 });
-    await sleep(100); // the writer is in line
+    await waiting(cluster, b, 'fair', 1); // the writer is in line, and heard (waiting-line.ts)
     // A later reader does not get in beside r1: the writer waits ahead of it.
     expect(await a.tryAcquire('fair', { mode: 'read' })).toBeNull();
+    await apartFrom(writerAsked, writerErrorMs + ticketErrorMs(a));
     const later = [0, 1, 2].map(() => a.acquire('fair', { mode: 'read', wait: 5000 }));
-    await sleep(100); // queued behind the writer
+    await waiting(cluster, a, 'fair', 4); // queued behind the writer, and heard
     await r1.release();
     const w = await w$;
     const wroteAt = performance.now();
