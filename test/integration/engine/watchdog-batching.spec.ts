@@ -18,11 +18,14 @@ describe('watchdogs that scale', () => {
     // `wait`: an acquire whose round outlasted its 1,125 ms of validity (ttl less the clock guard) on
     // a loaded machine tries again (a bare-machine run, load from other test runs: "the acquire took
     // 2961 ms"); nobody else holds these keys, so only the setup's speed is at stake.
-    const locks: Lock[] = await Promise.all(
-      Array.from({ length: 200 }, (_, i) =>
-        engine.acquire(`batch-${i}`, { ttl: 1500, watchdog: true, wait: 20_000 }),
-      ),
-    );
+    const take = (i: number) => engine.acquire(`batch-${i}`, { ttl: 1500, watchdog: true, wait: 20_000 });
+    let locks: Lock[] = await Promise.all(Array.from({ length: 200 }, (_, i) => take(i)));
+    // A lock granted first may be lost while the others are still being granted on a stalled
+    // machine (its extension waits behind their commands past its 1,125 ms: a bare-machine run lost
+    // 28 so). That is the setup's speed, not the batching: such a lock is taken again, at most
+    // twice; a loss once every lock is held fails the row below.
+    for (let again = 0; again < 2 && locks.some((l) => l.signal.aborted); again++)
+      locks = await Promise.all(locks.map((l, i) => (l.signal.aborted ? take(i) : l)));
     const before = await evalshaCalls(cluster, 0);
     await sleep(2100); // ticks every 500 ms: about 4 ticks
     const calls = (await evalshaCalls(cluster, 0)) - before;
