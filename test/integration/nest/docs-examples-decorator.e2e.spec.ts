@@ -13,6 +13,7 @@ import { RedisClusterNodes, RedisNodes } from '../../../lib/testing/index.js';
 import { OrderPayments } from '../../../docs/examples/cluster-voters.js';
 import { PriceFeed, sharedTicks } from '../../../docs/examples/observables.js';
 import { sleep } from '../../support/cluster.js';
+import { eventually } from '../../support/eventually.js';
 
 /*
  * docs/distributed-lock.md and the decorator example of docs/deploying.md (issue 40, items 1 and
@@ -27,15 +28,20 @@ class Runs {
   running = 0;
   most = 0;
   tokens: number[] = [];
+  /** When set, a run ends at the first tick after it resolves instead of after three ticks. */
+  until: Promise<void> | undefined;
   stream(_sku: string, fence: number): Observable<number> {
     return new Observable<number>((subscriber) => {
       this.calls++;
       this.tokens.push(fence);
       this.most = Math.max(this.most, ++this.running);
       let i = 0;
+      const until = this.until;
+      let ended = false;
+      void until?.then(() => (ended = true));
       const timer = setInterval(() => {
         subscriber.next(i++);
-        if (i === 3) subscriber.complete();
+        if (until ? ended : i === 3) subscriber.complete();
       }, 20);
       return () => {
         clearInterval(timer);
@@ -80,7 +86,7 @@ describe('docs/distributed-lock.md: Observables, one run per subscription (real 
     await redis?.close();
   });
 
-  beforeEach(() => Object.assign(runs, { calls: 0, running: 0, most: 0, tokens: [] }));
+  beforeEach(() => Object.assign(runs, { calls: 0, running: 0, most: 0, tokens: [], until: undefined }));
 
   test('calling the method runs nothing and takes no lock; each subscription runs the body under a lock of its own', async () => {
     const feed = app.get(PriceFeed);
@@ -106,10 +112,14 @@ describe('docs/distributed-lock.md: Observables, one run per subscription (real 
   });
 
   test('with wait: 0 the second subscription gets LockNotAcquiredError while the first holds', async () => {
+    let end!: () => void;
+    runs.until = new Promise<void>((resolve) => (end = resolve));
     const ticks = app.get(FailFastFeed).ticks('sku-3');
     const first = lastValueFrom(ticks);
-    await sleep(20); // the first subscription holds the lock
+    // The first subscription holds the lock once its body runs, until the test ends it.
+    expect(await eventually(() => Promise.resolve(runs.calls), 1)).toBe(1);
     await expect(firstValueFrom(ticks)).rejects.toBeInstanceOf(LockNotAcquiredError);
+    end();
     await first;
     expect(runs.calls).toBe(1);
   });

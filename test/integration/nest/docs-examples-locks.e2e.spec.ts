@@ -6,6 +6,7 @@ import { RedisNodes } from '../../../lib/testing/index.js';
 import { PartnerApi, ReportJobs } from '../../../docs/examples/semaphores.js';
 import { PriceCatalog } from '../../../docs/examples/read-write-locks.js';
 import { sleep } from '../../support/cluster.js';
+import { eventually } from '../../support/eventually.js';
 
 /*
  * The decorator examples of the README and docs/semaphores.md / docs/read-write-locks.md, the very
@@ -114,9 +115,16 @@ describe('the README / docs decorator examples for semaphores and read-write loc
   test('PriceCatalog: readers share the catalog, a rebuild excludes them, tokens place reads between writes', async () => {
     const catalog = (i: number) => apps[i % 3]!.get(PriceCatalog);
     const first = Array.from({ length: 6 }, (_, i) => catalog(i).price(`sku-${i}`));
-    await sleep(20);
+    const reads = () => Promise.resolve(priceTokens.filter((t) => t.op === 'read').length);
+    expect(await eventually(reads, 6)).toBe(6); // the first readers all got in
     const rebuild = catalog(0).rebuild(); // queues behind the readers; later readers queue behind it
-    await sleep(20);
+    // In line on every node behind the readers still reading, or running if they were done.
+    const inLine = async () =>
+      priceTokens.some((t) => t.op === 'rebuild') ||
+      (await Promise.all([0, 1, 2].map((i) => redis.client(i).zcard('redlock:{price-catalog}:queue')))).every(
+        (n) => n === 1,
+      );
+    expect(await eventually(inLine, true)).toBe(true);
     const later = Array.from({ length: 6 }, (_, i) => catalog(i + 1).price(`sku-late-${i}`));
     expect(await Promise.all([...first, ...later])).toEqual(new Array(12).fill(42));
     await rebuild;

@@ -26,6 +26,7 @@ import {
 } from '../../../lib/index.js';
 import { RedisNodes } from '../../../lib/testing/index.js';
 import { sleep } from '../../support/cluster.js';
+import { eventually } from '../../support/eventually.js';
 
 const SLOW_HOLD_MS = 1500;
 
@@ -174,6 +175,12 @@ describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
     await redis?.close();
   });
 
+  /** Resolves once a route's lock is held on a majority (read for at most 2 s). */
+  async function heldOnAMajority(resource: string): Promise<void> {
+    const held = async () => (await locks.inspect(resource)).held;
+    expect(await eventually(held, true)).toBe(true);
+  }
+
   test('50 concurrent requests: exact count and tokens increasing in grant order; without the lock updates are lost', async () => {
     store.value = 0;
     const server = app.getHttpServer();
@@ -253,7 +260,7 @@ describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
     const running = request(server)
       .get('/counter/slow')
       .then((r) => r);
-    await sleep(200);
+    await heldOnAMajority('slow');
     const res = await request(server).get('/counter/slow').expect(409);
     expect(res.body.retryAfterMs).toBeGreaterThanOrEqual(SLOW_HOLD_MS);
     expect(res.body.retryAfterMs).toBeLessThan(SLOW_HOLD_MS + 1000);
@@ -266,14 +273,16 @@ describe('@DistributedLock over HTTP (5 real redis-server nodes)', () => {
     const server = app.getHttpServer();
     const streaming = request(server).get('/counter/stream');
     const done = streaming.then((r) => r);
-    await sleep(250); // mid-stream (5 emissions, 100 ms apart)
+    await heldOnAMajority('stream'); // mid-stream (5 emissions, 100 ms apart)
     const during = await request(server).get('/counter/stream-probe');
     expect(during.text).toBe('false');
     const res = await done;
     expect(res.status).toBe(200);
     expect(res.text).toBe('4'); // Nest answers with the last value
-    const after = await request(server).get('/counter/stream-probe');
-    expect(after.text).toBe('true');
+    // Released one-way at the last emission: a probe may find it held until the release landed (at
+    // most 500 ms; not released, it would stay for its 1 s ttl).
+    const probe = async () => (await request(server).get('/counter/stream-probe')).text;
+    expect(await eventually(probe, 'true', 500)).toBe('true');
   });
 
   test('a QuorumUnavailableError becomes 503; nodes down: Retry-After 1 and no retryAfterMs', async () => {

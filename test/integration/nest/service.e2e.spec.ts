@@ -17,6 +17,7 @@ import {
 } from '../../../lib/index.js';
 import { RedisNodes } from '../../../lib/testing/index.js';
 import { sleep } from '../../support/cluster.js';
+import { eventually } from '../../support/eventually.js';
 
 const lockKeyOf = (r: string) => `redlock:{${r}}`;
 
@@ -24,6 +25,8 @@ const lockKeyOf = (r: string) => `redlock:{${r}}`;
 class JobRunner {
   runs: Array<{ id: string; token: number }> = [];
   aborted: Array<{ before: boolean; reason: unknown }> = [];
+  /** Called once `untilLost` holds its lock. */
+  onHold: () => void = () => undefined;
 
   @DistributedLock('job:{0}')
   async run(id: string, @FencingToken() token?: number): Promise<number> {
@@ -41,6 +44,7 @@ class JobRunner {
   @DistributedLock('fragile', { ttl: 1000 })
   async untilLost(@LockSignal() signal?: AbortSignal, @FencingToken() _token?: number): Promise<unknown> {
     const started = Date.now();
+    this.onHold();
     await new Promise<void>((resolve) => {
       signal!.addEventListener('abort', () => resolve(), { once: true });
       const timer = setTimeout(resolve, 5000);
@@ -126,8 +130,9 @@ describe('@DistributedLock on services, LockService and the module (5 real nodes
 
   test('stopping 3 of 5 nodes mid-method aborts @LockSignal before the validity ends', async () => {
     const jobs = app.get(JobRunner);
+    const holding = new Promise<void>((resolve) => (jobs.onHold = resolve));
     const running = jobs.untilLost();
-    await sleep(100);
+    await holding;
     const stoppedAt = Date.now();
     for (const i of [0, 1, 2]) redis.stop(i);
     try {
@@ -152,8 +157,8 @@ describe('@DistributedLock on services, LockService and the module (5 real nodes
         complete: () => resolve('completed'),
       });
     });
-    await sleep(400);
-    expect(seen.length).toBeGreaterThan(0);
+    // Mid-stream: the first tick came, under the lock.
+    expect(await eventually(() => Promise.resolve(seen.length > 0), true)).toBe(true);
     for (const i of [0, 1, 2]) redis.stop(i);
     try {
       const err = await outcome;
@@ -177,12 +182,18 @@ describe('@DistributedLock on services, LockService and the module (5 real nodes
 
   test('LockService.using runs under the lock and releases; tryAcquire gives null when busy', async () => {
     const locks = app.get(LockService);
+    let inside!: () => void;
+    const entered = new Promise<void>((resolve) => (inside = resolve));
+    let finish!: () => void;
+    const finished = new Promise<void>((resolve) => (finish = resolve));
     const holding = locks.using('svc', async (lock) => {
-      await sleep(200);
+      inside();
+      await finished;
       return lock.fencingToken;
     });
-    await sleep(50);
+    await entered;
     expect(await locks.tryAcquire('svc')).toBeNull(); // another call chain: no joining
+    finish();
     const token = await holding;
     expect(token).toBeGreaterThan(0);
     const again = await locks.tryAcquire('svc');
