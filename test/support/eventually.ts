@@ -7,7 +7,7 @@ import { isDeepStrictEqual } from 'node:util';
  * asserts on the returned value, so a value that never settles still fails the test (with the value
  * it last saw).
  */
-export async function eventually<T>(read: () => Promise<T>, expected: T, within = 2000): Promise<T> {
+export async function eventually<T>(read: () => T | Promise<T>, expected: T, within = 2000): Promise<T> {
   const deadline = performance.now() + within;
   for (;;) {
     const value = await read();

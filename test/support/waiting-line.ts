@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Redlock } from '../../lib/index.js';
+import type { RedisNodes } from '../../lib/testing/index.js';
 import type { VoterClocks } from '../../lib/core/guards/clock/readings.js';
 import type { TestCluster } from './cluster.js';
 import { eventually } from './eventually.js';
@@ -13,9 +14,8 @@ import { eventually } from './eventually.js';
  */
 
 /** Each node's count of waiters in line for `resource` (the default key prefix). */
-export function inLine(cluster: TestCluster, resource: string): Promise<number[]> {
-  const nodes = cluster.redis.urls.map((_, i) => cluster.redis.client(i));
-  return Promise.all(nodes.map((node) => node.zcard(`redlock:{${resource}}:queue`)));
+export function inLine(redis: RedisNodes, resource: string): Promise<number[]> {
+  return Promise.all(redis.urls.map((_, i) => redis.client(i).zcard(`redlock:{${resource}}:queue`)));
 }
 
 /** Each node's count of subscribers to `engine`'s wake channel (1 while the engine listens there). */
@@ -33,7 +33,7 @@ export function subscribers(cluster: TestCluster, engine: Redlock): Promise<numb
  */
 export async function waiting(cluster: TestCluster, engine: Redlock, resource: string, count: number) {
   const every = (n: number) => cluster.redis.urls.map(() => n);
-  const queued = await eventually(() => inLine(cluster, resource), every(count), 5000);
+  const queued = await eventually(() => inLine(cluster.redis, resource), every(count), 5000);
   if (!isDeepStrictEqual(queued, every(count)))
     throw new Error(`expected ${count} in line for ${resource} on every node, found ${queued.join(', ')}`);
   const heard = await eventually(() => subscribers(cluster, engine), every(1), 5000);

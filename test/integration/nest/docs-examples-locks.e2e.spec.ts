@@ -7,6 +7,7 @@ import { PartnerApi, ReportJobs } from '../../../docs/examples/semaphores.js';
 import { PriceCatalog } from '../../../docs/examples/read-write-locks.js';
 import { sleep } from '../../support/cluster.js';
 import { eventually } from '../../support/eventually.js';
+import { inLine } from '../../support/waiting-line.js';
 
 /*
  * The decorator examples of the README and docs/semaphores.md / docs/read-write-locks.md, the very
@@ -115,16 +116,14 @@ describe('the README / docs decorator examples for semaphores and read-write loc
   test('PriceCatalog: readers share the catalog, a rebuild excludes them, tokens place reads between writes', async () => {
     const catalog = (i: number) => apps[i % 3]!.get(PriceCatalog);
     const first = Array.from({ length: 6 }, (_, i) => catalog(i).price(`sku-${i}`));
-    const reads = () => Promise.resolve(priceTokens.filter((t) => t.op === 'read').length);
+    const reads = () => priceTokens.filter((t) => t.op === 'read').length;
     expect(await eventually(reads, 6)).toBe(6); // the first readers all got in
     const rebuild = catalog(0).rebuild(); // queues behind the readers; later readers queue behind it
     // In line on every node behind the readers still reading, or running if they were done.
-    const inLine = async () =>
+    const inLineOrRunning = async () =>
       priceTokens.some((t) => t.op === 'rebuild') ||
-      (await Promise.all([0, 1, 2].map((i) => redis.client(i).zcard('redlock:{price-catalog}:queue')))).every(
-        (n) => n === 1,
-      );
-    expect(await eventually(inLine, true)).toBe(true);
+      (await inLine(redis, 'price-catalog')).every((n) => n === 1);
+    expect(await eventually(inLineOrRunning, true)).toBe(true);
     const later = Array.from({ length: 6 }, (_, i) => catalog(i + 1).price(`sku-late-${i}`));
     expect(await Promise.all([...first, ...later])).toEqual(new Array(12).fill(42));
     await rebuild;
