@@ -3,7 +3,7 @@ import { CrossSlotLockError } from '../../lib/core/errors.js';
 import { ACQUIRE } from '../../lib/core/scripts/acquire.js';
 import { keySlot, SLOT_COUNT, slotMarkerKey } from '../../lib/core/scripts/keys.js';
 import { LET_GO } from '../../lib/core/scripts/let-go.js';
-import { clusterLabel } from '../../lib/core/transport/ioredis/ioredis.js';
+import { clusterLabel } from '../../lib/core/transport/ioredis/open.js';
 
 describe('cluster slots', () => {
   it('computes the slot Redis computes (values read from CLUSTER KEYSLOT of redis-server 7.0)', () => {

@@ -8,13 +8,8 @@ import { keyPrefixOf, keySlot } from '../scripts/keys.js';
 import { TransportVoter } from '../voter/voter.js';
 import { isVoterFactory, type Voter, type VoterContext } from '../voter/voter-api.js';
 import { glideTransport } from './glide/glide.js';
-import {
-  clusterLabel,
-  IoredisTransport,
-  openIoredis,
-  openIoredisCluster,
-  type IoredisModule,
-} from './ioredis/ioredis.js';
+import { IoredisTransport } from './ioredis/ioredis.js';
+import { clusterLabel, openIoredis, openIoredisCluster, type IoredisModule } from './ioredis/open.js';
 import { nodeRedisTransport } from './node-redis/node-redis.js';
 import type { Transport } from './transport.js';
 

@@ -1,95 +1,23 @@
 import type { EventEmitter } from 'node:events';
-import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { settleWithin, type Runtime } from '../../runtime.js';
 import { keySlot } from '../../scripts/keys.js';
-import { describeError, faultRetryMs, isFinalFault, nodeFault } from '../../voter/describe-error.js';
+import { describeError } from '../../voter/describe-error.js';
 import { ShardSubscribers, type ShardSubscription } from '../subscribers.js';
 import type { Route, Transport, TransportEvent } from '../transport.js';
-import { addressOf, redactUrl } from '../urls.js';
+import type { IoredisSpec } from './open.js';
 import { WriteBatcher, type Corkable } from './write-batching.js';
 
 /*
  * ioredis (and iovalkey, its fork: the same API), a single server or a Sentinel-managed primary
- * (`Redis`) or a Redis Cluster (`Cluster`, a shard per master). Connections the library opens fail
- * fast: no offline queue, no retried command (a command in flight when a connection drops fails
- * instead of running after the lock decision); a node that refuses the credentials is asked again
- * with a back-off. Every new connection (ioredis' 'ready', a Cluster node's too) and every loss
- * changes the shard's epoch. A client passed in needs no package loaded here: its subscriber
+ * (`Redis`) or a Redis Cluster (`Cluster`, a shard per master); what the library opens: open.ts.
+ * Every new connection (ioredis' 'ready', a Cluster node's too) and every loss changes the shard's
+ * epoch. A client passed in needs no package loaded here: its subscriber
  * connections are duplicates of its own (an app may have iovalkey and no ioredis).
  */
 
-/** The members of the ioredis module that open connections for URLs and options (an optional peer). */
-export interface IoredisModule {
-  Redis: new (...args: unknown[]) => Redis;
-  Cluster: new (startup: ClusterNode[], options?: ClusterOptions) => Cluster;
-}
-
-/** What an ioredis transport is built from. */
-export interface IoredisSpec {
-  readonly client: Redis | Cluster;
-  readonly label: string;
-  /** The library opened it, and closes it. */
-  readonly owned: boolean;
-}
-
 /** A listener as Node's EventEmitter takes it. */
 type Listener = Parameters<EventEmitter['on']>[1];
-
-/** A connection the library opens for a URL or options (a Sentinel-managed primary included). */
-export function openIoredis(
-  io: IoredisModule,
-  node: string | RedisOptions,
-  connectTimeout: number,
-): IoredisSpec {
-  let faults = 0;
-  const defaults: RedisOptions = {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    connectTimeout: Math.max(connectTimeout, 500),
-    retryStrategy: (attempt: number) => (faults > 0 ? faultRetryMs(faults) : Math.min(attempt * 100, 2000)),
-  };
-  const options: RedisOptions = typeof node === 'string' ? defaults : { ...defaults, ...node };
-  const client = typeof node === 'string' ? new io.Redis(node, defaults) : new io.Redis(options);
-  client.on('error', (err: unknown) => void (faults = isFinalFault(nodeFault(err)) ? faults + 1 : 0));
-  client.on('ready', () => void (faults = 0));
-  const scheme = options.tls ? 'rediss' : 'redis';
-  const user = options.username ? `${options.username}@` : '';
-  const label =
-    typeof node === 'string'
-      ? redactUrl(node)
-      : options.sentinels?.length
-        ? `sentinel://${options.sentinels.map(addressOf).join(',')}/${options.name ?? ''}`
-        : `${scheme}://${user}${options.host ?? 'localhost'}:${options.port ?? 6379}`;
-  return { client, label, owned: true };
-}
-
-/** A Cluster the library opens for `{ cluster: [...], options? }`. */
-export function openIoredisCluster(
-  io: IoredisModule,
-  startup: ClusterNode[],
-  given: ClusterOptions | undefined,
-  connectTimeout: number,
-): IoredisSpec {
-  const options: ClusterOptions = {
-    enableOfflineQueue: false,
-    clusterRetryStrategy: (attempt: number) => Math.min(attempt * 100, 2000),
-    retryDelayOnFailover: 50,
-    retryDelayOnClusterDown: 50,
-    maxRedirections: 4,
-    ...given,
-    redisOptions: {
-      connectTimeout: Math.max(connectTimeout, 500),
-      maxRetriesPerRequest: 0,
-      ...given?.redisOptions,
-    },
-  };
-  return { client: new io.Cluster(startup, options), label: clusterLabel(startup), owned: true };
-}
-
-/** `cluster://host:port,...` of a Cluster's startup nodes. */
-export function clusterLabel(startup: readonly unknown[]): string {
-  return `cluster://${startup.map(addressOf).join(',')}`;
-}
 
 /** An ioredis `Redis` or `Cluster` as a transport (see the top of this file). */
 export class IoredisTransport implements Transport {
