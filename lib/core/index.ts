@@ -3,7 +3,7 @@ import { createVoter } from './transport/pick.js';
 import type { Voter, VoterContext } from './voter/voter-api.js';
 
 export { Redlock } from './engine/redlock.js';
-export type { NodeStatus } from './quorum/voters.js';
+export type { NodeStatus } from './quorum/health.js';
 export type { Lock } from './engine/lock.js';
 export type { LockEvent } from './events.js';
 export type { TelemetryProviders } from './telemetry.js';

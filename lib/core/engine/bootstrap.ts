@@ -1,13 +1,13 @@
 import { QuorumUnavailableError } from '../errors.js';
 import type { Preflight } from '../preflight.js';
-import type { NodeStatus } from '../quorum/voters.js';
+import { connectVoters, type NodeStatus } from '../quorum/health.js';
 import { clockGuardFor } from '../resolve-options.js';
 import type { EngineParts } from './parts.js';
 
 /**
  * The engine's bootstrap (`Redlock.connect`): waits until every node is connected and checked
  * (preflight), at most `connectTimeout` ms, or only until a quorum of distinct servers is while
- * the others failed to connect (they join later: see Voters.connect), reads the voters' clocks for
+ * the others failed to connect (they join later: see connectVoters), reads the voters' clocks for
  * the clock guard (of late ones when they join), and
  * fails the bootstrap when a node is misconfigured (`preflight: 'error'`) or, under
  * `failWithoutQuorum`, when fewer than a quorum connected. `close` runs before either error is
@@ -19,7 +19,7 @@ export async function bootstrap(
   close: () => Promise<void>,
 ): Promise<NodeStatus[]> {
   const { voters, options } = parts;
-  const statuses = await voters.connect(options.connectTimeout);
+  const statuses = await connectVoters(voters, options.connectTimeout);
   if (options.clockGuard !== false) await checkClocks(parts, preflight);
   const misconfigured = preflight?.bootstrapDone(voters.list);
   if (misconfigured) {

@@ -10,8 +10,8 @@ import { LockEvents, type LockEvent } from '../events.js';
 import { consoleLogger, type RedlockLogger } from '../logger.js';
 import type { LockOptions, RedlockOptions, ResolvedOptions } from '../options.js';
 import { Preflight } from '../preflight.js';
+import { probeVoters, voterStatuses, type NodeStatus } from '../quorum/health.js';
 import { inspectKey, inspectReaders, inspectSemaphore, type LockInspection } from '../quorum/inspect.js';
-import type { NodeStatus } from '../quorum/voters.js';
 import { normaliseResources, resolveLockOptions, resolveOptions } from '../resolve-options.js';
 import { realRuntime, type Runtime } from '../runtime.js';
 import { PERMITS_MARK, READ_MARKER } from '../scripts/keys.js';
@@ -135,12 +135,12 @@ export class Redlock {
 
   /** Each node's reachability from its connection's state (no I/O), and its wake-up subscription. */
   status(): NodeStatus[] {
-    return this.withSubscriptions(this.parts.voters.status());
+    return this.withSubscriptions(voterStatuses(this.parts.voters));
   }
 
   /** Asks each node (PING, bounded by nodeTimeout): a hung node shows as unreachable; others report latency. */
   async probe(): Promise<NodeStatus[]> {
-    return this.withSubscriptions(await this.parts.voters.probe());
+    return this.withSubscriptions(await probeVoters(this.parts.voters));
   }
 
   private withSubscriptions(statuses: NodeStatus[]): NodeStatus[] {

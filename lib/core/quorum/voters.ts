@@ -11,42 +11,17 @@ import { quorumOf, quorumRound, type RoundOptions, type RoundOutcome, type Vote 
 /** Every answer, or failure, of a voter letting go counts as done (see Voters.letGo). */
 const countsAsDone = (): 'yes' => 'yes';
 const SENT: Promise<void> = Promise.resolve();
-/** How often the bootstrap looks whether a quorum of distinct servers decided it, ms. */
-const DECIDED_POLL_MS = 10;
-
-/** Reachability of one voter, as reported by `Redlock.connect`, `status` and `probe`. */
-export interface NodeStatus {
-  readonly node: string;
-  readonly reachable: boolean;
-  readonly error?: string;
-  /** Epoch ms until which the node abstains under the restart guard, if it does. */
-  readonly abstainingUntil?: number;
-  /** Round-trip time of a PING, from `probe`. */
-  readonly latencyMs?: number;
-  /**
-   * Why this engine hears no wake-ups from the node: its subscription failed (retried with
-   * back-off; waiters ask the node again every second meanwhile). Absent while it works.
-   */
-  readonly subscriptionError?: string;
-  /**
-   * Which server answers, as its INFO said when the node was last checked (the identity guard, on
-   * each new connection): `Redis 7.4.1`, `Valkey 8.0.1` (Valkey's own version, not the
-   * `redis_version` it reports for compatibility); for a Cluster voter its masters', each distinct
-   * one. Absent before the first check, or where the ACL denies INFO.
-   */
-  readonly server?: string;
-}
 
 /**
- * The N voters as one: the quorum (computed here only), rounds over all of them, their health
- * (connect, status, probe), who abstains under the restart guard until when, and letting go of
- * keys everywhere.
+ * The N voters as one: the quorum (computed here only), rounds over all of them, who abstains
+ * under the restart guard until when, and letting go of keys everywhere. Their health (connect,
+ * status, probe) is read in health.ts.
  */
 export class Voters {
   /** Votes needed: a strict majority of the voters. */
   readonly quorum: number;
   /** Who abstains until when, and the log lines about it. */
-  private readonly abstentions: Abstentions;
+  readonly abstentions: Abstentions;
   /** The clock guard: the voters' clocks, the voters it excludes, the marking for every client. */
   private readonly clockGuard: ClockGuard;
   /** Answered let-gos in flight (see {@link lettingGoSettled}). */
@@ -56,9 +31,9 @@ export class Voters {
 
   constructor(
     readonly list: readonly Voter[],
-    private readonly nodeTimeout: number,
+    readonly nodeTimeout: number,
     restartGuard: number | false,
-    private readonly logger: RedlockLogger,
+    readonly logger: RedlockLogger,
     private readonly events: LockEvents,
     readonly runtime: Runtime,
     /**
@@ -273,65 +248,6 @@ export class Voters {
   }
 
   /**
-   * Waits until every voter is connected, at most `timeoutMs` (a voter that refused the
-   * credentials says so at once: nothing to wait for), or until a quorum of distinct servers
-   * votes and no other voter is still on its way (each failed its latest attempt or was refused:
-   * they join when they connect, see {@link whenJoined}); sums up those that are not connected in
-   * one line; each voter already logged its own error, with what to fix, when it happened.
-   * Resolves with each voter's status (it does not throw: a minority may well be down).
-   */
-  async connect(timeoutMs: number): Promise<NodeStatus[]> {
-    let over = false;
-    const ready = this.list.map(() => false);
-    const everyone = Promise.all(this.list.map((v, i) => v.waitReady(timeoutMs).then((r) => (ready[i] = r))));
-    // Polled: a transport's failed attempt is no event at this level.
-    const quorumDecided = new Promise<void>((resolve) => {
-      const poll = () => {
-        if (over || this.quorumDecided(ready)) resolve();
-        else this.runtime.setTimeout(poll, DECIDED_POLL_MS);
-      };
-      poll();
-    });
-    await Promise.race([everyone, quorumDecided]);
-    over = true;
-    this.abstentions.logPending(); // the voters that abstain from boot, now rather than after the batch time
-    const statuses = this.status();
-    const down = statuses.filter((s) => !s.reachable);
-    if (down.length === 0) return statuses;
-    const connected = this.count - down.length;
-    const which = down.map((s) => `${s.node} (${shortReason(s.node, s.error, timeoutMs)})`).join(', ');
-    if (connected < this.quorum) {
-      this.logger.error(
-        `No quorum: ${connected} of ${this.count} Redis nodes connected, ${this.quorum} needed; no lock can be ` +
-          `granted until ${this.quorum} are. Not connected: ${which}.`,
-      );
-    } else {
-      this.logger.warn(
-        `${down.length} of ${this.count} Redis nodes not connected (a quorum of ${this.quorum} is): ${which}.`,
-      );
-    }
-    return statuses;
-  }
-
-  /**
-   * Whether the bootstrap may start: a quorum of distinct servers is `ready` (connected and checked;
-   * two voters whose servers share a run_id count once), and none of the others is still connecting
-   * or being checked.
-   */
-  private quorumDecided(ready: readonly boolean[]): boolean {
-    if (this.list.some((v, i) => !ready[i] && (v.pending ?? true))) return false;
-    const seen = new Set<string>();
-    let distinct = 0;
-    for (const voter of this.list.filter((v, i) => ready[i] && v.connected)) {
-      const ids = voter.serverIds ?? [];
-      if (ids.some((id) => seen.has(id))) continue;
-      for (const id of ids) seen.add(id);
-      distinct++;
-    }
-    return distinct >= this.quorum;
-  }
-
-  /**
    * Calls `joined` once, when voter `index` (not connected now) first connects and passes its
    * checks (its check bounded by `timeoutMs` each time it comes up), unless the voters close first.
    */
@@ -350,47 +266,6 @@ export class Voters {
     attempt();
   }
 
-  /** Current reachability of each voter, from the connections' state (no I/O). */
-  status(): NodeStatus[] {
-    const now = this.runtime.now();
-    const wallNow = this.runtime.wallNow();
-    return this.list.map((voter, i) => ({
-      node: voter.label,
-      reachable: voter.connected,
-      ...(voter.connected ? {} : { error: voter.connectionError }),
-      ...serverOf(voter.server),
-      // Reported in epoch ms (a convenience for people and health checks), decided monotonically.
-      ...(this.abstentions.abstainsUntil(i) > now
-        ? { abstainingUntil: Math.round(wallNow + this.abstentions.abstainsUntil(i) - now) }
-        : {}),
-    }));
-  }
-
-  /**
-   * Like {@link status}, but asks each voter (PING, bounded by nodeTimeout), so a voter that is
-   * connected but hung (e.g. paused) shows as unreachable, and reachable ones report a latency.
-   */
-  probe(): Promise<NodeStatus[]> {
-    const timeout = this.nodeTimeout;
-    return Promise.all(
-      this.status().map(async (status, i) => {
-        if (!status.reachable) return status;
-        const started = this.runtime.now();
-        const answer = await settleWithin(this.runtime, this.list[i]!.ping(), timeout).catch(
-          (err: unknown) => err,
-        );
-        if (answer === undefined) {
-          return { ...status, latencyMs: Math.round((this.runtime.now() - started) * 100) / 100 };
-        }
-        const error =
-          answer === TIMED_OUT
-            ? `no reply to PING within ${timeout} ms`
-            : this.list[i]!.failureReason(answer);
-        return { ...status, reachable: false, error };
-      }),
-    );
-  }
-
   /** Closes every voter, each bounded by nodeTimeout, once the let-gos in flight have left. */
   async close(): Promise<void> {
     this.closing = true;
@@ -398,29 +273,4 @@ export class Voters {
     this.abstentions.close();
     await Promise.all(this.list.map((v) => v.close(this.nodeTimeout)));
   }
-}
-
-/** A status's `server`, left out when not known. */
-function serverOf(server: string | undefined): { server?: string } {
-  return server === undefined ? {} : { server };
-}
-
-/**
- * A voter's connection error in a few words, for the connect summary: what kind of failure (the
- * voter's own line has the details and the fix), or that it did not answer in time. A refusal by
- * preflight starts with the node's own label (`Redis node <label>: <problem>. Fix: ...`): its
- * problem is the reason, not the label.
- */
-function shortReason(label: string, error: string | undefined, timeoutMs: number): string {
-  if (!error || /^(wait|connecting|connect|reconnecting)$/.test(error)) {
-    return `no connection within connectTimeout ${timeoutMs} ms`;
-  }
-  const own = `Redis node ${label}: `;
-  if (error.startsWith(own)) {
-    return `refused by preflight: ${error
-      .slice(own.length)
-      .replace(/ \(.*$/s, '')
-      .replace(/\. Fix: .*$/s, '')}`;
-  }
-  return error.replace(/ \(.*$/s, '').replace(/: .*$/s, '');
 }
