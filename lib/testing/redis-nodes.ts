@@ -8,7 +8,7 @@ import { DEFAULTS } from '../core/options.js';
 import { ioredis } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
 import { assertRedisServerInstalled, endOnExit, endProcess } from './child-processes.js';
-import { onFreePort } from './free-port.js';
+import { onReservedPort, releasePorts, serverArgs, untilReady } from './redis-node-process.js';
 import type { RedisServerVersion } from './redis-server-binary.js';
 
 export { assertRedisServerInstalled } from './child-processes.js';
@@ -67,12 +67,6 @@ export interface RedisNodeInfo {
 }
 
 /**
- * Ports held by this process's open sets. `freePort` only asks the OS for a port that is free at
- * that instant, so two sets started at once (Promise.all in a test) could both be handed it, and
- * one of them fail to bind.
- */
-const reserved = new Set<number>();
-/**
  * Starts real `redis-server` processes on free loopback ports, for integration tests of code that
  * locks (yours and ours), and injects faults into them: kill (SIGKILL), stop (SIGSTOP), resume,
  * restart on the same port with or without persistence. Every process is ended by its pid in
@@ -123,18 +117,10 @@ export class RedisNodes {
     // allSettled: a node still retrying must not spawn a process after close() below.
     const launched = await Promise.allSettled(
       ports.map((_, i) =>
-        onFreePort(
-          host,
-          (port) => {
-            ports[i] = port;
-            reserved.add(port);
-            return nodes.launch(i).catch((err: unknown) => {
-              reserved.delete(port);
-              throw err;
-            });
-          },
-          { avoid: (port) => reserved.has(port) },
-        ),
+        onReservedPort(host, (port) => {
+          ports[i] = port;
+          return nodes.launch(i);
+        }),
       ),
     );
     const failed = launched.find((r) => r.status === 'rejected');
@@ -260,7 +246,7 @@ export class RedisNodes {
       }),
     );
     rmSync(this.dir, { recursive: true, force: true });
-    for (const port of this.ports) reserved.delete(port);
+    releasePorts(this.ports);
   }
 
   /** Records node `index`, started just now, as fresh for the prefixes of `freshFor`. */
@@ -285,92 +271,15 @@ export class RedisNodes {
     return join(this.dir, `node-${index}`);
   }
 
-  private args(index: number): string[] {
-    const o = this.options;
-    const port = String(this.port(index));
-    const dir = this.nodeDir(index);
-    mkdirSync(dir, { recursive: true });
-    const args = [
-      '--bind',
-      this.host,
-      '--dir',
-      dir,
-      '--daemonize',
-      'no',
-      '--protected-mode',
-      'no',
-      '--loglevel',
-      'notice',
-    ];
-    args.push('--save', '');
-    const fsync = { none: undefined, 'aof-always': 'always', 'aof-everysec': 'everysec' }[
-      this.persistence[index]!
-    ];
-    args.push('--appendonly', fsync ? 'yes' : 'no', ...(fsync ? ['--appendfsync', fsync] : []));
-    if (o.tls) {
-      args.push(
-        '--port',
-        '0',
-        '--tls-port',
-        port,
-        '--tls-cert-file',
-        o.tls.certFile,
-        '--tls-key-file',
-        o.tls.keyFile,
-      );
-      args.push('--tls-ca-cert-file', o.tls.caFile, '--tls-auth-clients', 'no');
-    } else {
-      args.push('--port', port);
-    }
-    if (o.debugCommands) args.push('--enable-debug-command', 'local');
-    if (o.password) args.push('--requirepass', o.password);
-    if (o.aclUser)
-      args.push('--user', o.aclUser.username, 'on', `>${o.aclUser.password}`, '~*', '&*', '+@all');
-    if (o.aclUser && !o.password) args.push('--user', 'default', 'off');
-    args.push(...(o.extraArgs ?? []));
-    return args;
-  }
-
   private launch(index: number): Promise<void> {
     const env = this.options.env ? { ...process.env, ...this.options.env(index) } : undefined;
-    const proc = spawn(this.server.binary, this.args(index), { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const dir = this.nodeDir(index);
+    mkdirSync(dir, { recursive: true });
+    const args = serverArgs(this.options, this.host, String(this.port(index)), dir, this.persistence[index]!);
+    const proc = spawn(this.server.binary, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
     this.procs[index] = proc;
     endOnExit(proc);
     const timeout = this.options.startTimeout ?? 10_000;
-    return new Promise((resolve, reject) => {
-      let output = '';
-      const onData = (chunk: Buffer) => {
-        output += chunk.toString();
-        if (output.includes('Ready to accept connections')) finish();
-      };
-      const finish = (err?: Error) => {
-        clearTimeout(timer);
-        proc.stdout?.off('data', onData);
-        proc.off('close', onExit);
-        // Keep draining the pipes so a chatty node never blocks on a full pipe.
-        proc.stdout?.resume();
-        proc.stderr?.resume();
-        if (err) reject(err);
-        else resolve();
-      };
-      const onExit = (code: number | null) =>
-        finish(
-          new Error(
-            `${this.server.name}-server on port ${this.port(index)} exited (${code}) while starting:\n${output.slice(-2000)}`,
-          ),
-        );
-      const timer = setTimeout(() => {
-        void endProcess(proc, 'SIGKILL');
-        finish(
-          new Error(
-            `${this.server.name}-server on port ${this.port(index)} did not start within ${timeout} ms:\n${output.slice(-2000)}`,
-          ),
-        );
-      }, timeout);
-      proc.stdout?.on('data', onData);
-      proc.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      // 'close', not 'exit': the output that says why (a port taken) may be read after 'exit'.
-      proc.once('close', onExit);
-    });
+    return untilReady(proc, `${this.server.name}-server on port ${this.port(index)}`, timeout);
   }
 }

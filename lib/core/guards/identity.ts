@@ -1,23 +1,11 @@
 import type { RedlockLogger } from '../logger.js';
 import type { Preflight } from '../preflight.js';
-import { settleWithin, TIMED_OUT, type Runtime } from '../runtime.js';
-import { decodeIdentityReply, fenceCounterPattern, IDENTITY_CHECK, RUN_ID } from '../scripts/guards.js';
-import { IDENTITY_SUFFIX } from '../scripts/keys.js';
+import { settleWithin, type Runtime } from '../runtime.js';
+import { RUN_ID } from '../scripts/guards.js';
 import type { Route, Transport } from '../transport/transport.js';
-import { missingAclRules } from '../voter/acl-probe.js';
-import { ensureFunctions, functionsFinding, FunctionsNotLoadedError } from '../voter/functions.js';
 import { describeError, isFinalFault, nodeFault } from '../voter/describe-error.js';
-import {
-  checkServer,
-  describeSoftware,
-  readServerFacts,
-  runScript,
-  trustedAcrossRestarts,
-  type Finding,
-  type ScriptMode,
-  type ServerFacts,
-  type ServerSoftware,
-} from '../voter/server.js';
+import { describeSoftware, runScript, type ScriptMode, type ServerSoftware } from '../voter/server.js';
+import { admitShard } from './shard-admission.js';
 
 /** A vote ran on a connection, or a server, that was not the one checked: it must not count. */
 export class ServerChangedError extends Error {
@@ -59,7 +47,7 @@ export interface IdentitySettings {
 }
 
 /** One shard: the server its current connection reaches, as far as it was checked. */
-interface Shard {
+export interface Shard {
   /** The epoch the shard was checked on; undefined until a check passed. */
   checked: number | undefined;
   runId: string | undefined;
@@ -84,7 +72,8 @@ interface Shard {
  * the restart guard, counters dropped. Fed by the transport: a new connection changes the shard's
  * epoch ('connected'), and a vote counts only when it went and came back on the epoch checked. A
  * transport that does not see reconnections (GLIDE) has the run_id read right behind every vote, on
- * the same connection, and its shards' run_ids surveyed once a second.
+ * the same connection, and its shards' run_ids surveyed once a second. What a check reads and
+ * compares is shard-admission.ts.
  */
 export class IdentityGuard {
   private readonly shards = new Map<string, Shard>();
@@ -216,7 +205,8 @@ export class IdentityGuard {
     if (state.pending || this.closed) return state.pending ?? Promise.resolve();
     state.refused = false;
     const epoch = this.transport.epoch(shard);
-    const pending = this.admit(shard, state).then(
+    const admitted = admitShard(this.transport, this.voter, this.settings, shard, state, () => this.closed);
+    const pending = admitted.then(
       () => {
         state.pending = undefined;
         if (this.transport.epoch(shard) !== epoch) return this.check(shard);
@@ -247,113 +237,6 @@ export class IdentityGuard {
     return pending;
   }
 
-  /** Reads, reviews and checks the server behind `shard`; resolves the ms it abstains (recorded). */
-  private async admit(shard: string, state: Shard): Promise<number> {
-    const { settings, transport, voter } = this;
-    const { keyPrefix, wakeChannel } = settings;
-    const send = (command: readonly string[]) => transport.send({ shard }, command);
-    const label = shard === '' ? voter.label : `${voter.label} (shard ${shard})`;
-    // Functions: loaded here, on the shard's new connection, before anything calls them (beside
-    // the reads of the server's facts: no round trip more before the shard votes).
-    const functions = settings.scripts === 'functions' ? this.functions(send) : undefined;
-    functions?.catch(() => undefined); // when the facts fail first, the check fails with them
-    let facts = await readServerFacts(settings.runtime, send, transport.username, settings.timeoutMs);
-    if (this.closed) throw new Error('the engine closed');
-    const unloaded = await functions;
-    if (settings.preflight) {
-      const pattern = wakeChannel.replace(/[^:]*$/, '*');
-      // Bounded like every read of the check: a command on a connection that closed under it (a
-      // Cluster re-forming) may never settle, and the check would then never end nor be retried.
-      const probe = unloaded
-        ? Promise.resolve([])
-        : missingAclRules(send, keyPrefix, pattern, wakeChannel, settings.scripts);
-      const missing = await settleWithin(settings.runtime, probe, settings.timeoutMs);
-      if (missing === TIMED_OUT) throw new Error(`no reply to the ACL probe within ${settings.timeoutMs} ms`);
-      facts = { ...facts, denied: [...new Set([...facts.denied, ...missing])] };
-      const findings: Finding[] = checkServer(
-        transport.clustered ? { ...facts, clusterEnabled: undefined, redisMode: undefined } : facts,
-      );
-      if (unloaded) findings.push(functionsFinding(unloaded, transport.username));
-      const refusal = settings.preflight.review(state, voter, label, {
-        serverId: facts.runId,
-        server: describeSoftware([facts.software]),
-        findings,
-      });
-      if (refusal) {
-        state.refused = true;
-        state.reason = refusal.message;
-        throw new Error(refusal.message);
-      }
-    }
-    if (unloaded) throw unloaded;
-    const abstainMs = await this.identity(send, label, facts, state, shard);
-    state.runId = facts.runId;
-    state.software = facts.software;
-    if (abstainMs > 0) state.abstainUntil = settings.runtime.now() + abstainMs;
-    return abstainMs;
-  }
-
-  /** Makes sure the server has the FUNCTION library; the refusal to load it, as preflight reports it. */
-  private async functions(send: (command: readonly string[]) => Promise<unknown>) {
-    const { runtime, timeoutMs } = this.settings;
-    const ensured = await settleWithin(
-      runtime,
-      ensureFunctions(send).then(() => undefined, denied),
-      timeoutMs,
-    );
-    if (ensured === TIMED_OUT) throw new Error(`no reply to FCALL_RO / FUNCTION LOAD within ${timeoutMs} ms`);
-    return ensured;
-  }
-
-  /**
-   * The identity check: how long `shard` abstains. At least the guard when this voter itself saw the
-   * run_id change (another client may have updated the record first), unless the new server is
-   * trusted across restarts; an abstention that still runs is never shortened.
-   */
-  private async identity(
-    send: (command: readonly string[]) => Promise<unknown>,
-    label: string,
-    facts: ServerFacts,
-    state: Shard,
-    shard: string,
-  ): Promise<number> {
-    const { guardMs, logger, runtime, timeoutMs } = this.settings;
-    if (guardMs <= 0) return 0;
-    if (!facts.runId) {
-      logger.warn(
-        `Redis node ${label}: the identity guard is off for this node: INFO is denied to its ACL user, so a ` +
-          'restart or failover that lost the newest writes cannot be told. Grant +info (see "Deploying safely").',
-      );
-      return 0;
-    }
-    const marker = this.settings.markerOf(shard);
-    const trusted = trustedAcrossRestarts(facts);
-    const args = [
-      facts.runId,
-      trusted ? '1' : '0',
-      String(Math.ceil(guardMs)),
-      fenceCounterPattern(this.settings.keyPrefix),
-    ];
-    const call = runScript(send, IDENTITY_CHECK, [marker, marker + IDENTITY_SUFFIX], args, {
-      mode: this.settings.scripts,
-      bySource: true,
-    });
-    const reply = await settleWithin(runtime, call, timeoutMs);
-    if (reply === TIMED_OUT) throw new Error(`no reply to the identity check within ${timeoutMs} ms`);
-    const check = decodeIdentityReply(reply);
-    const sawChange = state.runId !== undefined && state.runId !== facts.runId && !trusted;
-    const running = Math.max(0, state.abstainUntil - runtime.now());
-    const abstainMs = Math.max(check.abstainMs, sawChange ? guardMs : 0, running);
-    if (abstainMs > running) {
-      const why =
-        check.outcome === 'changed' || sawChange
-          ? changedReason(check.previous, facts, check.countersDropped)
-          : '';
-      this.settings.onAbstention(shard, abstainMs, why);
-    }
-    return abstainMs;
-  }
-
   /** A transport that does not see reconnections: its shards' run_ids, read once a second. */
   private scheduleSurvey(): void {
     this.survey = this.settings.runtime.setTimeout(() => {
@@ -369,24 +252,4 @@ export class IdentityGuard {
       });
     }, SURVEY_MS);
   }
-}
-
-/** A library that could not be loaded is a finding; anything else fails the check. */
-function denied(err: unknown): FunctionsNotLoadedError {
-  if (err instanceof FunctionsNotLoadedError) return err;
-  throw err;
-}
-
-/** Why a node whose server changed abstains, for the log line and the 'node-abstaining' event. */
-function changedReason(previous: string, facts: ServerFacts, dropped: number): string {
-  const persistence =
-    facts.appendonly === 'yes' ? `appendonly yes, appendfsync ${facts.appendfsync ?? '?'}` : 'appendonly no';
-  const promoted = (facts.secondReplOffset ?? -1) >= 0 ? ', a replica promoted by a failover' : '';
-  const short = (runId: string) => (runId.length > 8 ? `${runId.slice(0, 8)}…` : runId || '?');
-  return (
-    `its server is not the one that wrote its restart-guard marker (run_id ${short(previous)} then, ` +
-    `${short(facts.runId ?? '')} now${promoted}; ${persistence}): a restart or failover may have lost its ` +
-    `newest lock keys and fencing counters (${dropped} counters dropped: they start again from the ` +
-    'clock; only appendonly yes + appendfsync always is trusted across restarts)'
-  );
 }

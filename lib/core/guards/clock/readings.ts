@@ -1,6 +1,10 @@
 import { CLOCK_WINDOW_US } from '../../scripts/acquire.js';
+import { StepSuspects } from './step-suspects.js';
 
-/** Drift between a voter's clock and this machine's monotonic clock never taken for a step: 1000 ppm. */
+/**
+ * Drift between a voter's clock and this machine's monotonic clock never taken for a step: 1000 ppm
+ * (500 ppm each for the voter and this machine), so that drift over long idle periods never is.
+ */
 const DRIFT_ALLOWANCE = 0.001;
 
 /**
@@ -8,12 +12,6 @@ const DRIFT_ALLOWANCE = 0.001;
  * alone (see {@link VoterClocks.expectedUs}): its drift allowance then adds at most 1 ms.
  */
 const WINDOW_REFERENCE_MS = 1000;
-
-/**
- * How long a voter whose clock stepped stays a suspect, ms: the other voters' replies in the
- * round that saw the step arrive well within it (a round is bounded by nodeTimeout).
- */
-const SUSPECT_WINDOW_MS = 10_000;
 
 /**
  * The voters' time as this engine knows it: per voter, the offset of its wall clock from this
@@ -24,7 +22,8 @@ const SUSPECT_WINDOW_MS = 10_000;
  * An offset is read as (voter clock) - (midpoint of the request's send and reply times), so it is
  * off by at most half a round trip; the newest reading of a voter replaces the older one (a voter
  * whose clock steps is followed at once). The voters' time is the median over the voters read so
- * far: one voter whose clock stepped, or a minority, does not move it.
+ * far: one voter whose clock stepped, or a minority, does not move it. Every instant given to it
+ * (`sentAt`, `receivedAt`, `at`, `startedAt`) is the engine's monotonic clock.
  */
 export class VoterClocks {
   /** Per voter: its clock (ms) minus the engine's monotonic clock at the reading; NaN until read. */
@@ -37,29 +36,8 @@ export class VoterClocks {
   private readonly low: Float64Array;
   private readonly high: Float64Array;
   private readonly readAt: Float64Array;
-  /**
-   * Per voter: when the request behind its newest reading was sent (the engine's monotonic clock), which
-   * names the round it was read in: the readings of one round are compared with each other.
-   */
-  private readonly roundOf: Float64Array;
-  /**
-   * Per voter: the highest its offset can have been in that round (the `high` of a reading; for a
-   * grant within the expected window, the window's top): what a suspect of the round is compared with.
-   */
-  private readonly roundHigh: Float64Array;
-  /**
-   * Suspects: per voter whose clock this engine saw step forward, the round of that reading (NaN:
-   * none), the bounds of its offset then, and how many other voters of that round its clock was
-   * ahead of by more than the threshold (see {@link confirmed}).
-   */
-  private readonly suspectRound: Float64Array;
-  private readonly suspectLow: Float64Array;
-  private readonly suspectHigh: Float64Array;
-  private readonly suspectAhead: Int32Array;
-  /** How many voters are suspects: 0 (nearly always) skips every comparison. */
-  private suspects = 0;
-  /** Suspects confirmed by the last {@link note}, at most until the next one (see {@link confirmed}). */
-  private readonly confirmedNow: number[] = [];
+  /** The voters whose clock this engine saw step forward (see {@link confirmed}). */
+  private readonly suspects: StepSuspects;
   /** Room to sort the offsets in (medianOffset). */
   private readonly scratch: Float64Array;
   /** The median of the known offsets; NaN when none is known, undefined when it must be recomputed. */
@@ -81,29 +59,23 @@ export class VoterClocks {
      */
     private stepThresholdMs = 0,
     /** How many other voters of one round a voter's clock must be ahead of to be confirmed: a quorum. */
-    private readonly quorum = Math.floor(count / 2) + 1,
+    quorum = Math.floor(count / 2) + 1,
   ) {
     this.offsets = new Float64Array(count).fill(Number.NaN);
     this.low = new Float64Array(count).fill(Number.NaN);
     this.high = new Float64Array(count).fill(Number.NaN);
     this.readAt = new Float64Array(count).fill(Number.NaN);
     this.scratch = new Float64Array(count);
-    this.roundOf = new Float64Array(count).fill(Number.NaN);
-    this.roundHigh = new Float64Array(count);
-    this.suspectRound = new Float64Array(count).fill(Number.NaN);
-    this.suspectLow = new Float64Array(count);
-    this.suspectHigh = new Float64Array(count);
-    this.suspectAhead = new Int32Array(count);
+    this.suspects = new StepSuspects(count, quorum);
   }
 
   /**
    * Records voter `index`'s clock, `clockUs` microseconds, read in its reply to a request sent at
-   * `sentAt` and answered at `receivedAt` (both the engine's monotonic clock). Returns by how many ms the
-   * voter's clock surely stepped since its previous reading (positive: forward), beyond the step
-   * threshold plus a drift of 1000 ppm of the time between the readings (500 ppm each for the voter
-   * and this machine, so that drift over long idle periods is never taken for a step); 0 when it
-   * did not, or when this is the first reading. A reply that waited in this process (a paused or
-   * busy event loop) only widens the bounds: it cannot look like a step.
+   * `sentAt` and answered at `receivedAt`. Returns by how many ms the voter's clock surely stepped
+   * since its previous reading (positive: forward), beyond the step threshold plus DRIFT_ALLOWANCE
+   * of the time between the readings; 0 when it did not, or when this is the first reading. A reply
+   * that waited in this process (a paused or busy event loop) only widens the bounds: it cannot look
+   * like a step.
    */
   note(index: number, sentAt: number, receivedAt: number, clockUs: number): number {
     const clockMs = clockUs / 1000;
@@ -120,13 +92,14 @@ export class VoterClocks {
     this.low[index] = low;
     this.high[index] = high;
     this.readAt[index] = receivedAt;
-    this.roundOf[index] = sentAt;
-    this.roundHigh[index] = high;
+    this.suspects.roundOf[index] = sentAt;
+    this.suspects.roundHigh[index] = high;
     this.offsets[index] = clockMs - (sentAt + receivedAt) / 2;
     this.median = undefined;
-    if (this.confirmedNow.length > 0) this.confirmedNow.length = 0;
-    if (step > 0) this.suspect(index, sentAt, low, high);
-    else if (this.suspects > 0) this.compareWithSuspects(index, sentAt, high, receivedAt);
+    if (this.suspects.confirmed.length > 0) this.suspects.confirmed.length = 0;
+    if (step > 0) this.suspects.add(index, sentAt, low, high, this.stepThresholdMs);
+    else if (this.suspects.count > 0)
+      this.suspects.compare(index, sentAt, high, receivedAt, this.stepThresholdMs);
     return step;
   }
 
@@ -160,62 +133,22 @@ export class VoterClocks {
    */
   noteWithin(index: number, sentAt: number, receivedAt: number, expectedUs: number): void {
     const high = (expectedUs + CLOCK_WINDOW_US) / 1000 - sentAt;
-    this.roundOf[index] = sentAt;
-    this.roundHigh[index] = high;
-    if (this.confirmedNow.length > 0) this.confirmedNow.length = 0;
-    if (this.suspects > 0) this.compareWithSuspects(index, sentAt, high, receivedAt);
+    this.suspects.roundOf[index] = sentAt;
+    this.suspects.roundHigh[index] = high;
+    if (this.suspects.confirmed.length > 0) this.suspects.confirmed.length = 0;
+    if (this.suspects.count > 0) this.suspects.compare(index, sentAt, high, receivedAt, this.stepThresholdMs);
   }
 
   /**
-   * The voters confirmed by the last {@link note} or {@link noteWithin}: a voter whose clock this engine saw step forward
-   * and whose clock, in that same round, was ahead of at least a quorum of the other voters' by
-   * more than the threshold, round trips allowed for (the bounds of each reading). Evidence of the
-   * voters against each other, not against this engine's clock: a client whose own clock stood
-   * still (a suspended machine) sees every voter move alike, and confirms none. Each voter is
-   * confirmed once per step. Valid until the next {@link note}.
+   * The voters confirmed by the last {@link note} or {@link noteWithin}: a voter whose clock this
+   * engine saw step forward and whose clock, in that same round, was ahead of at least a quorum of
+   * the other voters' by more than the threshold, round trips allowed for (the bounds of each
+   * reading). Evidence of the voters against each other, not against this engine's clock: a client
+   * whose own clock stood still (a suspended machine) sees every voter move alike, and confirms
+   * none. Each voter is confirmed once per step. Valid until the next {@link note}.
    */
   get confirmed(): readonly number[] {
-    return this.confirmedNow;
-  }
-
-  /** Voter `index` stepped forward in the round sent at `sentAt`: compare it with that round's others. */
-  private suspect(index: number, sentAt: number, low: number, high: number): void {
-    if (Number.isNaN(this.suspectRound[index]!)) this.suspects++;
-    this.suspectRound[index] = sentAt;
-    this.suspectLow[index] = low;
-    this.suspectHigh[index] = high;
-    let ahead = 0;
-    for (let j = 0; j < this.roundOf.length; j++) {
-      if (j !== index && this.roundOf[j] === sentAt && low - this.roundHigh[j]! > this.stepThresholdMs)
-        ahead++;
-    }
-    this.suspectAhead[index] = ahead;
-    if (ahead >= this.quorum) this.confirm(index);
-  }
-
-  /** Voter `index`, read in the round sent at `sentAt` (offset at most `high`): compared with that round's suspects. */
-  private compareWithSuspects(index: number, sentAt: number, high: number, receivedAt: number): void {
-    for (let i = 0; i < this.suspectRound.length; i++) {
-      const round = this.suspectRound[i]!;
-      if (Number.isNaN(round) || i === index) continue;
-      if (round === sentAt) {
-        if (this.suspectLow[i]! - high > this.stepThresholdMs && ++this.suspectAhead[i]! >= this.quorum) {
-          this.confirm(i);
-        }
-      } else if (receivedAt - round > SUSPECT_WINDOW_MS) {
-        this.clearSuspect(i); // its round is long over
-      }
-    }
-  }
-
-  private confirm(index: number): void {
-    this.clearSuspect(index);
-    this.confirmedNow.push(index);
-  }
-
-  private clearSuspect(index: number): void {
-    this.suspectRound[index] = Number.NaN;
-    this.suspects--;
+    return this.suspects.confirmed;
   }
 
   /**
@@ -277,8 +210,8 @@ export class VoterClocks {
   }
 
   /**
-   * The voters' time, epoch ms as they keep it, at the monotonic instant `at` (the engine's monotonic clock);
-   * undefined when no voter's clock has been read yet.
+   * The voters' time, epoch ms as they keep it, at the monotonic instant `at`; undefined when no
+   * voter's clock has been read yet.
    */
   voterTime(at: number): number | undefined {
     const offset = this.medianOffset();
@@ -286,10 +219,9 @@ export class VoterClocks {
   }
 
   /**
-   * The waiting ticket of an acquire that started at `startedAt` (the engine's monotonic clock): the voters'
-   * time then, in ms with microsecond digits, the same string for every voter. '' while no voter's
-   * clock is known: the caller's first attempt then does not queue, and its busy replies tell the
-   * clocks.
+   * The waiting ticket of an acquire that started at `startedAt`: the voters' time then, in ms with
+   * microsecond digits, the same string for every voter. '' while no voter's clock is known: the
+   * caller's first attempt then does not queue, and its busy replies tell the clocks.
    */
   ticket(startedAt: number): string {
     if (this.clientClockTickets) return String(this.wallClock!() - (this.monotonic!() - startedAt));

@@ -1,0 +1,116 @@
+import type { ChildProcess } from 'node:child_process';
+import { endProcess } from './child-processes.js';
+import { onFreePort } from './free-port.js';
+import type { Persistence, RedisNodesOptions } from './redis-nodes.js';
+
+/*
+ * Launching one server of a RedisNodes set: a free port that no other open set holds, the
+ * server's command line from the set's options, and the wait until it accepts connections.
+ */
+
+/**
+ * Ports held by this process's open sets. `freePort` only asks the OS for a port that is free at
+ * that instant, so two sets started at once (Promise.all in a test) could both be handed it, and
+ * one of them fail to bind.
+ */
+const reserved = new Set<number>();
+
+/** Runs `launch` on a free port that no open set holds, and holds it until {@link releasePorts}. */
+export function onReservedPort(host: string, launch: (port: number) => Promise<void>): Promise<void> {
+  return onFreePort(
+    host,
+    (port) => {
+      reserved.add(port);
+      return launch(port).catch((err: unknown) => {
+        reserved.delete(port);
+        throw err;
+      });
+    },
+    { avoid: (port) => reserved.has(port) },
+  );
+}
+
+/** Gives the ports of a closed set back. */
+export function releasePorts(ports: readonly number[]): void {
+  for (const port of ports) reserved.delete(port);
+}
+
+/** The command line of a node on `port` with its data in `dir`. */
+export function serverArgs(
+  o: RedisNodesOptions,
+  host: string,
+  port: string,
+  dir: string,
+  persistence: Persistence,
+): string[] {
+  const args = [
+    '--bind',
+    host,
+    '--dir',
+    dir,
+    '--daemonize',
+    'no',
+    '--protected-mode',
+    'no',
+    '--loglevel',
+    'notice',
+  ];
+  args.push('--save', '');
+  const fsync = { none: undefined, 'aof-always': 'always', 'aof-everysec': 'everysec' }[persistence];
+  args.push('--appendonly', fsync ? 'yes' : 'no', ...(fsync ? ['--appendfsync', fsync] : []));
+  if (o.tls) {
+    args.push(
+      '--port',
+      '0',
+      '--tls-port',
+      port,
+      '--tls-cert-file',
+      o.tls.certFile,
+      '--tls-key-file',
+      o.tls.keyFile,
+    );
+    args.push('--tls-ca-cert-file', o.tls.caFile, '--tls-auth-clients', 'no');
+  } else {
+    args.push('--port', port);
+  }
+  if (o.debugCommands) args.push('--enable-debug-command', 'local');
+  if (o.password) args.push('--requirepass', o.password);
+  if (o.aclUser) args.push('--user', o.aclUser.username, 'on', `>${o.aclUser.password}`, '~*', '&*', '+@all');
+  if (o.aclUser && !o.password) args.push('--user', 'default', 'off');
+  args.push(...(o.extraArgs ?? []));
+  return args;
+}
+
+/**
+ * Resolves once `proc`, the server `name` (`redis-server on port 7000`), accepts connections;
+ * rejects with its output when it exits first or does not within `timeout` ms (it is then killed).
+ */
+export function untilReady(proc: ChildProcess, name: string, timeout: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('Ready to accept connections')) finish();
+    };
+    const finish = (err?: Error) => {
+      clearTimeout(timer);
+      proc.stdout?.off('data', onData);
+      proc.off('close', onExit);
+      // Keep draining the pipes so a chatty node never blocks on a full pipe.
+      proc.stdout?.resume();
+      proc.stderr?.resume();
+      if (err) reject(err);
+      else resolve();
+    };
+    const onExit = (code: number | null) =>
+      finish(new Error(`${name} exited (${code}) while starting:\n${output.slice(-2000)}`));
+    const timer = setTimeout(() => {
+      void endProcess(proc, 'SIGKILL');
+      finish(new Error(`${name} did not start within ${timeout} ms:\n${output.slice(-2000)}`));
+    }, timeout);
+    proc.stdout?.on('data', onData);
+    proc.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    // 'close', not 'exit': the output that says why (a port taken) may be read after 'exit'.
+    proc.once('close', onExit);
+  });
+}
