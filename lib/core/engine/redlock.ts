@@ -25,7 +25,8 @@ import { SemaphoreUses } from './key-uses.js';
 import { JoinedLock, type Lock } from './lock.js';
 import { LockContext } from './lock-context.js';
 import { buildEngineParts, type EngineParts } from './parts.js';
-import { SlotAcquirer, slotKeys, slotRequest, type SemaphoreRequest } from './semaphore.js';
+import { SlotAcquirer } from './semaphore.js';
+import { slotKeys, slotRequest, type SemaphoreRequest } from './semaphore-request.js';
 import { waitForLock } from './wait.js';
 import { WakeChannel } from './wake-channel.js';
 
