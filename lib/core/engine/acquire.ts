@@ -8,7 +8,7 @@ import { RELEASE } from '../scripts/let-go.js';
 import type { HeldLock } from './held-lock.js';
 import type { Leases } from './leases.js';
 import type { EngineParts } from './parts.js';
-import { describeUse, type SemaphoreRequest } from './semaphore.js';
+import { describeUse, type SemaphoreRequest } from './semaphore-request.js';
 
 /*
  * What happens on acquire: the plain Redlock path, one attempt, top to bottom.

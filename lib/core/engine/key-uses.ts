@@ -1,5 +1,5 @@
 import { LockUsageError, RedlockOptionsError } from '../errors.js';
-import { describeUse } from './semaphore.js';
+import { describeUse } from './semaphore-request.js';
 
 /**
  * How many keys used as a semaphore or a read-write lock this engine remembers after their last

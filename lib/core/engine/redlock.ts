@@ -1,36 +1,28 @@
-import { setMaxListeners } from 'node:events';
 import type { Observable } from 'rxjs';
-import {
-  EngineClosedError,
-  LockNotAcquiredError,
-  QuorumUnavailableError,
-  type RedlockError,
-} from '../errors.js';
+import { EngineClosedError, LockNotAcquiredError } from '../errors.js';
 import { LockEvents, type LockEvent } from '../events.js';
 import { consoleLogger, type RedlockLogger } from '../logger.js';
 import type { LockOptions, RedlockOptions, ResolvedOptions } from '../options.js';
 import { Preflight } from '../preflight.js';
 import { probeVoters, voterStatuses, type NodeStatus } from '../quorum/health.js';
-import { inspectKey, inspectReaders, inspectSemaphore, type LockInspection } from '../quorum/inspect.js';
+import type { LockInspection } from '../quorum/inspect.js';
 import { normaliseResources, resolveLockOptions, resolveOptions } from '../resolve-options.js';
 import { realRuntime, type Runtime } from '../runtime.js';
-import { PERMITS_MARK, READ_MARKER } from '../scripts/keys.js';
-import { attachTelemetry } from '../telemetry.js';
 import { assertOneSlot } from '../transport/pick.js';
 import type { Voter } from '../voter/voter-api.js';
-import { Acquirer, type AcquireRequest, type Attempt } from './acquire.js';
-import { bootstrap } from './bootstrap.js';
-import { Leases } from './leases.js';
+import { Acquirer, type AcquireRequest } from './acquire.js';
+import { acquireFailure, emitOutcome } from './acquire-outcome.js';
 import { SemaphoreUses } from './key-uses.js';
+import { Leases } from './leases.js';
+import { Lifecycle, type InFlight } from './lifecycle.js';
 import { JoinedLock, type Lock } from './lock.js';
 import { LockContext } from './lock-context.js';
 import { buildEngineParts, type EngineParts } from './parts.js';
-import { SlotAcquirer, slotKeys, slotRequest, type SemaphoreRequest } from './semaphore.js';
-import { waitForLock } from './wait.js';
+import { slotRequest } from './semaphore-request.js';
+import { SharedAcquirer } from './shared-acquire.js';
+import { inspectLock, withSubscriptions } from './status-and-inspect.js';
+import { waitForLock, type WaitExhausted } from './wait.js';
 import { WakeChannel } from './wake-channel.js';
-
-/** A semaphore's acquire request (its `semaphore` set). */
-type SemaphoreAcquireRequest = AcquireRequest & { semaphore: SemaphoreRequest };
 
 /**
  * The Redlock engine: a mutex over N independent voters (Redis masters) with quorum fencing
@@ -45,31 +37,20 @@ export class Redlock {
   readonly options: ResolvedOptions;
   private readonly parts: EngineParts;
   private readonly acquirer: Acquirer;
-  private readonly slots: SlotAcquirer;
-  /** The keys this engine uses as semaphores or read-write locks (see semaphore-uses.ts). */
+  /** Semaphores' and readers' acquires (shared-acquire.ts). */
+  private readonly shared: SharedAcquirer;
+  /** The keys this engine uses as semaphores or read-write locks (key-uses.ts). */
   private readonly semaphores = new SemaphoreUses();
   private readonly leases: Leases;
   private readonly wakes: WakeChannel;
   private readonly context = new LockContext();
   private readonly events = new LockEvents();
-  /** Undefined when preflight is off. */
-  private readonly preflight: Preflight | undefined;
-  private detachTelemetry: Promise<(() => void) | undefined> | undefined;
-  private readonly telemetry: RedlockOptions['telemetry'];
   private readonly logger: RedlockLogger;
   private readonly runtime: Runtime;
-  /** Aborts with EngineClosedError when shutdown begins: waiting acquires end on it. */
-  private readonly shutdown = new AbortController();
-  /** The shutdown in progress or done (see {@link close}). */
-  private closing: Promise<void> | undefined;
-  /**
-   * The callers of acquires in flight, by the function that rejects them: shutdown rejects them at
-   * once, and a grant that lands for one of them afterwards is released.
-   */
-  private readonly acquiring = new Set<(err: Error) => void>();
-  /** Acquires whose attempts still run (also those rejected by shutdown), and who waits for none. */
-  private attempting = 0;
-  private onIdle: (() => void) | undefined;
+  /** Connecting and the shutdown (lifecycle.ts). */
+  private readonly lifecycle: Lifecycle;
+  /** The acquires in flight, which the shutdown rejects and waits for. */
+  private readonly inFlight: InFlight = { callers: new Set(), attempting: 0, onIdle: undefined };
 
   /**
    * Every lock event (acquired, busy, unavailable, extended, released, lost) and node event
@@ -81,21 +62,20 @@ export class Redlock {
     const resolved = resolveOptions(options);
     const logger = options.logger ?? consoleLogger;
     this.logger = logger;
-    this.telemetry = options.telemetry;
-    this.preflight = resolved.preflight === 'off' ? undefined : new Preflight(resolved.preflight, logger);
+    const preflight = resolved.preflight === 'off' ? undefined : new Preflight(resolved.preflight, logger);
     this.options = resolved;
     this.runtime = options.runtime ?? realRuntime;
-    this.parts = buildEngineParts(options.nodes, resolved, logger, this.events, this.preflight, this.runtime);
+    this.parts = buildEngineParts(options.nodes, resolved, logger, this.events, preflight, this.runtime);
     const { voters, turnMs } = this.parts;
     this.leases = new Leases(voters, resolved, this.parts.drift, this.events, logger, (lock) => {
       if (lock.mode === 'read' || lock.permit !== undefined) this.semaphores.end(lock.resources[0]!);
     });
     this.acquirer = new Acquirer(this.parts, this.leases);
-    this.slots = new SlotAcquirer(this.parts, this.acquirer, this.leases);
     this.wakes = new WakeChannel(voters, this.parts.values.channel, resolved.nodeTimeout, turnMs, logger);
-    // Every waiting acquire listens for shutdown on it: more than Node's 10 is load, not a leak
-    // (Node would print a MaxListenersExceededWarning at the 11th waiter).
-    setMaxListeners(Infinity, this.shutdown.signal);
+    const { parts, acquirer, leases, wakes, events } = this;
+    this.lifecycle = new Lifecycle(parts, preflight, options.telemetry, events, leases, wakes, this.inFlight);
+    const { signal } = this.lifecycle;
+    this.shared = new SharedAcquirer(parts, acquirer, leases, wakes, this.semaphores, this.failure, signal);
   }
 
   /** The voters, in the order of `nodes` (health, instrumentation, tests). */
@@ -116,11 +96,8 @@ export class Redlock {
    * under `failWithoutQuorum: true` when fewer than a quorum connected (every node that did not,
    * and why). The engine is closed first, so that a failed bootstrap leaves no connection open.
    */
-  async connect(): Promise<NodeStatus[]> {
-    // OpenTelemetry providers are registered before the app boots: look for them now.
-    this.detachTelemetry ??= attachTelemetry(this.events, this.parts.runtime, this.telemetry);
-    await this.detachTelemetry;
-    return bootstrap(this.parts, this.preflight, () => this.close());
+  connect(): Promise<NodeStatus[]> {
+    return this.lifecycle.connect(() => this.close());
   }
 
   /**
@@ -135,19 +112,12 @@ export class Redlock {
 
   /** Each node's reachability from its connection's state (no I/O), and its wake-up subscription. */
   status(): NodeStatus[] {
-    return this.withSubscriptions(voterStatuses(this.parts.voters));
+    return withSubscriptions(voterStatuses(this.parts.voters), this.wakes);
   }
 
   /** Asks each node (PING, bounded by nodeTimeout): a hung node shows as unreachable; others report latency. */
   async probe(): Promise<NodeStatus[]> {
-    return this.withSubscriptions(await probeVoters(this.parts.voters));
-  }
-
-  private withSubscriptions(statuses: NodeStatus[]): NodeStatus[] {
-    return statuses.map((status, i) => {
-      const subscriptionError = this.wakes.subscriptionError(i);
-      return subscriptionError === undefined ? status : { ...status, subscriptionError };
-    });
+    return withSubscriptions(await probeVoters(this.parts.voters), this.wakes);
   }
 
   /**
@@ -199,19 +169,8 @@ export class Redlock {
    * readers hold it) and `readers` (how many hold it on a majority).
    * @throws QuorumUnavailableError when fewer than a majority answer.
    */
-  async inspect(resource: string): Promise<LockInspection> {
-    const [name] = normaliseResources(resource); // a bad name rejects, as every other failure does
-    const { voters } = this.parts;
-    const { nodeTimeout } = this.options;
-    const lockKey = this.parts.lockKey(name!);
-    // A semaphore (this engine used it, or its marker holds the key): its slots' views.
-    const known = this.semaphores.permitsOf(name!);
-    if (known) return inspectSemaphore(voters, name!, slotKeys(lockKey, known), nodeTimeout);
-    const { inspection, holder } = await inspectKey(voters, name!, lockKey, nodeTimeout);
-    if (holder === READ_MARKER) return inspectReaders(voters, lockKey, inspection, nodeTimeout);
-    if (!holder?.startsWith(PERMITS_MARK)) return inspection;
-    const permits = Number(holder.slice(PERMITS_MARK.length));
-    return inspectSemaphore(voters, name!, slotKeys(lockKey, permits), nodeTimeout);
+  inspect(resource: string): Promise<LockInspection> {
+    return inspectLock(this.parts, this.semaphores, resource);
   }
 
   /**
@@ -224,22 +183,7 @@ export class Redlock {
    * `holdAtLeast` are left to expire. Idempotent: every call resolves when it is done.
    */
   close(): Promise<void> {
-    this.closing ??= this.shutDown();
-    return this.closing;
-  }
-
-  private async shutDown(): Promise<void> {
-    const reason = new EngineClosedError();
-    this.shutdown.abort(reason);
-    for (const reject of this.acquiring) reject(reason);
-    this.acquiring.clear();
-    await this.leases.drain(reason, this.options.drainTimeout);
-    // Attempts still running end within their round (waiters at once): their grants are released.
-    if (this.attempting > 0) await new Promise<void>((resolve) => (this.onIdle = resolve));
-    this.wakes.close();
-    await this.parts.voters.close();
-    (await this.detachTelemetry)?.();
-    this.events.complete();
+    return this.lifecycle.close();
   }
 
   /** Acquire, with the watchdog on by default for `using`, off for a bare acquire; emits its outcome. */
@@ -250,32 +194,8 @@ export class Redlock {
   ): Promise<Lock> {
     if (!this.events.observed)
       return this.untilShutdown(this.takeQuietly(resources, options, watchdogByDefault));
-    const started = this.runtime.now();
-    return this.untilShutdown(this.takeQuietly(resources, options, watchdogByDefault)).then(
-      (lock) => {
-        if (lock instanceof JoinedLock) return lock; // the enclosing holder's grant was counted
-        const durationMs = this.runtime.now() - started;
-        this.events.emit({
-          type: 'acquired',
-          resources: lock.resources,
-          fencingToken: lock.fencingToken,
-          durationMs,
-        });
-        return lock;
-      },
-      (err: unknown) => {
-        const type =
-          err instanceof LockNotAcquiredError
-            ? 'busy'
-            : err instanceof QuorumUnavailableError
-              ? 'unavailable'
-              : undefined;
-        if (type) {
-          const durationMs = this.runtime.now() - started;
-          this.events.emit({ type, resources: (err as LockNotAcquiredError).resources, durationMs });
-        }
-        throw err;
-      },
+    return emitOutcome(this.events, this.runtime, () =>
+      this.untilShutdown(this.takeQuietly(resources, options, watchdogByDefault)),
     );
   }
 
@@ -284,25 +204,25 @@ export class Redlock {
    * once with EngineClosedError, and the lock, when it comes, is released.
    */
   private untilShutdown(taking: Promise<Lock>): Promise<Lock> {
-    this.attempting++;
+    this.inFlight.attempting++;
     return new Promise<Lock>((resolve, reject) => {
-      this.acquiring.add(reject);
+      this.inFlight.callers.add(reject);
       taking.then(
         (lock) => {
           this.attemptEnded();
-          if (this.acquiring.delete(reject)) resolve(lock);
+          if (this.inFlight.callers.delete(reject)) resolve(lock);
           else void lock.release();
         },
         (err: unknown) => {
           this.attemptEnded();
-          if (this.acquiring.delete(reject)) reject(err);
+          if (this.inFlight.callers.delete(reject)) reject(err);
         },
       );
     });
   }
 
   private attemptEnded(): void {
-    if (--this.attempting === 0) this.onIdle?.();
+    if (--this.inFlight.attempting === 0) this.inFlight.onIdle?.();
   }
 
   /**
@@ -321,49 +241,13 @@ export class Redlock {
       return Promise.reject(err);
     }
     if (request instanceof JoinedLock) return Promise.resolve(request);
-    if (request.semaphore || request.opts.mode === 'read') {
-      // Known as such while this acquire runs and its lock is held (the lock's end: Leases' onEnd).
-      const [name] = request.names;
-      this.semaphores.begin(name!, request.opts.permits, request.opts.mode);
-      return this.takeOther(request).catch((err: unknown) => {
-        this.semaphores.end(name!);
-        throw err;
-      });
-    }
+    if (request.semaphore || request.opts.mode === 'read') return this.shared.take(request);
     if (request.opts.wait > 0)
-      return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure, this.shutdown.signal);
+      return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure, this.lifecycle.signal);
     const value = this.parts.values.next(request.names.length > 1);
     return this.acquirer.attempt(request, value).then((attempt) => {
       if (attempt.outcome === 'granted') return attempt.lock;
       throw this.failure(attempt, 1, request);
-    });
-  }
-
-  /**
-   * An acquire whose attempts are not the plain one: a semaphore's slot search (semaphore.ts), or a
-   * reader's (the plain attempt with a reader's value: the voters run the readers' semantics for
-   * it, scripts/read.ts). Their waiters are given turns, as waiters for several resources are: a
-   * release lets the first waiter, or every reader at the head of the line, in.
-   */
-  private takeOther(request: AcquireRequest): Promise<Lock> {
-    // The same request object for every attempt: the slot search keys its rounds by it, so that a
-    // late give-back of an earlier attempt does not take back a slot a later one won.
-    const attempt = request.semaphore
-      ? (value: string) => this.slots.attempt(request as SemaphoreAcquireRequest, value)
-      : (value: string) => this.acquirer.attempt(request, value);
-    if (request.opts.wait > 0)
-      return waitForLock(
-        this.parts,
-        this.acquirer,
-        this.wakes,
-        request,
-        this.failure,
-        this.shutdown.signal,
-        attempt,
-      );
-    return attempt(this.parts.values.next(false, request.opts.mode === 'read')).then((result) => {
-      if (result.outcome === 'granted') return result.lock;
-      throw this.failure(result, 1, request);
     });
   }
 
@@ -380,7 +264,7 @@ export class Redlock {
     // Work that runs through the drain still joins the locks it holds; nothing new is granted.
     const joined = this.context.join(names, opts.mode);
     if (joined) return joined;
-    if (this.closing) throw new EngineClosedError();
+    if (this.lifecycle.closing) throw new EngineClosedError();
     this.parts.clocks.guardLocksOf(opts.clockGuard);
     if (opts.permits > 1) return slotRequest(this.parts, names, opts);
     const sorted = names.length === 1 ? names : [...names].sort();
@@ -400,21 +284,6 @@ export class Redlock {
   }
 
   /** The error for an acquire that did not get the lock (built once: waitForLock calls it too). */
-  private readonly failure = (
-    attempt: Exclude<Attempt, { outcome: 'granted' }>,
-    attempts: number,
-    request: AcquireRequest,
-  ): RedlockError => {
-    if (attempt.outcome === 'busy') {
-      return new LockNotAcquiredError(request.names, attempt.retryAfterMs, attempts, attempt.why);
-    }
-    const { voters } = this.parts;
-    return new QuorumUnavailableError(
-      request.names,
-      voters.quorum,
-      voters.count,
-      attempt.failures,
-      attempt.retryAfterMs,
-    );
-  };
+  private readonly failure: WaitExhausted = (attempt, attempts, request) =>
+    acquireFailure(this.parts.voters, attempt, attempts, request);
 }

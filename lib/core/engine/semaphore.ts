@@ -1,15 +1,14 @@
 import { LockUsageError, RedlockError, type NodeFailure } from '../errors.js';
 import { settleTokens, type VoterGrant } from '../fencing/tokens.js';
-import type { ResolvedLockOptions } from '../options.js';
 import type { RoundOutcome } from '../quorum/round.js';
-import { slotKey } from '../scripts/keys.js';
 import { RELEASE, type LetGo } from '../scripts/let-go.js';
 import type { SlotVote } from '../scripts/semaphore.js';
-import type { Voter } from '../voter/voter-api.js';
 import type { Acquirer, AcquireRequest, Attempt } from './acquire.js';
 import type { HeldLock } from './held-lock.js';
 import type { Leases } from './leases.js';
 import type { EngineParts } from './parts.js';
+import { describeUse, type SemaphoreRequest } from './semaphore-request.js';
+import { giveBackSlots } from './slot-give-back.js';
 
 /*
  * Semaphores: `permits` k > 1 makes a key k slots, each a Redlock of its own on a majority (its
@@ -27,39 +26,7 @@ import type { EngineParts } from './parts.js';
  * served across the slots, without polling.
  */
 
-/** The semaphore part of an acquire request. */
-export interface SemaphoreRequest {
-  /** The semaphore's own key (the marker of its use). */
-  readonly lockKey: string;
-  readonly permits: number;
-}
-
-/** The slot keys of a semaphore, in the order every attempt proposes (0..k-1). */
-export function slotKeys(lockKey: string, permits: number): string[] {
-  return Array.from({ length: permits }, (_, i) => slotKey(lockKey, i));
-}
-
-/** The acquire request of a semaphore of `opts.permits` permits on `names[0]`. */
-export function slotRequest(
-  parts: EngineParts,
-  names: readonly string[],
-  opts: ResolvedLockOptions,
-): AcquireRequest & { semaphore: SemaphoreRequest } {
-  const lockKey = parts.lockKey(names[0]!);
-  opts.signal?.throwIfAborted();
-  const startedAt = parts.runtime.now();
-  return {
-    names,
-    sorted: names,
-    lockKeys: slotKeys(lockKey, opts.permits),
-    ticket: opts.wait > 0 ? parts.clocks.ticket(startedAt) : '',
-    startedAt,
-    opts,
-    semaphore: { lockKey, permits: opts.permits },
-  };
-}
-
-/** Makes semaphore attempts: the slot search, the vote per slot, the give-backs. */
+/** Makes semaphore attempts: the slot search, the vote per slot, the give-backs (slot-give-back.ts). */
 export class SlotAcquirer {
   /**
    * The latest round of each acquire. Its attempts share one value, so a late give-back of an
@@ -157,7 +124,7 @@ export class SlotAcquirer {
 
     if (winner !== undefined) {
       const won = this.take(request, value, winner, order, replies, started);
-      this.giveBack(request, value, order, pending, replies, winner, won !== undefined, superseded);
+      giveBackSlots(voters, request, value, order, pending, replies, winner, won !== undefined, superseded);
       const lock = won instanceof Promise ? await won : won;
       if (lock) return { attempt: { outcome: 'granted', lock } };
       // The fencing round failed after the give-backs: the slot won goes too (a waiter keeps its place).
@@ -168,7 +135,7 @@ export class SlotAcquirer {
         `${ttl} ms lease (or the fencing counters could not be raised on a majority); retry`;
       return { attempt: { outcome: 'busy', retryAfterMs: 0, contended: true, why } };
     }
-    this.giveBack(request, value, order, pending, replies, undefined, false, superseded);
+    giveBackSlots(voters, request, value, order, pending, replies, undefined, false, superseded);
 
     const conflict = replies.find((r) => r?.kind === 'conflict');
     if (conflict?.kind === 'conflict') {
@@ -270,46 +237,6 @@ export class SlotAcquirer {
     };
     return settled instanceof Promise ? settled.then(finish) : finish(settled);
   }
-
-  /**
-   * Gives back what the attempt does not keep, on every voter, as its answer comes (also late):
-   * a slot other than the one won (to the first waiter), the caller's place in the shared queue once
-   * it won, and, when it lost, whatever it got (keeping its place in line when it waits). The slot
-   * won is kept where it was granted; if the grant could not be used (`kept` false), it goes too.
-   * A late answer is left to a later round of the same acquire once one started (`superseded`).
-   */
-  private giveBack(
-    request: AcquireRequest,
-    value: string,
-    order: readonly number[],
-    pending: ReadonlyArray<Promise<SlotVote>>,
-    replies: ReadonlyArray<SlotVote | undefined>,
-    winner: number | undefined,
-    kept: boolean,
-    superseded: () => boolean,
-  ): void {
-    const { voters } = this.parts;
-    const keys = request.lockKeys;
-    const waits = request.ticket !== '';
-    const lost: LetGo = waits && winner === undefined ? { op: 'requeue', ticket: request.ticket } : RELEASE;
-    const others = winner === undefined || !kept ? keys : keys.filter((_, i) => i !== winner);
-    const letGo = (voter: Voter, vote: SlotVote | undefined) => {
-      if (vote?.kind === 'abstaining' || vote?.kind === 'conflict') return;
-      if (vote?.kind === 'busy' && !(waits && winner !== undefined)) return; // holds nothing; keeps its place
-      if (vote?.kind === 'granted' && winner !== undefined && kept && order[vote.index] === winner) return;
-      void voters.letGo(others, value, lost, { on: [voter] });
-    };
-    pending.forEach((sent, i) => {
-      const voter = voters.list[i]!;
-      if (replies[i]) letGo(voter, replies[i]);
-      // No answer yet (or it failed): a grant may still land there; free it once it is known.
-      else
-        sent.then(
-          (vote) => superseded() || letGo(voter, vote),
-          () => superseded() || letGo(voter, undefined),
-        );
-    });
-  }
 }
 
 /** Why the grant of a voter that the clock guard excludes does not count. */
@@ -319,10 +246,4 @@ const CLOCK_EXCLUDED =
 /** Permits 0..count-1. */
 function natural(count: number): number[] {
   return Array.from({ length: count }, (_, permit) => permit);
-}
-
-/** How a key is used, for a {@link LockUsageError} (permits 0: as a read-write lock). */
-export function describeUse(permits: number): string {
-  if (permits === 0) return "as a read-write lock (mode 'read')";
-  return permits === 1 ? 'as a plain lock (permits 1)' : `as a semaphore with permits ${permits}`;
 }
