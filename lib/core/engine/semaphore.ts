@@ -31,7 +31,7 @@ export class SlotAcquirer {
   /**
    * The latest round of each acquire. Its attempts share one value, so a late give-back of an
    * earlier round, sent after a later round's slot search on that voter, would take back the slot
-   * the later round was granted there (S25: two holders of one permit once a partition healed).
+   * the later round was granted there (two holders of one permit once a partition healed).
    * The later round's search ran after the earlier one's on that voter and answered for what it
    * left there (a slot holding the caller's value is granted first); its own give-back frees it.
    */

@@ -43,8 +43,8 @@ export class VoterClocks {
   /** The median of the known offsets; NaN when none is known, undefined when it must be recomputed. */
   private median: number | undefined = Number.NaN;
   /**
-   * Test control only (fault scenario S23's control run): stamp waiting tickets with this
-   * process's wall clock, as the engine did before tickets followed the voters' time.
+   * Test control only (the fault suite's control of waiting order under a stepped client clock):
+   * stamp waiting tickets with this process's wall clock, as before tickets followed the voters' time.
    */
   clientClockTickets = false;
   /** The runtime's clocks, for the control above only. */
@@ -120,9 +120,7 @@ export class VoterClocks {
     // Round trips longer than the window (a loaded machine or a far voter) would miss it: the reply
     // carries the clock anyway, so send nothing (the next reading tells when they are short again).
     if (this.high[index]! - this.low[index]! > CLOCK_WINDOW_US / 1000) return undefined;
-    // Whole ms (in µs): the acquire argument's text (ScriptCalls.acquireArgs) then repeats across
-    // the voters and attempts of one ms, which V8's number-to-string cache serves (~25 ns against
-    // ~130 ns for a new 16-digit number, five times per acquire); half a ms is far inside the window.
+    // Whole ms (in µs): half a ms is far inside the window.
     return Math.round(sentAt + (this.low[index]! + this.high[index]!) / 2) * 1000;
   }
 
