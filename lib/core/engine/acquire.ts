@@ -22,7 +22,7 @@ import { describeUse, type SemaphoreRequest } from './semaphore-request.js';
  * 4. A failed attempt frees whatever it got, on every voter that may hold it.
  *
  * Waiting for a busy lock (the retry loop, queues and hand-overs) is built on top of this in
- * queue/; a held lock's extension and release are in lease/.
+ * wait.ts and hand-over.ts; a held lock's extension and release are in leases.ts.
  */
 
 /** What one acquire call asks for, fixed for the whole call. */
@@ -35,10 +35,10 @@ export interface AcquireRequest {
   readonly lockKeys: readonly string[];
   /**
    * Place in the resources' queues: the voters' time when the acquire started, as this engine
-   * knows it (quorum/voter-clocks.ts), the same on every voter, so the voters agree on the order
+   * knows it (guards/clock/readings.ts), the same on every voter, so the voters agree on the order
    * and it is first come, first served across clients, whatever their own clocks say. '' when the
    * caller does not wait (and so does not queue), and while no voter's clock is known yet: the
-   * first attempt then does not queue, and its busy replies read the clocks (queue/waiting.ts).
+   * first attempt then does not queue, and its busy replies read the clocks (wait.ts).
    */
   ticket: string;
   /** this.parts.runtime.now() when the acquire started. */
@@ -68,7 +68,7 @@ export type Attempt =
     };
 
 /**
- * How a waiter for one resource follows its attempts (queue/single-resource-waiter.ts): it sees every
+ * How a waiter for one resource follows its attempts (hand-over.ts): it sees every
  * reply, also late ones, and frees a failed attempt its own way. The plain path needs none.
  */
 export interface AttemptFollower {

@@ -29,8 +29,8 @@ import { WakeChannel } from './wake-channel.js';
  * tokens. Framework-free; `LockService` is its NestJS face.
  *
  * Where to read what: one attempt (round, validity, fencing, cleanup) is in acquire.ts; waiting
- * for a busy lock, the queues and hand-overs in queue/; a held lock's extension, watchdog and
- * release in lease/; the voters as one (quorum, health, restart-guard abstentions) in quorum/;
+ * for a busy lock in wait.ts and hand-over.ts; a held lock's extension, watchdog and release in
+ * leases.ts, watchdog.ts, extend-batcher.ts; connect and close in lifecycle.ts; the voters as one (quorum, health, restart-guard abstentions) in quorum/;
  * one voter in voter/ (one folder per client); the Lua and its replies in scripts/.
  */
 export class Redlock {

@@ -22,7 +22,7 @@ import { giveBackSlots } from './slot-give-back.js';
  * granted by a majority is the caller's; slots granted on a minority are given back at once (to
  * the first waiter: a release hands a slot over). Waiting: every slot shares one queue, by ticket;
  * a release of any slot gives its turn to the first waiter, whose next attempt takes it (the
- * waiting loop of queue/waiting.ts, with turns as for several resources): first come, first
+ * waiting loop of wait.ts, with turns as for several resources): first come, first
  * served across the slots, without polling.
  */
 
