@@ -14,7 +14,10 @@ import type { WakeChannel } from './wake-channel.js';
  * The engine's start and end (redlock.ts): connecting its nodes, and the shutdown in order.
  */
 
-/** The acquires in flight: the engine's acquire counts them (redlock.ts, untilShutdown), calling nothing here. */
+/**
+ * The acquires in flight: the engine's acquire counts them (redlock.ts, untilShutdown), calling
+ * nothing here.
+ */
 export interface InFlight {
   /**
    * Their callers, by the function that rejects them: shutdown rejects them at once, and a grant

@@ -30,8 +30,9 @@ import { WakeChannel } from './wake-channel.js';
  *
  * Where to read what: one attempt (round, validity, fencing, cleanup) is in acquire.ts; waiting
  * for a busy lock in wait.ts and hand-over.ts; a held lock's extension, watchdog and release in
- * leases.ts, watchdog.ts, extend-batcher.ts; connect and close in lifecycle.ts; the voters as one (quorum, health, restart-guard abstentions) in quorum/;
- * one voter in voter/ (one folder per client); the Lua and its replies in scripts/.
+ * leases.ts, watchdog.ts, extend-batcher.ts; connect and close in lifecycle.ts; the voters as one
+ * (quorum, health, restart-guard abstentions) in quorum/; one voter in voter/, over a transport
+ * (one folder per client in transport/); the Lua and its replies in scripts/.
  */
 export class Redlock {
   readonly options: ResolvedOptions;
