@@ -42,6 +42,47 @@ export function endProcess(proc: ChildProcess, signal: NodeJS.Signals): Promise<
 }
 
 /**
+ * Resolves once `proc`, the server `name` (`postgres on port 5433`), printed `ready` on stdout or
+ * stderr; rejects with the end of its output when it exits first or has not printed it within
+ * `timeoutMs` (`onTimeout` runs first: ending it, where the caller wants that). The pipes are drained
+ * from then on, so a chatty server never blocks on a full pipe.
+ */
+export function untilPrinted(
+  proc: ChildProcess,
+  ready: string,
+  name: string,
+  timeoutMs: number,
+  onTimeout?: () => void,
+): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes(ready)) finish();
+    };
+    const finish = (problem?: string) => {
+      clearTimeout(timer);
+      proc.off('close', onExit);
+      proc.stdout?.off('data', onData);
+      proc.stderr?.off('data', onData);
+      proc.stdout?.resume();
+      proc.stderr?.resume();
+      if (problem === undefined) resolve();
+      else reject(new Error(`${name} ${problem}:\n${output.slice(-2000)}`));
+    };
+    const onExit = (code: number | null) => finish(`exited (${code}) while starting`);
+    const timer = setTimeout(() => {
+      onTimeout?.();
+      finish(`did not start within ${timeoutMs} ms`);
+    }, timeoutMs);
+    proc.stdout?.on('data', onData);
+    proc.stderr?.on('data', onData);
+    // 'close', not 'exit': the output that says why (a port taken) may be read after 'exit'.
+    proc.once('close', onExit);
+  });
+}
+
+/**
  * Checks that the server binary (default: `$REDIS_SERVER_BIN`, else `redis-server`) can be run and
  * is a Redis or Valkey server; otherwise says how to install one. Returns what it is.
  */

@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, chownSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { untilPrinted } from './child-processes.js';
 import { onFreePort } from './free-port.js';
 
 /** Options for {@link MariaDbServer.start}. */
@@ -126,7 +127,7 @@ export class MariaDbServer {
         live.add(proc);
         proc.once('exit', () => live.delete(proc));
         try {
-          await waitUntilReady(proc, port, timeout);
+          await untilPrinted(proc, 'ready for connections', `mariadbd on port ${port}`, timeout);
         } catch (err) {
           await endProcess(proc);
           throw err;
@@ -199,40 +200,6 @@ function serverUser(): { uid: number; gid: number } | undefined {
         'Run the tests as another user, or create one: `sudo apt-get install -y mariadb-server` does.',
     );
   return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
-}
-
-function waitUntilReady(proc: ChildProcess, port: number, timeout: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('ready for connections')) finish();
-    };
-    const finish = (err?: Error) => {
-      clearTimeout(timer);
-      proc.off('close', onExit);
-      proc.stderr?.off('data', onData);
-      proc.stdout?.off('data', onData);
-      // Keep draining the pipes so a chatty server never blocks on a full pipe.
-      proc.stdout?.resume();
-      proc.stderr?.resume();
-      if (err) reject(err);
-      else resolve();
-    };
-    const onExit = (code: number | null) =>
-      finish(new Error(`mariadbd on port ${port} exited (${code}) while starting:\n${output.slice(-2000)}`));
-    const timer = setTimeout(
-      () =>
-        finish(
-          new Error(`mariadbd on port ${port} did not start within ${timeout} ms:\n${output.slice(-2000)}`),
-        ),
-      timeout,
-    );
-    proc.stderr?.on('data', onData);
-    proc.stdout?.on('data', onData);
-    // 'close', not 'exit': the output that says why (a port taken) may be read after 'exit'.
-    proc.once('close', onExit);
-  });
 }
 
 function endProcess(proc: ChildProcess): Promise<void> {

@@ -2,6 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { untilPrinted } from './child-processes.js';
 import { onFreePort } from './free-port.js';
 
 /** Options for {@link PostgresServer.start}. */
@@ -111,7 +112,12 @@ export class PostgresServer {
         live.add(proc);
         proc.once('exit', () => live.delete(proc));
         try {
-          await waitUntilReady(proc, port, timeout);
+          await untilPrinted(
+            proc,
+            'database system is ready to accept connections',
+            `postgres on port ${port}`,
+            timeout,
+          );
         } catch (err) {
           await endProcess(proc);
           throw err;
@@ -175,39 +181,6 @@ function serverUser(): { uid: number; gid: number } | undefined {
         'Run the tests as another user, or create one: `sudo apt-get install -y postgresql` does.',
     );
   return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
-}
-
-function waitUntilReady(proc: ChildProcess, port: number, timeout: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('database system is ready to accept connections')) finish();
-    };
-    const finish = (err?: Error) => {
-      clearTimeout(timer);
-      proc.off('close', onExit);
-      proc.stderr?.off('data', onData);
-      // Keep draining the pipes so a chatty server never blocks on a full pipe.
-      proc.stdout?.resume();
-      proc.stderr?.resume();
-      if (err) reject(err);
-      else resolve();
-    };
-    const onExit = (code: number | null) =>
-      finish(new Error(`postgres on port ${port} exited (${code}) while starting:\n${output.slice(-2000)}`));
-    const timer = setTimeout(
-      () =>
-        finish(
-          new Error(`postgres on port ${port} did not start within ${timeout} ms:\n${output.slice(-2000)}`),
-        ),
-      timeout,
-    );
-    proc.stderr?.on('data', onData);
-    proc.stdout?.on('data', onData);
-    // 'close', not 'exit': the output that says why (a port taken) may be read after 'exit'.
-    proc.once('close', onExit);
-  });
 }
 
 function endProcess(proc: ChildProcess): Promise<void> {

@@ -1,11 +1,10 @@
-import type { ChildProcess } from 'node:child_process';
-import { endProcess } from './child-processes.js';
 import { onFreePort } from './free-port.js';
 import type { Persistence, RedisNodesOptions } from './redis-nodes.js';
 
 /*
  * Launching one server of a RedisNodes set: a free port that no other open set holds, the
- * server's command line from the set's options, and the wait until it accepts connections.
+ * server's command line from the set's options (the wait until it accepts connections:
+ * child-processes.ts, untilPrinted).
  */
 
 /**
@@ -79,38 +78,4 @@ export function serverArgs(
   if (o.aclUser && !o.password) args.push('--user', 'default', 'off');
   args.push(...(o.extraArgs ?? []));
   return args;
-}
-
-/**
- * Resolves once `proc`, the server `name` (`redis-server on port 7000`), accepts connections;
- * rejects with its output when it exits first or does not within `timeout` ms (it is then killed).
- */
-export function untilReady(proc: ChildProcess, name: string, timeout: number): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('Ready to accept connections')) finish();
-    };
-    const finish = (err?: Error) => {
-      clearTimeout(timer);
-      proc.stdout?.off('data', onData);
-      proc.off('close', onExit);
-      // Keep draining the pipes so a chatty node never blocks on a full pipe.
-      proc.stdout?.resume();
-      proc.stderr?.resume();
-      if (err) reject(err);
-      else resolve();
-    };
-    const onExit = (code: number | null) =>
-      finish(new Error(`${name} exited (${code}) while starting:\n${output.slice(-2000)}`));
-    const timer = setTimeout(() => {
-      void endProcess(proc, 'SIGKILL');
-      finish(new Error(`${name} did not start within ${timeout} ms:\n${output.slice(-2000)}`));
-    }, timeout);
-    proc.stdout?.on('data', onData);
-    proc.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    // 'close', not 'exit': the output that says why (a port taken) may be read after 'exit'.
-    proc.once('close', onExit);
-  });
 }

@@ -7,8 +7,8 @@ import { NodeNotFreshError } from '../core/errors.js';
 import { DEFAULTS } from '../core/options.js';
 import { ioredis } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
-import { assertRedisServerInstalled, endOnExit, endProcess } from './child-processes.js';
-import { onReservedPort, releasePorts, serverArgs, untilReady } from './redis-node-process.js';
+import { assertRedisServerInstalled, endOnExit, endProcess, untilPrinted } from './child-processes.js';
+import { onReservedPort, releasePorts, serverArgs } from './redis-node-process.js';
 import type { RedisServerVersion } from './redis-server-binary.js';
 
 export { assertRedisServerInstalled } from './child-processes.js';
@@ -280,6 +280,13 @@ export class RedisNodes {
     this.procs[index] = proc;
     endOnExit(proc);
     const timeout = this.options.startTimeout ?? 10_000;
-    return untilReady(proc, `${this.server.name}-server on port ${this.port(index)}`, timeout);
+    const name = `${this.server.name}-server on port ${this.port(index)}`;
+    return untilPrinted(
+      proc,
+      'Ready to accept connections',
+      name,
+      timeout,
+      () => void endProcess(proc, 'SIGKILL'),
+    );
   }
 }

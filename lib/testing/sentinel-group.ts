@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { RedisConnectionOptions } from '../core/clients/types.js';
 import { ioredis } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
+import { untilPrinted } from './child-processes.js';
 import { onFreePort } from './free-port.js';
 import { RedisNodes } from './redis-nodes.js';
 
@@ -185,41 +186,15 @@ export function startSentinel(
     const proc = spawn(binary, [configFile, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
     live.add(proc);
     proc.once('exit', () => live.delete(proc));
-    await sentinelListening(proc, port);
+    // Its own line, not a PING: whatever took the port when the Sentinel could not bind it would answer.
+    await untilPrinted(
+      proc,
+      'Sentinel ID is',
+      `Sentinel on port ${port}`,
+      10_000,
+      () => void endProcess(proc),
+    );
     return { proc, port };
-  });
-}
-
-/**
- * Resolves once the Sentinel says it runs (it listens by then); rejects with its output, the
- * process ended, if it exits or is silent for 10 s. A PING alone could be answered by whatever
- * took the port when the Sentinel could not bind it.
- */
-function sentinelListening(proc: ChildProcess, port: number): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('Sentinel ID is')) finish();
-    };
-    const finish = (problem?: string) => {
-      clearTimeout(timer);
-      proc.off('close', onExit);
-      proc.stdout?.off('data', onData);
-      proc.stderr?.off('data', onData);
-      // Keep draining the pipes so a chatty Sentinel never blocks on a full pipe.
-      proc.stdout?.resume();
-      proc.stderr?.resume();
-      if (problem === undefined) return resolve();
-      void endProcess(proc);
-      reject(new Error(`Sentinel on port ${port} ${problem}:\n${output.slice(-2000)}`));
-    };
-    const onExit = (code: number | null) => finish(`exited (${code}) while starting`);
-    const timer = setTimeout(() => finish('did not start within 10000 ms'), 10_000);
-    proc.stdout?.on('data', onData);
-    proc.stderr?.on('data', onData);
-    // 'close', not 'exit': the output that says why (a port taken) may be read after 'exit'.
-    proc.once('close', onExit);
   });
 }
 
