@@ -135,4 +135,15 @@ export const REGRESSION_CASES: readonly SimCase[] = [
  * invariant; each case says why, and must keep finding its violation (a change that ends it moves
  * the case to the regressions).
  */
-export const KNOWN_ISSUE_CASES: readonly SimCase[] = [];
+export const KNOWN_ISSUE_CASES: readonly SimCase[] = [
+  {
+    // Inside the default assumptions: an engine bug, not fixed yet. Found by ad3f1b8's derived seeds;
+    // db380f3 (before issue 35's file split) breaks it the same way (the same 1,683 operations):
+    // token order on k2 with AOF everysec voters under delay, drop, partition, asymmetric, crash, aof,
+    // stop, clock and pause faults (restart guard 6,056 ms, ttl 2,162 ms).
+    name: 'token order under crash, aof and clock faults (seed 3388729418)',
+    seed: 3388729418,
+    flags: [],
+    violation: 'token order',
+  },
+];
