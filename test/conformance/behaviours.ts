@@ -490,6 +490,30 @@ export const BEHAVIOURS: Behaviour[] = [
     },
   },
   {
+    id: 'fence-seed-behind',
+    title:
+      'fence seeding under the restart guard: a voter whose clock is behind the proposed seed by more than half the guard abstains and seeds nothing; within half the guard it seeds',
+    settings: { guardMs: 600 },
+    async run({ voter, key, engine, advance, serverTimeUs, settings }) {
+      const e = engine();
+      const half = settings.guardMs / 2;
+      // A new server's guard starts when the voter connects: let it pass, so that only the clock counts.
+      await until(() => voter.connected, 'the voter to connect', 3000);
+      await advance(settings.guardMs + 20);
+      const now = await serverTimeUs();
+      const behind = await voter.acquire([key('sb')], e.value(), LONG, '', now + (half + 200) * 1000);
+      if (behind.kind !== 'abstaining')
+        throw new Error(`expected an abstention, got ${JSON.stringify(behind)}`);
+      // For how far it is behind beyond half the guard: 200 ms, less the time since `now`.
+      within(behind.forMs, 1, 201, 'abstention');
+      expect(await voter.inspect(key('sb'))).toMatchObject({ holder: null, fence: null });
+      const then = await serverTimeUs();
+      const windowUs = settings.seedWindowMs * 1000;
+      const near = await grant(voter, key('sb'), e.value(), LONG, then + (half - 100) * 1000);
+      within(near, then, (await serverTimeUs()) + windowUs, 'a proposal within half the guard');
+    },
+  },
+  {
     id: 'raise-fence',
     title:
       'second fencing round: raiseFence raises (never lowers) the counters only while the value holds the keys',

@@ -142,6 +142,14 @@ export const MUTATIONS: Record<string, Mutant> = {
       })),
   ),
 
+  'fence-seed-behind': mutant(
+    "Ignores the proposed seed: a voter whose clock is far behind seeds from it, below the voters' time.",
+    (voter) =>
+      override(voter, (inner) => ({
+        acquire: (keys, value, ttlMs, ticket) => inner.acquire(keys, value, ttlMs, ticket),
+      })),
+  ),
+
   'raise-fence': mutant(
     "Raises the counters for anyone, holder or not (a late call lifts a lost lock's counter).",
     (voter) =>

@@ -341,8 +341,9 @@ export const s21MajorityStepControl = () =>
 
 /**
  * S22: three processes contend (wait) while voters 3 and 4 step their wall clocks back an hour and
- * restart empty, twice: their fence counters come back seeded from clocks an hour behind, below
- * every token issued; the tokens the lock hands out must keep increasing.
+ * restart empty, twice: seeded from clocks an hour behind, their fence counters would start below
+ * every token issued, so they abstain instead (behind the seed the engines propose by more than
+ * half the restart guard: scripts/fence.ts); the tokens the lock hands out must keep increasing.
  */
 export function s22StepBackRestart(): Promise<ScenarioResult> {
   const clocks = new ClockFiles();
@@ -391,7 +392,7 @@ export function s22StepBackRestart(): Promise<ScenarioResult> {
             figures: { grants: tokens.length },
             note:
               `2 x (2 voters -1 h + restart empty); ${tokens.length} grants, tokens ${Math.min(...tokens)}..${Math.max(...tokens)}; ` +
-              `fence counters at the end: ${counters.join(', ')} (voters 3, 4 seeded from clocks an hour behind, raised by later grants)`,
+              `fence counters at the end: ${counters.join(', ')} (voters 3, 4, an hour behind, abstain instead of seeding: null)`,
           };
         },
       };

@@ -20,7 +20,10 @@ export async function bootstrap(
 ): Promise<NodeStatus[]> {
   const { voters, options } = parts;
   const statuses = await connectVoters(voters, options.connectTimeout);
+  // The voters' time, which seeds proposed for new fence counters follow (parts.ts), is read
+  // with the clock guard off too; only the guard judges the offsets.
   if (options.clockGuard !== false) await checkClocks(parts, preflight);
+  else await voters.readClocks(parts.lockKey('__clock_probe__'));
   const misconfigured = preflight?.bootstrapDone(voters.list);
   if (misconfigured) {
     await close();

@@ -32,7 +32,7 @@ export interface EngineParts {
   /** The lock key of a resource. */
   lockKey(resource: string): string;
   /** The fence seed an attempt proposes now, µs: the middle of the window above the voters' time. */
-  seedProposalUs(): number;
+  seedProposalUs(): number | undefined;
   /** Clock drift allowance for a lease of `ttl` ms: ttl * driftFactor + 2 ms. */
   drift(ttl: number): number;
 }
@@ -99,11 +99,11 @@ export function buildEngineParts(
     turnMs,
     lockKey: (resource) => lockKeyOf(prefix, resource),
     seedProposalUs: () => {
-      // This process's clock until a voter's clock is known: voters within half a window of the
-      // proposal all take it.
-      const now = runtime.now();
-      const time = clocks.voterTime(now) ?? runtime.wallNow();
-      return Math.floor(time * 1000 + seedWindowMs * 500);
+      // Voters within half a window of the proposal all take it. None until a voter's clock is
+      // known (the bootstrap reads them): a node judges its own clock against the proposal
+      // (scripts/fence.ts), never against this process's wall clock.
+      const time = clocks.voterTime(runtime.now());
+      return time === undefined ? undefined : Math.floor(time * 1000 + seedWindowMs * 500);
     },
     drift: (ttl) => Math.floor(ttl * driftFactor) + 2,
   };

@@ -10,6 +10,11 @@ import { luaSetting } from './settings.js';
  * the node's clock (voters whose clocks agree within the window seed the same token, and the grant
  * needs no second fencing round; still above every earlier token, since a counter is lost and
  * seeded again no sooner than the restart guard or its idle expiry, both longer than the window).
+ * The proposal is the voters' time as the caller knows it (the median of their clocks): a node
+ * whose clock is behind it by more than half the restart guard abstains instead of seeding. Its
+ * seed could fall below tokens issued before it lost the counter, raised on it from the clocks of
+ * the others, ahead of its own by more than the guard it waited; a later majority without the
+ * other holders of such a token would then issue a lower one (found by the simulator: CHANGELOG).
  * Its idle expiry is set when seeded and renewed every 64 grants.
  *
  * The restart guard: a node that lost its data lost every counter too, so the marker is read only
@@ -62,7 +67,13 @@ export function nextTokenLua({ fence, marker, proposal, settings, clock }: NextT
       : `
       local proposal = ${proposal}
       if proposal and proposal > token then
-        token = math.min(proposal, token + ${luaSetting(settings, 'seedWindowMs')} * 1000)
+        local behind_ms = (proposal - token) / 1000
+        local half_guard = ${luaSetting(settings, 'guardMs')} / 2
+        if half_guard > 0 and behind_ms > half_guard then
+          abstain = math.ceil(behind_ms - half_guard)
+        else
+          token = math.min(proposal, token + ${luaSetting(settings, 'seedWindowMs')} * 1000)
+        end
       end`;
   return `
   local token = redis.call('INCR', ${fence})
@@ -86,11 +97,13 @@ export function nextTokenLua({ fence, marker, proposal, settings, clock }: NextT
         if now < ready then abstain = ready - now else redis.call('SET', ${marker}, '0') end
       end
     end
+    if not abstain then
+      ${t} = ${t} or redis.call('TIME')
+      token = tonumber(${t}[1]) * 1000000 + tonumber(${t}[2])${seed}
+    end
     if abstain then
       redis.call('DEL', ${fence})
     else
-      ${t} = ${t} or redis.call('TIME')
-      token = tonumber(${t}[1]) * 1000000 + tonumber(${t}[2])${seed}
       redis.call('SET', ${fence}, string.format('%.0f', token), 'PX', ${idle})
     end
   elseif token % 64 == 0 then

@@ -34,8 +34,9 @@ export const num = (text: string | undefined): number | undefined => (text ? Num
 
 /**
  * nextTokenLua (scripts/fence.ts): the next token of `fence`, seeding a missing counter from the
- * clock (or the proposed `seed` within the seed window) once the restart-guard `marker` has passed; a
- * hand-over (no marker) seeds nothing.
+ * clock (or the proposed `seed` within the seed window) once the restart-guard `marker` has passed,
+ * abstaining when the clock is behind the proposal by more than half the guard; a hand-over (no
+ * marker) seeds nothing.
  */
 export function nextToken(db: Db, fence: string, settings: string, marker?: string, seed?: number): Token {
   let token = db.incr(fence);
@@ -49,8 +50,16 @@ export function nextToken(db: Db, fence: string, settings: string, marker?: stri
     return { abstain };
   }
   token = db.timeUs();
-  if (seed !== undefined && seed > token)
+  if (seed !== undefined && seed > token) {
+    // A clock behind the proposal (the voters' time) by more than half the guard: abstain.
+    const behindMs = (seed - token) / 1000;
+    const halfGuard = setting(settings, 'guardMs') / 2;
+    if (halfGuard > 0 && behindMs > halfGuard) {
+      db.del(fence);
+      return { abstain: Math.ceil(behindMs - halfGuard) };
+    }
     token = Math.min(seed, token + setting(settings, 'seedWindowMs') * 1000);
+  }
   db.set(fence, token.toFixed(0), setting(settings, 'fenceIdleMs'));
   return { token };
 }
