@@ -20,7 +20,7 @@ export class ReportJobs {
 
   // Every instance's cron fires; at most two build reports at once, the others skip this tick.
   @Cron('0 0 2 * * *')
-  @DistributedLock('nightly-reports', { permits: 2, onBusy: 'skip' })
+  @DistributedLock('nightly-reports', { permits: 2, wait: 100, onBusy: 'skip' })
   async build(): Promise<void> {
     await this.reports.buildAll();
   }

@@ -16,8 +16,9 @@ const seen = { running: 0, most: 0, runs: 0 };
 // --- README example: a cron job that at most 2 instances run at once ---
 @Injectable()
 class ReportJobs {
-  // Every instance's cron fires at once: two of them run, the others skip this tick.
-  @DistributedLock('nightly-reports', { permits: 2, onBusy: 'skip', holdAtLeast: 200 })
+  // Every instance's cron fires at once: two of them run, the others skip this tick. The short wait
+  // settles a split vote (instances that each won a minority of nodes, with permits still free).
+  @DistributedLock('nightly-reports', { permits: 2, wait: 100, onBusy: 'skip', holdAtLeast: 1000 })
   async build(): Promise<void> {
     seen.most = Math.max(seen.most, ++seen.running);
     seen.runs++;
@@ -68,10 +69,10 @@ describe('@DistributedLock with permits on real nodes (the README examples)', ()
     await Promise.all(apps.map((app) => app.get(ReportJobs).build()));
     expect(seen.runs).toBe(2);
     expect(seen.most).toBe(2);
-    // holdAtLeast: the permits stay taken until 200 ms after the grants, so a late tick skips too.
+    // holdAtLeast: the permits stay taken until 1 s after the grants, so a late tick skips too.
     await apps[0]!.get(ReportJobs).build();
     expect(seen.runs).toBe(2);
-    await sleep(250);
+    await sleep(1050);
     await apps[0]!.get(ReportJobs).build();
     expect(seen.runs).toBe(3);
   });
