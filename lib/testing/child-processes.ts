@@ -25,11 +25,27 @@ export function endOnExit(proc: ChildProcess): void {
   });
 }
 
-/** Sends `signal` to `proc` (resuming it first if stopped) and resolves when it has exited. */
-export function endProcess(proc: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+/**
+ * Sends `signal` to `proc` (resuming it first if stopped) and resolves when it has exited; a
+ * process still running `killAfterMs` later (a clean shutdown that hangs) gets SIGKILL.
+ */
+export function endProcess(proc: ChildProcess, signal: NodeJS.Signals, killAfterMs?: number): Promise<void> {
   if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
-    proc.once('exit', () => resolve());
+    const kill =
+      killAfterMs === undefined
+        ? undefined
+        : setTimeout(() => {
+            try {
+              if (proc.pid) process.kill(proc.pid, 'SIGKILL');
+            } catch {
+              // already gone
+            }
+          }, killAfterMs);
+    proc.once('exit', () => {
+      clearTimeout(kill);
+      resolve();
+    });
     try {
       if (proc.pid) {
         process.kill(proc.pid, 'SIGCONT'); // a stopped process must run to die cleanly

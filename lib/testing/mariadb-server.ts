@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, chownSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { untilPrinted } from './child-processes.js';
+import { endProcess, untilPrinted } from './child-processes.js';
 import { onFreePort } from './free-port.js';
 
 /** Options for {@link MariaDbServer.start}. */
@@ -129,7 +129,7 @@ export class MariaDbServer {
         try {
           await untilPrinted(proc, 'ready for connections', `mariadbd on port ${port}`, timeout);
         } catch (err) {
-          await endProcess(proc);
+          await endProcess(proc, 'SIGTERM', 10_000);
           throw err;
         }
         return new MariaDbServer(proc, dir, host, port);
@@ -160,7 +160,7 @@ export class MariaDbServer {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await endProcess(this.proc);
+    await endProcess(this.proc, 'SIGTERM', 10_000); // clean shutdown
     liveDirs.delete(this.dir);
     rmSync(this.dir, { recursive: true, force: true });
   }
@@ -200,24 +200,4 @@ function serverUser(): { uid: number; gid: number } | undefined {
         'Run the tests as another user, or create one: `sudo apt-get install -y mariadb-server` does.',
     );
   return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
-}
-
-function endProcess(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const kill = setTimeout(() => signal('SIGKILL'), 10_000);
-    proc.once('exit', () => {
-      clearTimeout(kill);
-      resolve();
-    });
-    const signal = (name: NodeJS.Signals) => {
-      try {
-        if (proc.pid) process.kill(proc.pid, name);
-      } catch {
-        // already gone
-      }
-    };
-    signal('SIGCONT'); // a stopped server must run to shut down
-    signal('SIGTERM'); // clean shutdown
-  });
 }

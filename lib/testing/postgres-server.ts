@@ -2,7 +2,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { untilPrinted } from './child-processes.js';
+import { endProcess, untilPrinted } from './child-processes.js';
 import { onFreePort } from './free-port.js';
 
 /** Options for {@link PostgresServer.start}. */
@@ -119,7 +119,7 @@ export class PostgresServer {
             timeout,
           );
         } catch (err) {
-          await endProcess(proc);
+          await endProcess(proc, 'SIGINT', 10_000);
           throw err;
         }
         return new PostgresServer(proc, dir, host, port);
@@ -145,7 +145,7 @@ export class PostgresServer {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await endProcess(this.proc);
+    await endProcess(this.proc, 'SIGINT', 10_000); // fast shutdown: ends sessions, checkpoints, exits
     liveDirs.delete(this.dir);
     rmSync(this.dir, { recursive: true, force: true });
   }
@@ -181,24 +181,4 @@ function serverUser(): { uid: number; gid: number } | undefined {
         'Run the tests as another user, or create one: `sudo apt-get install -y postgresql` does.',
     );
   return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
-}
-
-function endProcess(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const kill = setTimeout(() => signal('SIGKILL'), 10_000);
-    proc.once('exit', () => {
-      clearTimeout(kill);
-      resolve();
-    });
-    const signal = (name: NodeJS.Signals) => {
-      try {
-        if (proc.pid) process.kill(proc.pid, name);
-      } catch {
-        // already gone
-      }
-    };
-    signal('SIGCONT'); // a stopped server must run to shut down
-    signal('SIGINT'); // fast shutdown: ends sessions, checkpoints, exits
-  });
 }

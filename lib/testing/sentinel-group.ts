@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import type { RedisConnectionOptions } from '../core/clients/types.js';
 import { ioredis } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
-import { untilPrinted } from './child-processes.js';
+import { endOnExit, endProcess, untilPrinted } from './child-processes.js';
 import { onFreePort } from './free-port.js';
 import { RedisNodes } from './redis-nodes.js';
 
@@ -129,7 +129,7 @@ export class SentinelGroup {
     if (this.closed) return;
     this.closed = true;
     for (const client of this.clients.values()) client.disconnect();
-    await Promise.all(this.procs.map((proc) => endProcess(proc)));
+    await Promise.all(this.procs.map((proc) => endProcess(proc, 'SIGKILL')));
     await Promise.all(this.servers.map((s) => s.close()));
     rmSync(this.dir, { recursive: true, force: true });
   }
@@ -184,41 +184,16 @@ export function startSentinel(
   return onFreePort(HOST, async (port) => {
     writeFileSync(configFile, [...config(port), ''].join('\n'));
     const proc = spawn(binary, [configFile, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    live.add(proc);
-    proc.once('exit', () => live.delete(proc));
+    endOnExit(proc);
     // Its own line, not a PING: whatever took the port when the Sentinel could not bind it would answer.
     await untilPrinted(
       proc,
       'Sentinel ID is',
       `Sentinel on port ${port}`,
       10_000,
-      () => void endProcess(proc),
+      () => void endProcess(proc, 'SIGKILL'),
     );
     return { proc, port };
-  });
-}
-
-const live = new Set<ChildProcess>();
-process.on('exit', () => {
-  // Last resort: a test process that never called close() still ends its Sentinels, by pid.
-  for (const proc of live) {
-    try {
-      if (proc.pid) process.kill(proc.pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-});
-
-function endProcess(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    proc.once('exit', () => resolve());
-    try {
-      if (proc.pid) process.kill(proc.pid, 'SIGKILL');
-    } catch {
-      resolve();
-    }
   });
 }
 
