@@ -1,5 +1,6 @@
 import { luaScript, type LuaScript } from '../core/scripts/lua.js';
-import { runScript, type ServerSend } from '../core/voter/server.js';
+import { runScript } from '../core/voter/send.js';
+import { type ServerSend } from '../core/voter/server.js';
 import { invalidFencingTokenMessage, isFencingToken } from './fencing-token.js';
 import { storeSend, type FencedStoreClient } from './store-client.js';
 

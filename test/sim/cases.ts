@@ -85,7 +85,7 @@ export const REGRESSION_CASES: readonly SimCase[] = [
   },
   {
     // A known issue until the release order fix (a let-go sent before a vote the voter held back,
-    // send-order.ts): 5 voters, default budgets, v1's wall clock stepped 294 ms forward at 17.59 s;
+    // send.ts): 5 voters, default budgets, v1's wall clock stepped 294 ms forward at 17.59 s;
     // c1.7 was granted permit 2 of semaphore k1 with a token seeded from v1's clock, and c2.8, a
     // client started after the step, got the same permit 1.2 s later from a majority the first
     // token had not reached, 273 ms lower (token order on k1#2). With that fix the run differs and

@@ -1,10 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { queryObjects } from 'node:v8';
-import { LockContext } from '../../lib/core/engine/lock-context.js';
+import { LockContext } from '../../lib/core/engine/held-lock.js';
 import type { Lock } from '../../lib/core/engine/lock.js';
 
 /*
- * The engine's record of the locks an async call chain holds (lib/core/engine/lock-context.ts).
+ * The engine's record of the locks an async call chain holds (`LockContext` in lib/core/engine/held-lock.ts).
  * Node keeps every AsyncLocalStorage that ever ran in a process-wide list and walks it at each
  * promise created anywhere: a storage per engine made every engine that once ran `using` stay there
  * (and slow every promise of the process) after it was gone. Found by the simulation (issue 37),

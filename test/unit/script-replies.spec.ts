@@ -10,7 +10,7 @@ import { decodeSlotReply } from '../../lib/core/scripts/semaphore.js';
 import { clockOf, wasExtended } from '../../lib/core/engine/extend-batcher.js';
 import { realRuntime } from '../../lib/core/runtime.js';
 import { settingsArg } from '../../lib/core/scripts/settings.js';
-import { decodeWakeMessage, LockValues, MULTI_RESOURCE_MARK } from '../../lib/core/scripts/values.js';
+import { decodeWakeMessage, LockValues, MULTI_RESOURCE_MARK } from '../../lib/core/scripts/keys.js';
 import { quorumOf } from '../../lib/core/quorum/round.js';
 
 describe('the TypeScript side of the Lua contract (no Redis)', () => {

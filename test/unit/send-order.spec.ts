@@ -1,7 +1,7 @@
-import { SendOrder } from '../../lib/core/voter/send-order.js';
+import { SendOrder } from '../../lib/core/voter/send.js';
 
 /*
- * The order of one voter's acquires and let-gos (lib/core/voter/send-order.ts). What it protects is
+ * The order of one voter's acquires and let-gos (lib/core/voter/send.ts). What it protects is
  * seen on real servers in the conformance row "release semantics" on the Cluster columns (a release
  * followed by MOVED was sent again after the same voter's next acquire, which found its own lock
  * still held) and in release.spec (an acquire held back for its server's check, its release sent

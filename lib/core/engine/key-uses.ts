@@ -22,10 +22,11 @@ export class SemaphoreUses {
   /** Keys whose last acquire or lock ended lately, oldest first: their use. */
   private readonly recent = new Map<string, number>();
 
-  /** Whether any key is known as a semaphore or a read-write lock. */
-  get any(): boolean {
-    return this.active.size > 0 || this.recent.size > 0;
-  }
+  /**
+   * Whether any key is known as a semaphore or a read-write lock (a field, kept by begin and end:
+   * the mutex path reads it on every acquire).
+   */
+  any = false;
 
   /** The permits `name` is used with as a semaphore (0: as a read-write lock); undefined when not known. */
   permitsOf(name: string): number | undefined {
@@ -66,6 +67,7 @@ export class SemaphoreUses {
     if (active) active.count++;
     else this.active.set(name, { use: useOf(permits, mode), count: 1 });
     this.recent.delete(name);
+    this.any = true;
   }
 
   /** An acquire of `name` failed, or its lock ended: when nothing of it is left, it becomes recent. */

@@ -16,7 +16,7 @@ import { SemaphoreUses } from './key-uses.js';
 import { Leases } from './leases.js';
 import { Lifecycle, type InFlight } from './lifecycle.js';
 import { JoinedLock, type Lock } from './lock.js';
-import { LockContext } from './lock-context.js';
+import { LockContext } from './held-lock.js';
 import { buildEngineParts, type EngineParts } from './parts.js';
 import { slotRequest } from './semaphore-request.js';
 import { SharedAcquirer } from './shared-acquire.js';

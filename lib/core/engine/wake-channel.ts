@@ -1,7 +1,7 @@
 import type { RedlockLogger } from '../logger.js';
 import type { Voters } from '../quorum/voters.js';
 import { settleWithin } from '../runtime.js';
-import { decodeWakeMessage } from '../scripts/values.js';
+import { decodeWakeMessage } from '../scripts/keys.js';
 import type { HandOff } from './hand-off.js';
 import { WakeSubscription } from './wake-subscription.js';
 

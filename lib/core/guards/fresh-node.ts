@@ -5,7 +5,8 @@ import { realRuntime } from '../runtime.js';
 import { redactUrl } from '../transport/urls.js';
 import { FRESH_NODE } from '../scripts/guards.js';
 import { GUARD_MARKER_NAME, IDENTITY_SUFFIX } from '../scripts/keys.js';
-import { readServerFacts, runScript, trustedAcrossRestarts, type ServerSend } from '../voter/server.js';
+import { runScript } from '../voter/send.js';
+import { readServerFacts, trustedAcrossRestarts, type ServerSend } from '../voter/server.js';
 
 /*
  * Fresh nodes (a test's servers, a docker compose node created just now) cannot have granted a

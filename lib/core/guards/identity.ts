@@ -4,7 +4,8 @@ import { settleWithin, type Runtime } from '../runtime.js';
 import { RUN_ID } from '../scripts/guards.js';
 import type { Route, Transport } from '../transport/transport.js';
 import { describeError, isFinalFault, nodeFault } from '../voter/describe-error.js';
-import { describeSoftware, runScript, type ScriptMode, type ServerSoftware } from '../voter/server.js';
+import { runScript } from '../voter/send.js';
+import { describeSoftware, type ScriptMode, type ServerSoftware } from '../voter/server.js';
 import { admitShard } from './shard-admission.js';
 
 /** A vote ran on a connection, or a server, that was not the one checked: it must not count. */

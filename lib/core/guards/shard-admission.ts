@@ -4,11 +4,11 @@ import { IDENTITY_SUFFIX } from '../scripts/keys.js';
 import type { Transport } from '../transport/transport.js';
 import { missingAclRules } from '../voter/acl-probe.js';
 import { ensureFunctions, functionsFinding, FunctionsNotLoadedError } from '../voter/functions.js';
+import { runScript } from '../voter/send.js';
 import {
   checkServer,
   describeSoftware,
   readServerFacts,
-  runScript,
   trustedAcrossRestarts,
   type Finding,
   type ServerFacts,

@@ -1,7 +1,7 @@
 import { nextTokenLua } from './fence.js';
 import { luaScript } from './lua.js';
 import { luaSetting } from './settings.js';
-import { TURN_MARK } from './values.js';
+import { TURN_MARK } from './keys.js';
 
 /** A node's answer to an acquire, decoded. */
 export type AcquireVote =

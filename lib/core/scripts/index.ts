@@ -34,4 +34,4 @@ export {
   TURN_MARK,
   wakeChannelOf,
   type WakeMessage,
-} from './values.js';
+} from './keys.js';

@@ -1,6 +1,6 @@
 import { luaScript } from './lua.js';
 import { PROMOTE_LUA } from './queue.js';
-import { TURN_MARK } from './values.js';
+import { TURN_MARK } from './keys.js';
 
 /** How a caller lets go of lock keys. */
 export type LetGo =

@@ -1,14 +1,14 @@
-import { READ_MARKER } from './keys.js';
-import { nextTokenLua } from './fence.js';
-import { luaSetting } from './settings.js';
 import {
+  READ_MARKER,
   LUA_HANDED_MESSAGE,
   LUA_TURN_MESSAGE,
   luaIsMultiResource,
   luaIsReader,
   luaWakeChannelOf,
   TURN_MARK,
-} from './values.js';
+} from './keys.js';
+import { nextTokenLua } from './fence.js';
+import { luaSetting } from './settings.js';
 
 /*
  * Waiting in line, on the node. Per resource, beside the lock key, a sorted set holds the waiters'

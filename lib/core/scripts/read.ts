@@ -1,6 +1,5 @@
-import { READ_MARKER } from './keys.js';
+import { READ_MARKER, luaIsReader } from './keys.js';
 import { nextTokenLua } from './fence.js';
-import { luaIsReader } from './values.js';
 import { luaScript } from './lua.js';
 import { PROMOTE_LUA } from './queue.js';
 import { luaClockReadings, luaSetting } from './settings.js';

@@ -1,5 +1,4 @@
-import { PERMITS_MARK, READ_MARKER } from './keys.js';
-import { TURN_MARK } from './values.js';
+import { PERMITS_MARK, READ_MARKER, TURN_MARK } from './keys.js';
 import { luaScript } from './lua.js';
 import { nextTokenLua } from './fence.js';
 import { luaClockReadings, luaSetting } from './settings.js';

@@ -1,5 +1,6 @@
 import { ACL_PROBE } from '../scripts/acl-probe.js';
-import { runScript, type ScriptMode, type ServerSend } from './server.js';
+import { runScript } from './send.js';
+import { type ScriptMode, type ServerSend } from './server.js';
 
 export { ACL_PROBE };
 

@@ -12,7 +12,7 @@ import {
 import { RAISE_FENCE } from '../scripts/fence.js';
 import { SEED_SLOT_MARKERS } from '../scripts/guards.js';
 import { INSPECT } from '../scripts/inspect.js';
-import { keySlot, READERS_SUFFIX, slotMarkerKey } from '../scripts/keys.js';
+import { keySlot, READERS_SUFFIX, slotMarkerKey, isReader } from '../scripts/keys.js';
 import { LET_GO } from '../scripts/let-go.js';
 import type { LuaScript } from '../scripts/lua.js';
 import {
@@ -23,9 +23,9 @@ import {
   READ_RAISE_FENCE_SCRIPT,
 } from '../scripts/read.js';
 import { SEMAPHORE_ACQUIRE_SCRIPT } from '../scripts/semaphore.js';
-import { isReader } from '../scripts/values.js';
 import type { Transport } from '../transport/transport.js';
-import { runScript, type ScriptMode } from './server.js';
+import { runScript } from './send.js';
+import { type ScriptMode } from './server.js';
 
 /** The lock's scripts, loaded on every new connection so that calls rarely meet NOSCRIPT. */
 export const LOCK_SCRIPTS: readonly LuaScript[] = [

@@ -7,12 +7,12 @@ import {
   RUN_ID,
   type ClockMark,
 } from '../scripts/guards.js';
-import { keyPrefixOf, slotMarkerKey } from '../scripts/keys.js';
-import { wakeChannelOf } from '../scripts/values.js';
+import { keyPrefixOf, slotMarkerKey, wakeChannelOf } from '../scripts/keys.js';
 import type { Transport } from '../transport/transport.js';
 import { describeError, isFinalFault, nodeErrorLine, nodeFault } from './describe-error.js';
 import { LOCK_SCRIPTS, seedSlotMarkers } from './batches.js';
-import { runScript, type ScriptMode } from './server.js';
+import { runScript } from './send.js';
+import { type ScriptMode } from './server.js';
 import type { VoterContext } from './voter-api.js';
 
 /**

@@ -1,6 +1,4 @@
-import type { LuaScript } from '../scripts/lua.js';
 import { settleWithin, TIMED_OUT, type Runtime } from '../runtime.js';
-import { callFunction } from './functions.js';
 
 /*
  * What a server says of itself, read on each new connection (a Cluster: of each master), and pure
@@ -17,50 +15,6 @@ export type ServerSend = (command: readonly string[]) => Promise<unknown>;
  * NOSCRIPT; `functions`, FCALL / FCALL_RO of this version's FUNCTION library (voter/functions.ts).
  */
 export type ScriptMode = 'eval' | 'functions';
-
-/** How {@link runScript} sends one script. */
-export interface ScriptCall {
-  /** Default `eval`. */
-  readonly mode?: ScriptMode;
-  /**
-   * `eval`: a script a connection runs rarely (the guards' maintenance) goes by its source at once,
-   * so that it never meets NOSCRIPT (which some clients log as an error: Valkey GLIDE).
-   */
-  readonly bySource?: boolean;
-  /**
-   * `eval`: whether a call met by NOSCRIPT is still to be sent with its source (default: yes). A
-   * vote's is not once its voter let go of the value since: the let-go may have run first.
-   */
-  readonly resendIf?: () => boolean;
-  /**
-   * `functions`: where FUNCTION LOAD goes when the server lacks the library (default: `send`).
-   * A keyless command sent by a key's route may reach any master of a Cluster: give the key's shard.
-   */
-  readonly loadVia?: ServerSend;
-}
-
-/**
- * Runs `script` on `send`'s server: by SHA, its source on NOSCRIPT (a first use, a flushed cache);
- * or, in `functions` mode, as its function, the library loaded on "Function not found". The one
- * place every script of the engine goes through, whatever the client.
- */
-export function runScript(
-  send: ServerSend,
-  script: LuaScript,
-  keys: readonly string[],
-  args: readonly string[],
-  how: ScriptCall = {},
-): Promise<unknown> {
-  const tail = [String(keys.length), ...keys, ...args];
-  if (how.mode === 'functions') return callFunction(send, script, tail, how.loadVia ?? send);
-  if (how.bySource) return send(['EVAL', script.source, ...tail]);
-  return send(['EVALSHA', script.sha, ...tail]).catch((err: unknown) => {
-    if (!(err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message))) throw err;
-    if (how.resendIf?.() === false)
-      throw new Error(`${script.name}: not sent again after NOSCRIPT, let go of since`);
-    return send(['EVAL', script.source, ...tail]);
-  });
-}
 
 /**
  * Which server software answers, and its own version: `Redis 7.4.1`, `Valkey 8.0.1`. Valkey

@@ -3,7 +3,14 @@ import { settleWithin } from '../runtime.js';
 import { ACQUIRE, decodeAcquireReply, type AcquireVote } from '../scripts/acquire.js';
 import { RAISE_FENCE } from '../scripts/fence.js';
 import { decodeInspectReply, INSPECT, type KeyView } from '../scripts/inspect.js';
-import { FENCE_SUFFIX, keySlot, queueKeyOf, READERS_SUFFIX, slotMarkerKey } from '../scripts/keys.js';
+import {
+  FENCE_SUFFIX,
+  keySlot,
+  queueKeyOf,
+  READERS_SUFFIX,
+  slotMarkerKey,
+  isReader,
+} from '../scripts/keys.js';
 import { LET_GO, RELEASE, type LetGo } from '../scripts/let-go.js';
 import {
   decodeReadersReply,
@@ -15,12 +22,11 @@ import {
 import { decodeSlotReply, SEMAPHORE_ACQUIRE_SCRIPT, type SlotVote } from '../scripts/semaphore.js';
 import type { LuaScript } from '../scripts/lua.js';
 import { settingsArg } from '../scripts/settings.js';
-import { isReader } from '../scripts/values.js';
 import type { Route, Transport } from '../transport/transport.js';
 import { extendBatch } from './batches.js';
 import { VoterConnection } from './connection.js';
-import { SendOrder } from './send-order.js';
-import { runScript } from './server.js';
+import { SendOrder } from './send.js';
+import { runScript } from './send.js';
 import type { Voter, VoterContext } from './voter-api.js';
 import type { ExtendAnswers, ExtendRequest } from '../scripts/extend.js';
 
@@ -35,7 +41,7 @@ const RECHECK_BOUND_MS = 5000;
  */
 export class TransportVoter extends VoterConnection implements Voter {
   private readonly settings: string;
-  /** The order of this voter's acquires and let-gos of a lock (send-order.ts). */
+  /** The order of this voter's acquires and let-gos of a lock (send.ts). */
   private readonly order: SendOrder;
 
   constructor(transport: Transport, context: VoterContext) {
@@ -218,7 +224,7 @@ export class TransportVoter extends VoterConnection implements Voter {
   /**
    * A vote that ran on a changed server (ServerChangedError) is let go of there and cast again once
    * the new server was checked (whose identity guard may make it abstain). Ordered with this
-   * voter's let-gos of the same keys (send-order.ts).
+   * voter's let-gos of the same keys (send.ts).
    */
   private voteAgainOnChange<T>(keys: readonly string[], value: string, vote: () => Promise<T>): Promise<T> {
     const send = () =>

@@ -1,7 +1,6 @@
-import { READ_MARKER } from '../../core/scripts/keys.js';
+import { READ_MARKER, isReader } from '../../core/scripts/keys.js';
 import type { LuaScript } from '../../core/scripts/lua.js';
 import * as lua from '../../core/scripts/read.js';
-import { isReader } from '../../core/scripts/values.js';
 import { clockReadings, enqueue, nextToken, num, promote, setting, type Emulation } from './scripts.js';
 import type { MemoryServer } from './server.js';
 

@@ -5,7 +5,7 @@ import { MemoryLogger } from '../../support/cluster.js';
 import { until } from '../deployments/support.js';
 
 /*
- * Write batching on ioredis (lib/core/transport/ioredis/write-batching.ts): the commands the engine
+ * Write batching on ioredis (lib/core/transport/ioredis/ioredis.ts, `WriteBatcher`): the commands the engine
  * sends a node in one tick leave in one or two socket writes (the tick's first may go alone), and a
  * release resolves once they have left. Counted on clients passed in, by the writes their sockets
  * hand to the system (Node's `_write` and `_writev`: one each per flushed write).

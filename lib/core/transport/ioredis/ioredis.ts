@@ -1,12 +1,11 @@
 import type { EventEmitter } from 'node:events';
-import type { Cluster, Redis } from 'ioredis';
+import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { settleWithin, type Runtime } from '../../runtime.js';
 import { keySlot } from '../../scripts/keys.js';
 import { describeError } from '../../voter/describe-error.js';
-import { ShardSubscribers, type ShardSubscription } from '../subscribers.js';
+import { ShardSubscribers } from '../subscribers.js';
 import type { Route, Transport, TransportEvent } from '../transport.js';
-import type { IoredisSpec } from './open.js';
-import { WriteBatcher, type Corkable } from './write-batching.js';
+import { openSubscriber, type IoredisSpec } from './open.js';
 
 /*
  * ioredis (and iovalkey, its fork: the same API), a single server or a Sentinel-managed primary
@@ -36,7 +35,7 @@ export class IoredisTransport implements Transport {
   private connectedHere = false;
   /** Subscriber connections not yet ended (close() ends them, also one still connecting). */
   private readonly subscriberConnections = new Set<Redis>();
-  /** A single server's writes, batched per tick (write-batching.ts). */
+  /** A single server's writes, batched per tick (WriteBatcher below). */
   private readonly batcher: WriteBatcher;
 
   constructor(
@@ -51,7 +50,8 @@ export class IoredisTransport implements Transport {
     this.subscribers = new ShardSubscribers(
       runtime,
       () => [...this.shards().keys()],
-      (shard, channels, deliver) => this.openSubscriber(shard, channels, deliver),
+      async (shard, channels, deliver) =>
+        openSubscriber(this.subscriberSource(shard), channels, deliver, this.subscriberConnections, runtime),
     );
     const cluster = this.clustered ? (this.client as Cluster) : undefined;
     this.listen(this.client, 'error', (err: unknown) => this.failed(err));
@@ -187,67 +187,30 @@ export class IoredisTransport implements Transport {
     for (const listener of this.listeners) listener(event);
   }
 
+  /** The connection a subscriber to `shard` duplicates, with the options it is duplicated with. */
+  private subscriberSource(shard: string): [Redis, RedisOptions] {
+    if (!this.clustered) return [this.client as Redis, SINGLE_SUBSCRIBER];
+    const master = this.master(shard);
+    if (!master) throw new Error(`no master ${shard} in the cluster`);
+    // The Cluster's connection to that master, with its settings (credentials, TLS, family), but
+    // connected now, to the master, and never reconnected (ShardSubscribers opens another).
+    return [master, { ...CLUSTER_SUBSCRIBER, connectTimeout: this.connectTimeout }];
+  }
+
   private master(address: string): Redis | undefined {
     return (this.client as Cluster)
       .nodes('master')
       .find((n) => `${n.options.host}:${n.options.port}` === address);
   }
-
-  /** A subscriber connection (a subscribed connection can run nothing else), re-subscribed by ioredis. */
-  private async openSubscriber(
-    shard: string,
-    channels: readonly string[],
-    deliver: (channel: string, message: string) => void,
-  ): Promise<ShardSubscription> {
-    let connection: Redis;
-    if (this.clustered) {
-      const master = this.master(shard);
-      if (!master) throw new Error(`no master ${shard} in the cluster`);
-      // The Cluster's connection to that master, with its settings (credentials, TLS, family), but
-      // connected now, to the master, and never reconnected (ShardSubscribers opens another).
-      connection = master.duplicate({
-        connectTimeout: this.connectTimeout,
-        lazyConnect: false,
-        readOnly: false,
-        enableOfflineQueue: true,
-        maxRetriesPerRequest: null,
-        retryStrategy: () => null,
-      });
-    } else {
-      connection = (this.client as Redis).duplicate({
-        enableOfflineQueue: true,
-        maxRetriesPerRequest: null,
-        lazyConnect: false,
-      });
-    }
-    this.subscriberConnections.add(connection);
-    connection.once('end', () => this.subscriberConnections.delete(connection));
-    connection.on('error', () => undefined); // the transport's own connection reports health
-    connection.on('message', deliver);
-    if (channels.length > 0) {
-      await connection.subscribe(...channels).catch((err: unknown) => {
-        connection.disconnect();
-        throw err;
-      });
-    }
-    return {
-      get healthy() {
-        return connection.status === 'ready';
-      },
-      get ended() {
-        return connection.status === 'end';
-      },
-      subscribe: async (more) => void (await connection.subscribe(...more)),
-      close: async () => {
-        const ended = new Promise((resolve) => connection.once('end', resolve));
-        connection.disconnect();
-        await settleWithin(this.runtime, ended, 1000);
-      },
-    };
-  }
 }
 
 const SINGLE: ReadonlyMap<string, readonly number[]> = new Map([['', []]]);
+const SINGLE_SUBSCRIBER: RedisOptions = {
+  enableOfflineQueue: true,
+  maxRetriesPerRequest: null,
+  lazyConnect: false,
+};
+const CLUSTER_SUBSCRIBER: RedisOptions = { ...SINGLE_SUBSCRIBER, readOnly: false, retryStrategy: () => null };
 
 /** ioredis' socket (undefined before its first connection), when it can be corked. */
 function corkable(stream: unknown): Corkable | undefined {
@@ -255,4 +218,67 @@ function corkable(stream: unknown): Corkable | undefined {
   return typeof socket?.cork === 'function' && typeof socket.uncork === 'function'
     ? (socket as Corkable)
     : undefined;
+}
+
+/** A socket that can hold its writes back and send them in one syscall (a net.Socket). */
+export interface Corkable {
+  cork(): void;
+  uncork(): void;
+}
+
+/**
+ * Batching one connection's writes per tick. ioredis writes each command to its socket at once:
+ * with many locks taken at once, a syscall per command on both sides, each waking the other process.
+ * Commands sent in one tick should leave in one write; but a lone command, a sequential caller's
+ * usual case, gains nothing from waiting for the end of the tick, and a corked write costs Node's
+ * stream more. So the socket is corked only when commands come in batches: from a tick's second
+ * command, or from its first when the last tick this connection was used in had more than one
+ * (steady load). It is uncorked at the end of the tick (the runtime's `endOfTick`: after the promise
+ * continuations, before the event loop reads replies or fires timers).
+ */
+export class WriteBatcher {
+  /** A tick is open: its end is scheduled. */
+  private open = false;
+  private commands = 0;
+  private lastCommands = 0;
+  private corked: Corkable | undefined;
+  private written: { promise: Promise<void>; resolve: () => void } | undefined;
+
+  constructor(private readonly runtime: Runtime) {}
+
+  /** Called right before each command is written to `stream` (undefined: no socket to cork). */
+  beforeWrite(stream: Corkable | undefined): void {
+    if (!this.open) {
+      this.open = true;
+      this.lastCommands = this.commands;
+      this.commands = 0;
+      this.runtime.endOfTick(this.close);
+    }
+    this.commands++;
+    if (this.corked !== undefined || stream === undefined) return;
+    if (this.commands === 1 && this.lastCommands <= 1) return; // a lone caller's command: out at once
+    stream.cork();
+    this.corked = stream;
+  }
+
+  /** Resolves once the commands written so far have left for the socket; undefined: they have. */
+  pending(): Promise<void> | undefined {
+    if (this.corked === undefined) return undefined;
+    if (!this.written) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.written = { promise, resolve };
+    }
+    return this.written.promise;
+  }
+
+  private readonly close = (): void => {
+    this.open = false;
+    const stream = this.corked;
+    this.corked = undefined;
+    stream?.uncork();
+    const written = this.written;
+    this.written = undefined;
+    written?.resolve();
+  };
 }

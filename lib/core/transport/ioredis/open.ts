@@ -1,4 +1,6 @@
 import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
+import { settleWithin, type Runtime } from '../../runtime.js';
+import type { ShardSubscription } from '../subscribers.js';
 import { faultRetryMs, isFinalFault, nodeFault } from '../../voter/describe-error.js';
 import { addressOf, redactUrl } from '../urls.js';
 
@@ -77,4 +79,43 @@ export function openIoredisCluster(
 /** `cluster://host:port,...` of a Cluster's startup nodes. */
 export function clusterLabel(startup: readonly unknown[]): string {
   return `cluster://${startup.map(addressOf).join(',')}`;
+}
+
+/**
+ * A subscriber connection (a subscribed connection can run nothing else), a duplicate of `source`
+ * with `options`, re-subscribed by ioredis; kept in `open` until it ends (the transport's close
+ * ends those still connecting).
+ */
+export async function openSubscriber(
+  [source, options]: [Redis, RedisOptions],
+  channels: readonly string[],
+  deliver: (channel: string, message: string) => void,
+  open: Set<Redis>,
+  runtime: Runtime,
+): Promise<ShardSubscription> {
+  const connection = source.duplicate(options);
+  open.add(connection);
+  connection.once('end', () => open.delete(connection));
+  connection.on('error', () => undefined); // the transport's own connection reports health
+  connection.on('message', deliver);
+  if (channels.length > 0) {
+    await connection.subscribe(...channels).catch((err: unknown) => {
+      connection.disconnect();
+      throw err;
+    });
+  }
+  return {
+    get healthy() {
+      return connection.status === 'ready';
+    },
+    get ended() {
+      return connection.status === 'end';
+    },
+    subscribe: async (more) => void (await connection.subscribe(...more)),
+    close: async () => {
+      const ended = new Promise((resolve) => connection.once('end', resolve));
+      connection.disconnect();
+      await settleWithin(runtime, ended, 1000);
+    },
+  };
 }

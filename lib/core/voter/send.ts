@@ -1,3 +1,56 @@
+import type { LuaScript } from '../scripts/lua.js';
+import { callFunction } from './functions.js';
+import type { ScriptMode, ServerSend } from './server.js';
+
+/*
+ * How a voter's commands go out: as scripts (runScript, the NOSCRIPT fallback) and in the order the
+ * engine gave them (SendOrder).
+ */
+
+/** How {@link runScript} sends one script. */
+export interface ScriptCall {
+  /** Default `eval`. */
+  readonly mode?: ScriptMode;
+  /**
+   * `eval`: a script a connection runs rarely (the guards' maintenance) goes by its source at once,
+   * so that it never meets NOSCRIPT (which some clients log as an error: Valkey GLIDE).
+   */
+  readonly bySource?: boolean;
+  /**
+   * `eval`: whether a call met by NOSCRIPT is still to be sent with its source (default: yes). A
+   * vote's is not once its voter let go of the value since: the let-go may have run first.
+   */
+  readonly resendIf?: () => boolean;
+  /**
+   * `functions`: where FUNCTION LOAD goes when the server lacks the library (default: `send`).
+   * A keyless command sent by a key's route may reach any master of a Cluster: give the key's shard.
+   */
+  readonly loadVia?: ServerSend;
+}
+
+/**
+ * Runs `script` on `send`'s server: by SHA, its source on NOSCRIPT (a first use, a flushed cache);
+ * or, in `functions` mode, as its function, the library loaded on "Function not found". The one
+ * place every script of the engine goes through, whatever the client.
+ */
+export function runScript(
+  send: ServerSend,
+  script: LuaScript,
+  keys: readonly string[],
+  args: readonly string[],
+  how: ScriptCall = {},
+): Promise<unknown> {
+  const tail = [String(keys.length), ...keys, ...args];
+  if (how.mode === 'functions') return callFunction(send, script, tail, how.loadVia ?? send);
+  if (how.bySource) return send(['EVAL', script.source, ...tail]);
+  return send(['EVALSHA', script.sha, ...tail]).catch((err: unknown) => {
+    if (!(err instanceof Error && /NOSCRIPT|NoScriptError/.test(err.message))) throw err;
+    if (how.resendIf?.() === false)
+      throw new Error(`${script.name}: not sent again after NOSCRIPT, let go of since`);
+    return send(['EVAL', script.source, ...tail]);
+  });
+}
+
 /**
  * The order of one voter's acquires and let-gos of a lock. The engine lets go without waiting (a
  * one-way release), so the order it gives them in must hold on the server, and two things can
