@@ -1,4 +1,4 @@
-import { quorumOf } from '../../lib/core/quorum/round.js';
+import { quorumOf } from '../../lib/core/quorum/voters.js';
 import type { FaultKind, RunConfig } from './config.js';
 import { Random } from './random.js';
 import type { SimProcess } from './scheduler.js';

@@ -11,7 +11,7 @@ import { clockOf, wasExtended } from '../../lib/core/engine/extend-batcher.js';
 import { realRuntime } from '../../lib/core/runtime.js';
 import { settingsArg } from '../../lib/core/scripts/settings.js';
 import { decodeWakeMessage, LockValues, MULTI_RESOURCE_MARK } from '../../lib/core/scripts/keys.js';
-import { quorumOf } from '../../lib/core/quorum/round.js';
+import { quorumOf } from '../../lib/core/quorum/voters.js';
 
 describe('the TypeScript side of the Lua contract (no Redis)', () => {
   test('acquire replies decode to granted / busy / abstaining', () => {

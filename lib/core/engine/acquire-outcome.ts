@@ -23,7 +23,7 @@ export function acquireFailure(
   return new QuorumUnavailableError(
     request.names,
     voters.quorum,
-    voters.count,
+    voters.list.length,
     attempt.failures,
     attempt.retryAfterMs,
   );

@@ -1,7 +1,7 @@
 import { LockUsageError, type NodeFailure } from '../errors.js';
 import { settleTokens, type VoterGrant } from '../fencing/tokens.js';
 import type { ResolvedLockOptions } from '../options.js';
-import type { RoundOutcome, Vote } from '../quorum/round.js';
+import type { RoundOutcome, Vote } from '../quorum/voters.js';
 import type { AcquireVote } from '../scripts/acquire.js';
 import { PERMITS_MARK } from '../scripts/keys.js';
 import { RELEASE } from '../scripts/let-go.js';
@@ -14,7 +14,7 @@ import { describeUse, type SemaphoreRequest } from './semaphore-request.js';
  * What happens on acquire: the plain Redlock path, one attempt, top to bottom.
  *
  * 1. Send the acquire script to every voter at once, each bounded by nodeTimeout, and decide as
- *    soon as a majority granted or can no longer grant (quorum/quorum-round.ts).
+ *    soon as a majority granted or can no longer grant (quorumRound in quorum/voters.ts).
  * 2. Fencing: the token is, per resource, the max of the tokens the granting majority returned;
  *    when they disagree, a second round raises the granting voters' counters to it
  *    (settleTokens), so that a majority holds counter >= token before the lock is handed out.
@@ -96,7 +96,7 @@ export class Acquirer {
     // window of it replies without the clock: VoterClocks.expectedUs).
     const expected =
       request.opts.clockGuard > 0 && request.lockKeys.length === 1
-        ? new Array<number | undefined>(voters.count)
+        ? new Array<number | undefined>(voters.list.length)
         : undefined;
     const round = await voters.round(
       expected
@@ -152,10 +152,14 @@ export class Acquirer {
         : 'the fencing counters could not be raised on a majority (nodes failed during the acquire); retry';
       return { outcome: 'busy', retryAfterMs: 0, contended: true, why };
     }
-    if (busy.length > 0 && voters.count - round.unavailable.length >= voters.quorum) {
+    if (busy.length > 0 && voters.list.length - round.unavailable.length >= voters.quorum) {
       checkNotSemaphore(request, busy); // a busy path only: the mutex's grant reads nothing more
       const contended = round.yes.length > 0 && !heldByOneOwner(busy, voters.quorum);
-      return { outcome: 'busy', retryAfterMs: retryAfter(busy, voters.count, voters.quorum), contended };
+      return {
+        outcome: 'busy',
+        retryAfterMs: retryAfter(busy, voters.list.length, voters.quorum),
+        contended,
+      };
     }
     return {
       outcome: 'unavailable',
@@ -203,7 +207,7 @@ export class Acquirer {
     const { voters } = this.parts;
     // A voter the clock guard excludes declines even when it granted: free it there too.
     const mayHold = list.filter(
-      (_, i) => round.votes[i] !== 'no' && (round.votes[i] !== 'declined' || !voters.counts(i)),
+      (_, i) => round.votes[i] !== 'no' && (round.votes[i] !== 'declined' || !voters.clockGuard.counts(i)),
     );
     if (mayHold.length > 0) {
       const how = request.ticket === '' ? RELEASE : { op: 'requeue' as const, ticket: request.ticket };
@@ -215,16 +219,16 @@ export class Acquirer {
   // Built once: rounds run on every acquire.
   private readonly classify = (vote: AcquireVote, index: number): Vote => {
     if (vote.kind === 'granted') {
-      return this.parts.voters.counts(index) ? 'yes' : CLOCK_EXCLUDED;
+      return this.parts.voters.clockGuard.counts(index) ? 'yes' : CLOCK_EXCLUDED;
     }
     if (vote.kind === 'busy') return 'no';
-    return { declined: this.parts.voters.noteAbstention(index, vote.forMs, undefined, vote.shard) };
+    return { declined: this.parts.voters.abstentions.note(index, vote.forMs, undefined, vote.shard) };
   };
 
   /** Also after a round's decision: every voter that abstains is known (health, Retry-After). */
   private readonly noteLateAbstention = (index: number, vote: AcquireVote | undefined): void => {
     if (vote?.kind === 'abstaining')
-      this.parts.voters.noteAbstention(index, vote.forMs, undefined, vote.shard);
+      this.parts.voters.abstentions.note(index, vote.forMs, undefined, vote.shard);
   };
 
   private readonly plainRound = { observe: this.noteLateAbstention };
@@ -237,12 +241,12 @@ export class Acquirer {
    */
   private noteReply(index: number, vote: AcquireVote | undefined, sentAt: number, expectedUs?: number): void {
     if (vote?.kind === 'busy')
-      this.parts.voters.noteClock(index, sentAt, this.parts.runtime.now(), vote.clockUs);
+      this.parts.voters.clockGuard.noteClock(index, sentAt, this.parts.runtime.now(), vote.clockUs);
     else if (vote?.kind === 'granted') {
       if (vote.clockUs !== undefined)
-        this.parts.voters.noteClock(index, sentAt, this.parts.runtime.now(), vote.clockUs);
+        this.parts.voters.clockGuard.noteClock(index, sentAt, this.parts.runtime.now(), vote.clockUs);
       else if (expectedUs !== undefined) {
-        this.parts.voters.noteClockWithin(index, sentAt, this.parts.runtime.now(), expectedUs);
+        this.parts.voters.clockGuard.noteWithin(index, sentAt, this.parts.runtime.now(), expectedUs);
       }
     } else this.noteLateAbstention(index, vote);
   }

@@ -1,5 +1,6 @@
 import { QuorumUnavailableError } from '../errors.js';
 import type { Preflight } from '../preflight.js';
+import { settleWithin, TIMED_OUT } from '../runtime.js';
 import { connectVoters, type NodeStatus } from '../quorum/health.js';
 import { clockGuardFor } from '../resolve-options.js';
 import type { EngineParts } from './parts.js';
@@ -23,7 +24,7 @@ export async function bootstrap(
   // The voters' time, which seeds proposed for new fence counters follow (parts.ts), is read
   // with the clock guard off too; only the guard judges the offsets.
   if (options.clockGuard !== false) await checkClocks(parts, preflight);
-  else await voters.readClocks(parts.lockKey('__clock_probe__'));
+  else await readClocks(parts);
   const misconfigured = preflight?.bootstrapDone(voters.list);
   if (misconfigured) {
     await close();
@@ -37,7 +38,7 @@ export async function bootstrap(
         node: s.node,
         reason: s.error ?? `no connection within ${options.connectTimeout} ms`,
       }));
-    throw new QuorumUnavailableError([], voters.quorum, voters.count, failures);
+    throw new QuorumUnavailableError([], voters.quorum, voters.list.length, failures);
   }
   if (options.clockGuard !== false) {
     // Those that were down join later: the same clock check then (preflight reviews each new
@@ -63,16 +64,16 @@ async function checkClocks(
   only?: readonly number[],
 ): Promise<void> {
   const { voters, options } = parts;
-  await voters.readClocks(parts.lockKey('__clock_probe__'), only);
+  await readClocks(parts, only);
   const guard = clockGuardFor(options.clockGuard, options.ttl);
-  for (const { index, offsetMs } of voters.clocks.disagreements(guard, voters.quorum)) {
+  for (const { index, offsetMs } of voters.clockGuard.clocks.disagreements(guard, voters.quorum)) {
     if (only && !only.includes(index)) continue;
     // Abstaining already (its identity check found its marker running: a restart, or an engine
     // that saw its clock step marked it for every client): it counts for nobody until the guard
     // has passed, so the offset needs no refusal of this bootstrap; the abstention is logged.
     const abstaining = voters.abstains(index);
     const reported = preflight !== undefined && !abstaining;
-    const excludedMs = offsetMs > 0 ? voters.excludeAhead(index, offsetMs, reported) : 0;
+    const excludedMs = offsetMs > 0 ? voters.clockGuard.excludeAhead(index, offsetMs, reported) : 0;
     if (!reported) continue;
     const voter = voters.list[index]!;
     preflight.add(
@@ -88,4 +89,32 @@ async function checkClocks(
       'synchronise its clock (NTP or chrony, slewing), or raise clockGuard',
     );
   }
+}
+
+/**
+ * Reads every connected voter's clock once, or those of `only` (a read-only script on a probe key,
+ * bounded by five node timeouts, at least 500 ms): the baseline the clock guard compares later
+ * readings with, and what waiting tickets are stamped with from the first acquire on.
+ */
+async function readClocks(
+  { voters, runtime, lockKey }: EngineParts,
+  only?: readonly number[],
+): Promise<void> {
+  const probeKey = lockKey('__clock_probe__');
+  await Promise.all(
+    voters.list.map(async (voter, index) => {
+      if (!voter.connected || (only && !only.includes(index))) return;
+      const sentAt = runtime.now();
+      // Once, at bootstrap: a voter still busy with its first connection gets some slack.
+      const inspection = settleWithin(
+        runtime,
+        voter.inspect(probeKey),
+        Math.max(5 * voters.nodeTimeout, 500),
+      );
+      const view = await inspection.catch(() => undefined);
+      if (view === undefined || view === TIMED_OUT || view.clockUs === undefined) return;
+      // The bootstrap judges a lead itself, against every voter read (checkClocks), and reports it.
+      voters.clockGuard.noteClock(index, sentAt, runtime.now(), view.clockUs, false);
+    }),
+  );
 }

@@ -40,7 +40,7 @@ export class SingleResourceWaiter {
 
   /** What follows one attempt: records clocks, and frees a failed one (see {@link cleanUp}). */
   follow(): AttemptFollower {
-    return new FollowedAttempt(this, this.parts.voters.count, this.parts.runtime);
+    return new FollowedAttempt(this, this.parts.voters.list.length, this.parts.runtime);
   }
 
   /**
@@ -104,10 +104,11 @@ export class SingleResourceWaiter {
       const reading = this.clocks[index];
       if (clockGuard > 0 && reading && handOffClockStepped(handOff, reading, clockGuard)) {
         const stepMs = reading.sentAt + (handOff.clockUs - reading.clockUs) / 1000 - handOff.receivedAt!;
-        voters.excludeAfterStep(index, stepMs);
+        voters.clockGuard.excludeAfterStep(index, stepMs);
         continue;
       }
-      if (voters.counts(index) && !voters.abstains(index, this.request.lockKeys)) counting.push(handOff);
+      if (voters.clockGuard.counts(index) && !voters.abstains(index, this.request.lockKeys))
+        counting.push(handOff);
     }
     return counting;
   }

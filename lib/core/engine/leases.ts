@@ -78,7 +78,7 @@ export class Leases implements LockOwner {
       // A voter that the clock guard excludes may have expired the lock early: it does not count.
       (outcome, index) =>
         wasExtended(outcome)
-          ? this.voters.counts(index)
+          ? this.voters.clockGuard.counts(index)
             ? 'yes'
             : { declined: 'excluded by the clock guard' }
           : 'no',
@@ -89,7 +89,8 @@ export class Leases implements LockOwner {
         observe: (index, outcome) => {
           if (outcome === undefined) return healing?.observe(index, outcome);
           const clockUs = clockOf(outcome);
-          if (clockUs !== undefined) this.voters.noteClock(index, started, this.runtime.now(), clockUs);
+          if (clockUs !== undefined)
+            this.voters.clockGuard.noteClock(index, started, this.runtime.now(), clockUs);
           healing?.observe(index, outcome);
         },
       },
@@ -98,7 +99,7 @@ export class Leases implements LockOwner {
     const validity = lease - (now - started) - this.drift(lease) - clockGuard;
     if (!lock.active) throw new LockLostError(lock.resources, 'it was released or lost while being extended');
     // Inconclusive (time-outs, not refusals) with enough validity left to try again at the next tick.
-    const refused = round.no.length > this.voters.count - this.voters.quorum;
+    const refused = round.no.length > this.voters.list.length - this.voters.quorum;
     if (
       !round.ok &&
       retryWindowMs !== undefined &&
@@ -110,7 +111,7 @@ export class Leases implements LockOwner {
     if (!round.ok || validity <= 0) {
       const why = round.ok
         ? 'the extension took longer than the lease'
-        : `only ${round.yes.length} of ${this.voters.count} nodes still held it (need ${this.voters.quorum})` +
+        : `only ${round.yes.length} of ${this.voters.list.length} nodes still held it (need ${this.voters.quorum})` +
           (round.unavailable.length
             ? `; ${round.unavailable.map((f) => `${f.node}: ${f.reason}`).join('; ')}`
             : '');
@@ -144,14 +145,14 @@ export class Leases implements LockOwner {
       );
       if (reply === TIMED_OUT) return;
       if (reply.kind === 'abstaining') {
-        this.voters.noteAbstention(index, reply.forMs, undefined, reply.shard);
+        this.voters.abstentions.note(index, reply.forMs, undefined, reply.shard);
         return;
       }
       if (reply.kind !== 'granted') return;
       // Under the clock guard the grant carries the voter's clock: a voter whose clock stepped is
       // excluded (and counts toward no later extension) though it holds the key.
       if (reply.clockUs !== undefined)
-        this.voters.noteClock(index, sentAt, this.runtime.now(), reply.clockUs);
+        this.voters.clockGuard.noteClock(index, sentAt, this.runtime.now(), reply.clockUs);
       if (!lock.active) {
         // Released or lost meanwhile: the release went out before this grant; free it.
         void this.voters.letGo(lock.keys, lock.value, RELEASE, { on: [voter] });

@@ -88,7 +88,7 @@ export function buildEngineParts(
     },
   );
   const { driftFactor } = resolved;
-  const { clocks } = voters;
+  const { clocks } = voters.clockGuard;
   return {
     options: resolved,
     runtime,

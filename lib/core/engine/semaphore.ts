@@ -1,6 +1,6 @@
 import { LockUsageError, RedlockError, type NodeFailure } from '../errors.js';
 import { settleTokens, type VoterGrant } from '../fencing/tokens.js';
-import type { RoundOutcome } from '../quorum/round.js';
+import type { RoundOutcome } from '../quorum/voters.js';
 import { RELEASE, type LetGo } from '../scripts/let-go.js';
 import type { SlotVote } from '../scripts/semaphore.js';
 import type { Acquirer, AcquireRequest, Attempt } from './acquire.js';
@@ -101,14 +101,14 @@ export class SlotAcquirer {
           (vote) => {
             // Every abstention is noted, also after the decision (health, Retry-After).
             if (vote.kind === 'abstaining')
-              failures[i] = voters.noteAbstention(i, vote.forMs, undefined, vote.shard);
+              failures[i] = voters.abstentions.note(i, vote.forMs, undefined, vote.shard);
             // The voter's clock, as a plain grant's (acquire.ts): a voter whose clock stepped
             // forward is excluded before its grant would count.
             else if (vote.kind === 'busy' || (vote.kind === 'granted' && vote.clockUs !== undefined))
-              voters.noteClock(i, started, this.parts.runtime.now(), vote.clockUs!);
+              voters.clockGuard.noteClock(i, started, this.parts.runtime.now(), vote.clockUs!);
             if (done) return;
             replies[i] = vote;
-            if (vote.kind === 'granted' && !voters.counts(i)) failures[i] = CLOCK_EXCLUDED;
+            if (vote.kind === 'granted' && !voters.clockGuard.counts(i)) failures[i] = CLOCK_EXCLUDED;
             else if (vote.kind === 'granted' && ++counts[order[vote.index]!]! >= quorum)
               return finish(order[vote.index]);
             if (++answered === list.length) finish(undefined);
@@ -205,7 +205,11 @@ export class SlotAcquirer {
     const grants: VoterGrant[] = [];
     replies.forEach((reply, index) => {
       // Grants of voters the clock guard excludes count for nothing (their tokens neither).
-      if (reply?.kind === 'granted' && order[reply.index] === slot && this.parts.voters.counts(index)) {
+      if (
+        reply?.kind === 'granted' &&
+        order[reply.index] === slot &&
+        this.parts.voters.clockGuard.counts(index)
+      ) {
         grants.push({ index, reply: { tokens: [reply.token] } });
       }
     });

@@ -58,7 +58,8 @@ export async function connectVoters(voters: Voters, timeoutMs: number): Promise<
   const statuses = voterStatuses(voters);
   const down = statuses.filter((s) => !s.reachable);
   if (down.length === 0) return statuses;
-  const { count, quorum, logger } = voters;
+  const { quorum, logger } = voters;
+  const count = voters.list.length;
   const connected = count - down.length;
   const which = down.map((s) => `${s.node} (${shortReason(s.node, s.error, timeoutMs)})`).join(', ');
   if (connected < quorum) {

@@ -99,7 +99,7 @@ export async function inspectKey(
     }),
   );
   if (views.length < voters.quorum) {
-    throw new QuorumUnavailableError([resource], voters.quorum, voters.count, failures);
+    throw new QuorumUnavailableError([resource], voters.quorum, voters.list.length, failures);
   }
   const byHolder = new Map<string, number[]>();
   for (const { holder, ttlMs } of views) {

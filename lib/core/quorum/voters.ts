@@ -1,12 +1,11 @@
 import type { LockEvents } from '../events.js';
 import { ClockGuard, type ClockGuardSettings } from '../guards/clock/guard.js';
-import type { VoterClocks } from '../guards/clock/readings.js';
 import { Abstentions } from '../guards/restart.js';
 import type { RedlockLogger } from '../logger.js';
-import { settleWithin, TIMED_OUT, type Runtime } from '../runtime.js';
+import type { NodeFailure } from '../errors.js';
+import { settleWithin, type Runtime } from '../runtime.js';
 import type { LetGo } from '../scripts/let-go.js';
 import type { Voter } from '../voter/voter-api.js';
-import { quorumOf, quorumRound, type RoundOptions, type RoundOutcome, type Vote } from './round.js';
 
 /** Every answer, or failure, of a voter letting go counts as done (see Voters.letGo). */
 const countsAsDone = (): 'yes' => 'yes';
@@ -23,7 +22,7 @@ export class Voters {
   /** Who abstains until when, and the log lines about it. */
   readonly abstentions: Abstentions;
   /** The clock guard: the voters' clocks, the voters it excludes, the marking for every client. */
-  private readonly clockGuard: ClockGuard;
+  readonly clockGuard: ClockGuard;
   /** Answered let-gos in flight (see {@link lettingGoSettled}). */
   private lettingGo = 0;
   private onLetGoSettled: (() => void) | undefined;
@@ -36,10 +35,7 @@ export class Voters {
     readonly logger: RedlockLogger,
     private readonly events: LockEvents,
     readonly runtime: Runtime,
-    /**
-     * The clock guard: steps above `thresholdMs` (0: off) exclude a voter for `excludeForMs` (the
-     * restart guard, or the longest ttl where that is off).
-     */
+    /** The clock guard's threshold (0: off) and how long a step excludes a voter for. */
     clockGuard: ClockGuardSettings = { thresholdMs: 0, excludeForMs: 0 },
   ) {
     this.quorum = quorumOf(list.length);
@@ -55,7 +51,9 @@ export class Voters {
     );
     list.forEach((voter, index) => {
       // The identity guard (guards/identity.ts) decides on connecting, before any acquire.
-      voter.onAbstention?.((forMs, why, shard) => this.noteAbstention(index, forMs, why || undefined, shard));
+      voter.onAbstention?.((forMs, why, shard) =>
+        this.abstentions.note(index, forMs, why || undefined, shard),
+      );
       voter.onHealthChange((up, reason) => {
         if (!events.observed) return;
         events.emit({ type: up ? 'node-up' : 'node-down', resources: [], node: voter.label, reason });
@@ -67,15 +65,6 @@ export class Voters {
           `${list.length - 1} nodes would (quorum ${this.quorum}). Use an odd number such as 3 or 5.`,
       );
     }
-  }
-
-  /** The voters' clocks as this engine read them (waiting tickets, the clock guard). */
-  get clocks(): VoterClocks {
-    return this.clockGuard.clocks;
-  }
-
-  get count(): number {
-    return this.list.length;
   }
 
   /** One round over every voter (or `voters`, with their own `quorum`), bounded by nodeTimeout. */
@@ -118,14 +107,7 @@ export class Voters {
       return batched ? Promise.all(batched) : SENT;
     }
     const send = (voter: Voter) => this.sendLetGo(voter, keys, value, how);
-    return quorumRound(
-      this.runtime,
-      voters,
-      Math.min(this.quorum, voters.length),
-      this.nodeTimeout,
-      send,
-      countsAsDone,
-    );
+    return this.round(send, countsAsDone, { voters, quorum: Math.min(this.quorum, voters.length) });
   }
 
   /** One voter's answered let-go, counted until it settles (close() waits for those in flight). */
@@ -146,47 +128,9 @@ export class Voters {
    */
   async lettingGoSettled(timeoutMs: number): Promise<void> {
     if (this.lettingGo === 0) return;
-    await settleWithin(
-      this.runtime,
-      new Promise<void>((resolve) => (this.onLetGoSettled = resolve)),
-      timeoutMs,
-    );
+    const settled = new Promise<void>((resolve) => (this.onLetGoSettled = resolve));
+    await settleWithin(this.runtime, settled, timeoutMs);
     this.onLetGoSettled = undefined;
-  }
-
-  /**
-   * Records that voter `index` abstains under the restart guard for `remainingMs` (logged and
-   * emitted by {@link Abstentions.note}), and returns the reason for error messages.
-   */
-  noteAbstention(index: number, remainingMs: number, why?: string, shard?: string): string {
-    return this.abstentions.note(index, remainingMs, why, shard);
-  }
-
-  /**
-   * Records voter `index`'s clock as read in a reply (see VoterClocks.note): a forward step above
-   * the clock guard excludes the voter from this engine's quorums, and one that is also ahead of a
-   * quorum of the others in that round is marked for every client (clock-guard.ts).
-   */
-  noteClock(index: number, sentAt: number, receivedAt: number, clockUs: number, judgeAhead = true): void {
-    this.clockGuard.noteClock(index, sentAt, receivedAt, clockUs, judgeAhead);
-  }
-
-  /** Voter `index` granted within the window of `expectedUs` (VoterClocks.expectedUs): no step. */
-  noteClockWithin(index: number, sentAt: number, receivedAt: number, expectedUs: number): void {
-    this.clockGuard.noteWithin(index, sentAt, receivedAt, expectedUs);
-  }
-
-  /**
-   * The clock guard: voter `index`'s clock stepped forward by `stepMs` (more than the guard), as a
-   * hand-over showed: it does not count toward this engine's quorums for now (see ClockGuard).
-   */
-  excludeAfterStep(index: number, stepMs: number): void {
-    this.clockGuard.excludeAfterStep(index, stepMs);
-  }
-
-  /** The clock guard: voter `index` was ahead of the others by `aheadMs` when first read (see ClockGuard). */
-  excludeAhead(index: number, aheadMs: number, quiet?: boolean): number {
-    return this.clockGuard.excludeAhead(index, aheadMs, quiet);
   }
 
   /**
@@ -196,35 +140,6 @@ export class Voters {
   abstains(index: number, keys?: readonly string[]): boolean {
     if (this.abstentions.abstainsUntil(index) > this.runtime.now()) return true;
     return keys !== undefined && (this.list[index]!.abstainingForMs?.(keys) ?? 0) > 0;
-  }
-
-  /**
-   * Reads every connected voter's clock once, or those of `only` (a read-only script on `probeKey`,
-   * bounded by five node timeouts, at least 500 ms): the baseline the clock guard compares later
-   * readings with, and what waiting tickets are stamped with from the first acquire on.
-   */
-  async readClocks(probeKey: string, only?: readonly number[]): Promise<void> {
-    await Promise.all(
-      this.list.map(async (voter, index) => {
-        if (!voter.connected || (only && !only.includes(index))) return;
-        const sentAt = this.runtime.now();
-        // Once, at bootstrap: a voter still busy with its first connection gets some slack.
-        const inspection = settleWithin(
-          this.runtime,
-          voter.inspect(probeKey),
-          Math.max(5 * this.nodeTimeout, 500),
-        );
-        const view = await inspection.catch(() => undefined);
-        if (view === undefined || view === TIMED_OUT || view.clockUs === undefined) return;
-        // The bootstrap judges a lead itself, against every voter read (checkClocks), and reports it.
-        this.noteClock(index, sentAt, this.runtime.now(), view.clockUs, false);
-      }),
-    );
-  }
-
-  /** Whether voter `index` counts toward this engine's quorums (not excluded by the clock guard). */
-  counts(index: number): boolean {
-    return this.clockGuard.counts(index);
   }
 
   /**
@@ -273,4 +188,104 @@ export class Voters {
     this.abstentions.close();
     await Promise.all(this.list.map((v) => v.close(this.nodeTimeout)));
   }
+}
+
+/** Votes needed among `count` voters: a strict majority. The one quorum formula of the library. */
+export function quorumOf(count: number): number {
+  return Math.floor(count / 2) + 1;
+}
+
+/** How one voter's reply counts: for, against, or not at all (with a log-safe reason). */
+export type Vote = 'yes' | 'no' | { readonly declined: string };
+
+/**
+ * Options of a round. `observe` sees every voter's outcome, also those after the decision: its
+ * reply, or undefined when the operation failed (not when the round stopped waiting for it).
+ */
+interface RoundOptions<R> {
+  readonly observe?: (index: number, reply: R | undefined) => void;
+}
+
+/** The decision of one round, taken as soon as it was certain. */
+export interface RoundOutcome<R> {
+  /** A majority voted yes. */
+  readonly ok: boolean;
+  /** Replies that voted yes, with the voter index, in arrival order. */
+  readonly yes: ReadonlyArray<{ readonly index: number; readonly reply: R }>;
+  /** Replies that voted no (e.g. lock busy), in arrival order. */
+  readonly no: readonly R[];
+  /** Voters that failed, timed out or declined, with log-safe reasons. */
+  readonly unavailable: readonly NodeFailure[];
+  /** Per voter: what it answered before the decision (undefined: no answer yet). */
+  readonly votes: ReadonlyArray<'yes' | 'no' | 'declined' | 'failed' | undefined>;
+}
+
+/**
+ * Sends one request to every voter at once and decides as soon as `quorum` said yes or that can no
+ * longer happen, without waiting for stragglers. Voters that have not answered within `timeoutMs`
+ * count as unavailable (one time-out per round, not one per voter).
+ */
+function quorumRound<R>(
+  runtime: Runtime,
+  voters: readonly Voter[],
+  quorum: number,
+  timeoutMs: number,
+  send: (voter: Voter, index: number) => Promise<R>,
+  classify: (reply: R, index: number) => Vote,
+  options: RoundOptions<R> = {},
+): Promise<RoundOutcome<R>> {
+  return new Promise((resolve) => {
+    const total = voters.length;
+    const votes = new Array<'yes' | 'no' | 'declined' | 'failed' | undefined>(total);
+    const yes: Array<{ index: number; reply: R }> = [];
+    const no: R[] = [];
+    const unavailable: NodeFailure[] = [];
+    let decided = false;
+    const record = (index: number, outcome: () => void) => {
+      if (votes[index] !== undefined || decided) return;
+      outcome();
+      const failed = no.length + unavailable.length;
+      if (yes.length >= quorum || failed > total - quorum || yes.length + failed === total) {
+        decided = true;
+        cancel();
+        resolve({ ok: yes.length >= quorum, yes, no, unavailable, votes });
+      }
+    };
+    const fail = (index: number, reason: string, vote: 'declined' | 'failed') => {
+      votes[index] = vote;
+      unavailable.push({ node: voters[index]!.label, reason });
+    };
+    // When the timer fires, replies may already wait in the sockets (timers run before I/O is
+    // read, e.g. after a busy tick): look at them first, then expire what is still missing.
+    const cancel = runtime.setTimeout(
+      () =>
+        runtime.defer(() => {
+          for (let i = 0; i < total; i++)
+            record(i, () => fail(i, `no reply within ${timeoutMs} ms`, 'failed'));
+        }),
+      timeoutMs,
+    );
+    const { observe } = options;
+    voters.forEach((voter, index) => {
+      send(voter, index).then(
+        (reply) => {
+          observe?.(index, reply);
+          record(index, () => {
+            const vote = classify(reply, index);
+            if (vote === 'yes') {
+              votes[index] = 'yes';
+              yes.push({ index, reply });
+            } else if (vote === 'no') {
+              votes[index] = 'no';
+              no.push(reply);
+            } else fail(index, vote.declined, 'declined');
+          });
+        },
+        (err: unknown) => {
+          observe?.(index, undefined);
+          record(index, () => fail(index, voter.failureReason(err), 'failed'));
+        },
+      );
+    });
+  });
 }

@@ -25,8 +25,7 @@ import { settingsArg } from '../scripts/settings.js';
 import type { Route, Transport } from '../transport/transport.js';
 import { extendBatch } from './batches.js';
 import { VoterConnection } from './connection.js';
-import { SendOrder } from './send.js';
-import { runScript } from './send.js';
+import { runScript, SendOrder } from './send.js';
 import type { Voter, VoterContext } from './voter-api.js';
 import type { ExtendAnswers, ExtendRequest } from '../scripts/extend.js';
 
