@@ -7,7 +7,7 @@ import { DistributedLock, FencingToken } from 'nest-quorum-lock';
 @Injectable()
 export class ReportTask {
   @Cron('0 * * * * *') // every minute, in every instance
-  @DistributedLock('report', { wait: 100, onBusy: 'skip', holdAtLeast: 30_000 })
+  @DistributedLock('report', { onBusy: 'skip', holdAtLeast: 30_000 })
   async report(@FencingToken() token?: number): Promise<void> {
     // One instance per tick gets here; the others skip it (a debug line, no error).
     await this.send(token!);

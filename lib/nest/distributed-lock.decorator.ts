@@ -1,6 +1,7 @@
 import { Inject, Logger } from '@nestjs/common';
 import { catchError, EMPTY, Observable, throwError } from 'rxjs';
 import {
+  EngineClosedError,
   LockNotAcquiredError,
   QuorumUnavailableError,
   RedlockOptionsError,
@@ -27,7 +28,8 @@ import {
  * instance should run, with `holdAtLeast` so that a short job is not run twice per tick. A
  * `'skip'` method is also skipped while the lock quorum is unavailable (no instance could run it):
  * one warning when that starts, with the reason, and one line when a call reaches the quorum
- * again, instead of an error with a stack trace every tick.
+ * again, instead of an error with a stack trace every tick; and, at debug level, when the engine
+ * shuts down before its acquire ends.
  */
 export type DistributedLockOptions = Omit<LockOptions, 'signal'>;
 
@@ -159,6 +161,11 @@ export function DistributedLock(
       if (ran) throw err;
       if (err instanceof QuorumUnavailableError) {
         episode!.skip(err);
+        return value;
+      }
+      if (err instanceof EngineClosedError) {
+        // A tick that fires while the application shuts down: not run, and not an error.
+        skipLog.debug(`${where} skipped: the lock engine is shutting down (onBusy: 'skip')`);
         return value;
       }
       if (!(err instanceof LockNotAcquiredError)) throw err;

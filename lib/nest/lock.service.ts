@@ -61,7 +61,8 @@ export class LockService {
 
   /**
    * Makes ONE attempt (it waits only when `options.wait` is given: the module's default `wait`
-   * does not apply) and resolves `null` when the lock is busy.
+   * does not apply; a vote split with acquirers that came at the same moment is tried again) and
+   * resolves `null` when the lock is busy.
    * @throws QuorumUnavailableError when too few nodes answer.
    */
   tryAcquire(keys: string | string[], options?: LockOptions): Promise<Lock | null> {

@@ -57,6 +57,8 @@ export type Attempt =
       readonly retryAfterMs: number;
       /** Some voters granted: other acquirers split the vote, the lock itself may well be free. */
       readonly contended: boolean;
+      /** Nobody holds it on a majority, every voter answered, acquirers that came at once split the vote. */
+      readonly split?: boolean;
       /** Set when a majority granted but the grant could not be used (nobody else holds it). */
       readonly why?: string;
     }
@@ -154,11 +156,17 @@ export class Acquirer {
     }
     if (busy.length > 0 && voters.list.length - round.unavailable.length >= voters.quorum) {
       checkNotSemaphore(request, busy); // a busy path only: the mutex's grant reads nothing more
-      const contended = round.yes.length > 0 && !heldByOneOwner(busy, voters.quorum);
+      const held = heldByOneOwner(busy, voters.quorum);
       return {
         outcome: 'busy',
         retryAfterMs: retryAfter(busy, voters.list.length, voters.quorum),
-        contended,
+        contended: round.yes.length > 0 && !held,
+        // A round decides once a majority is out of reach, maybe before this attempt's own grants:
+        // several holders tell a split too. Not when a voter failed (a retry would wait for it).
+        split:
+          !held &&
+          round.unavailable.length === 0 &&
+          (round.yes.length > 0 || busy.some((b) => b.holder !== busy[0]!.holder)),
       };
     }
     return {

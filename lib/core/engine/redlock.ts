@@ -21,7 +21,7 @@ import { buildEngineParts, type EngineParts } from './parts.js';
 import { slotRequest } from './semaphore-request.js';
 import { SharedAcquirer } from './shared-acquire.js';
 import { inspectLock, withSubscriptions } from './status-and-inspect.js';
-import { waitForLock, type WaitExhausted } from './wait.js';
+import { retrySplit, waitForLock, type WaitExhausted } from './wait.js';
 import { WakeChannel } from './wake-channel.js';
 
 /**
@@ -132,8 +132,8 @@ export class Redlock {
   }
 
   /**
-   * Makes ONE attempt (it waits only when `options.wait` is given) and resolves `null` instead of
-   * throwing when the lock is busy.
+   * Makes ONE attempt (it waits only when `options.wait` is given; a vote split with acquirers that
+   * came at the same moment is tried again) and resolves `null` instead of throwing when the lock is busy.
    * @throws QuorumUnavailableError when too few nodes answer.
    */
   async tryAcquire(resources: string | readonly string[], options?: LockOptions): Promise<Lock | null> {
@@ -248,6 +248,8 @@ export class Redlock {
     const value = this.parts.values.next(request.names.length > 1);
     return this.acquirer.attempt(request, value).then((attempt) => {
       if (attempt.outcome === 'granted') return attempt.lock;
+      if (attempt.outcome === 'busy' && attempt.split)
+        return retrySplit(this.parts, this.acquirer, request, attempt, this.failure, this.lifecycle.signal);
       throw this.failure(attempt, 1, request);
     });
   }

@@ -26,8 +26,16 @@ export function pauseBeforeRetry(
   const jitter = random() * opts.retryJitter;
   if (attempt.outcome === 'unavailable') return opts.retryDelay + jitter;
   if (attempt.contended) {
-    const backoff = random() * Math.min(MAX_COLLISION_BACKOFF_MS, 2 ** collisions);
+    const backoff = collisionBackoff(collisions, random);
     return attempt.retryAfterMs >= 0 ? Math.min(attempt.retryAfterMs, backoff) : backoff;
   }
   return attempt.retryAfterMs >= 0 ? attempt.retryAfterMs + jitter : opts.retryDelay + jitter;
+}
+
+/**
+ * After the `collisions`-th split vote in a row: a random back-off that doubles with each, so that
+ * one of the colliding acquirers gets through instead of all retrying in step.
+ */
+export function collisionBackoff(collisions: number, random: () => number): number {
+  return random() * Math.min(MAX_COLLISION_BACKOFF_MS, 2 ** collisions);
 }

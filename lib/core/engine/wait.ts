@@ -2,7 +2,8 @@ import type { Acquirer, AcquireRequest, Attempt } from './acquire.js';
 import { SingleResourceWaiter } from './hand-over.js';
 import type { HeldLock } from './held-lock.js';
 import type { EngineParts } from './parts.js';
-import { pauseBeforeRetry, QUEUE_RECHECK_MS } from './retry-backoff.js';
+import { sleep } from '../runtime.js';
+import { collisionBackoff, pauseBeforeRetry, QUEUE_RECHECK_MS } from './retry-backoff.js';
 import type { WakeChannel } from './wake-channel.js';
 import type { WakeSubscription } from './wake-subscription.js';
 
@@ -143,4 +144,36 @@ export async function waitForLock(
     // us and the next waiter's turn starts at once if ours had come.
     if (!granted && attempts > 0) void parts.voters.letGo(request.lockKeys, value(), { op: 'leave-queue' });
   }
+}
+
+/** How many times a fail-fast acquire whose vote split is made again, at most (222 ms of back-off). */
+const SPLIT_RETRIES = 10;
+
+/**
+ * A fail-fast acquire (`wait: 0`) whose first attempt's vote split between acquirers that came at
+ * the same moment (nobody holds the lock; without a retry each would give back its minority and
+ * fail, and nobody would run: a cron tick on several instances): made again after the collision
+ * back-off while it splits, at most SPLIT_RETRIES times. A lock that someone holds fails at once;
+ * so does every attempt once the engine shuts down.
+ */
+export async function retrySplit(
+  parts: EngineParts,
+  acquirer: Acquirer,
+  request: AcquireRequest,
+  first: Exclude<Attempt, { outcome: 'granted' }>,
+  exhausted: WaitExhausted,
+  shutdown: AbortSignal,
+): Promise<HeldLock> {
+  let attempt = first;
+  let attempts = 1;
+  while (attempt.outcome === 'busy' && attempt.split && attempts <= SPLIT_RETRIES) {
+    const pause = collisionBackoff(attempts, () => parts.runtime.random());
+    await sleep(parts.runtime, pause);
+    if (shutdown.aborted) break;
+    const next = await acquirer.attempt(request, parts.values.next(request.names.length > 1));
+    attempts++;
+    if (next.outcome === 'granted') return next.lock;
+    attempt = next;
+  }
+  throw exhausted(attempt, attempts, request);
 }

@@ -72,6 +72,17 @@ class Worker {
   }
 }
 
+@Injectable()
+class Ticks {
+  ran = 0;
+
+  /** A scheduled job that skips when busy, waiting a while for the lock first. */
+  @DistributedLock('busy-tick', { onBusy: 'skip', wait: 5000 })
+  async tick(): Promise<void> {
+    this.ran++;
+  }
+}
+
 @Controller()
 class SlowController {
   constructor(private readonly locks: LockService) {}
@@ -110,7 +121,7 @@ describe('app.close() while locked work runs (real nodes)', () => {
     await watcher.connect();
     @Module({
       imports: [RedlockModule.forRoot({ nodes: nodes.urls, restartGuard: false, drainTimeout: 5000 })],
-      providers: [Reports, Worker],
+      providers: [Reports, Worker, Ticks],
       controllers: [SlowController],
     })
     class AppModule {}
@@ -130,6 +141,9 @@ describe('app.close() while locked work runs (real nodes)', () => {
     const report = reports.nightly();
     worker.start();
     const request = get(url);
+    // A skipping job still waiting for a lock held elsewhere when shutdown begins: skipped, no error.
+    const held = await watcher.acquire('busy-tick', { ttl: 10_000 });
+    const tick = app.get(Ticks).tick();
     await sleep(100);
     const closing = performance.now();
     const closed = app.close();
@@ -143,6 +157,9 @@ describe('app.close() while locked work runs (real nodes)', () => {
     await report;
     await worker.stopped();
     await closed;
+    await expect(tick).resolves.toBeUndefined();
+    expect(app.get(Ticks).ran).toBe(0);
+    await held.release();
     const tookMs = performance.now() - closing;
 
     const response = await request;
