@@ -27,7 +27,10 @@ export function runnerOf(handle: unknown, dialect: SqlDialect | undefined): Prom
     return Promise.reject(unsupported(handle));
   let runner = runners.get(handle);
   if (!runner) {
-    runner = detect(handle, dialect);
+    runner = build(handle, dialect).then((built) => {
+      if (typeof built !== 'string') return built;
+      throw new TypeError(`FencedTable supports PostgreSQL and MariaDB/MySQL; got ${built}.`);
+    });
     runners.set(handle, runner);
     runner.catch(() => runners.delete(handle));
   }
@@ -38,13 +41,6 @@ export function runnerOf(handle: unknown, dialect: SqlDialect | undefined): Prom
       );
     return r;
   });
-}
-
-async function detect(handle: object, dialect: SqlDialect | undefined): Promise<SqlRunner> {
-  const built = await build(handle, dialect);
-  if (typeof built === 'string')
-    throw new TypeError(`FencedTable supports PostgreSQL and MariaDB/MySQL; got ${built}.`);
-  return built;
 }
 
 async function build(handle: object, dialect: SqlDialect | undefined): Promise<SqlRunner | string> {

@@ -1,7 +1,7 @@
 import type { SqlDialect } from '../identifiers.js';
 import type { BoundStatement } from '../statement.js';
 import { importOptional } from './lazy-import.js';
-import { mysqlRows, pgRows, type SqlRow, type SqlRunner } from './runner.js';
+import { rowsOf, sqlRunner, type SqlRunner } from './runner.js';
 
 /** The part of drizzle-orm's `sql` the runner uses: raw text and parameters, joined. */
 interface DrizzleSql {
@@ -47,31 +47,21 @@ export function drizzleKind(
  */
 export function drizzleRunner(handle: object, dialect: SqlDialect, inTransaction: boolean): SqlRunner {
   const db = handle as DrizzleDb;
-  const runner: SqlRunner = {
+  return sqlRunner(
     dialect,
-    async run(statement) {
+    async (statement) => {
       const { sql } = await importOptional<{ sql: DrizzleSql }>('drizzle-orm', 'A Drizzle handle');
-      return rows(dialect, statement, await db.execute(build(sql, statement)));
+      return rowsOf(dialect, statement, await db.execute(build(sql, statement)));
     },
-    transaction(fn) {
-      if (inTransaction) return fn(runner);
-      return db.transaction((tx) => fn(drizzleRunner(tx, dialect, true)), {
-        isolationLevel: 'read committed',
-      });
-    },
-  };
-  return runner;
+    (fn, self) =>
+      inTransaction
+        ? fn(self)
+        : db.transaction((tx) => fn(drizzleRunner(tx, dialect, true)), { isolationLevel: 'read committed' }),
+  );
 }
 
 function build(sql: DrizzleSql, s: BoundStatement): unknown {
   const chunks: unknown[] = [sql.raw(s.pieces[0]!)];
   s.args.forEach((arg, i) => chunks.push(sql.param(s.values[arg]), sql.raw(s.pieces[i + 1]!)));
   return sql.join(chunks);
-}
-
-/** node-postgres gives `{ rows }`, postgres.js an array of rows, mysql2 `[rows, fields]`. */
-function rows(dialect: SqlDialect, statement: BoundStatement, result: unknown): SqlRow[] {
-  if (!statement.returnsRows) return [];
-  if (dialect === 'mysql') return mysqlRows(result);
-  return Array.isArray(result) ? (result as SqlRow[]) : pgRows(result);
 }

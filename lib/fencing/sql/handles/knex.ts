@@ -1,6 +1,6 @@
 import type { SqlDialect } from '../identifiers.js';
-import { positional, type BoundStatement } from '../statement.js';
-import { mysqlRows, pgRows, type SqlRow, type SqlRunner } from './runner.js';
+import { positional } from '../statement.js';
+import { rowsOf, sqlRunner, type SqlRunner } from './runner.js';
 
 interface KnexLike {
   raw(sql: string, bindings: unknown[]): PromiseLike<unknown>;
@@ -27,26 +27,16 @@ export function knexDialect(handle: object): SqlDialect | string | undefined {
  */
 export function knexRunner(handle: object, dialect: SqlDialect): SqlRunner {
   const knex = handle as KnexLike;
-  const runner: SqlRunner = {
+  return sqlRunner(
     dialect,
-    async run(statement) {
-      return rows(dialect, statement, await knex.raw(...knexRaw(statement)));
+    async (statement) => {
+      const escaped = { ...statement, pieces: statement.pieces.map((p) => p.replace(/\?/g, '\\?')) };
+      const { text, values } = positional(escaped);
+      return rowsOf(dialect, statement, await knex.raw(text, values));
     },
-    transaction(fn) {
-      if (knex.isTransaction === true) return fn(runner);
-      return knex.transaction((trx) => fn(knexRunner(trx, dialect)), { isolationLevel: 'read committed' });
-    },
-  };
-  return runner;
-}
-
-function knexRaw(statement: BoundStatement): [string, unknown[]] {
-  const escaped = { ...statement, pieces: statement.pieces.map((p) => p.replace(/\?/g, '\\?')) };
-  const { text, values } = positional(escaped);
-  return [text, values];
-}
-
-function rows(dialect: SqlDialect, statement: BoundStatement, result: unknown): SqlRow[] {
-  if (!statement.returnsRows) return [];
-  return dialect === 'mysql' ? mysqlRows(result) : pgRows(result);
+    (fn, self) =>
+      knex.isTransaction === true
+        ? fn(self)
+        : knex.transaction((trx) => fn(knexRunner(trx, dialect)), { isolationLevel: 'read committed' }),
+  );
 }
