@@ -1,6 +1,6 @@
 import type { SqlDialect } from '../identifiers.js';
-import { drizzleKind, drizzleRunner } from './drizzle.js';
-import { knexDialect, knexRunner } from './knex.js';
+import { drizzleRunner } from './drizzle.js';
+import { knexRunner } from './knex.js';
 import { isKysely, kyselyRunner } from './kysely.js';
 import { isMysql2, mysql2Runner } from './mysql2.js';
 import { isPgQueryable, nodePostgresRunner } from './node-postgres.js';
@@ -45,13 +45,8 @@ export function runnerOf(handle: unknown, dialect: SqlDialect | undefined): Prom
 
 async function build(handle: object, dialect: SqlDialect | undefined): Promise<SqlRunner | string> {
   if (isPrisma(handle)) return prismaRunner(handle, dialect);
-  const knex = knexDialect(handle);
-  if (knex !== undefined) return knex === 'postgres' || knex === 'mysql' ? knexRunner(handle, knex) : knex;
-  const drizzle = drizzleKind(handle);
-  if (drizzle !== undefined) {
-    const d = drizzle.dialect;
-    return d === 'postgres' || d === 'mysql' ? drizzleRunner(handle, d, drizzle.transaction) : d;
-  }
+  const knexOrDrizzle = knexRunner(handle) ?? drizzleRunner(handle);
+  if (knexOrDrizzle !== undefined) return knexOrDrizzle;
   if (isKysely(handle)) return kyselyRunner(handle);
   const typeOrm = typeOrmKind(handle);
   if (typeOrm !== undefined) return typeOrmRunner(handle, typeOrm);

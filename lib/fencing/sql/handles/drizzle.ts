@@ -28,16 +28,17 @@ function entityKinds(handle: object): string[] {
   return kinds;
 }
 
-/** PostgreSQL or MySQL when `handle` is a Drizzle database or transaction; undefined when it is not Drizzle. */
-export function drizzleKind(
-  handle: object,
-): { dialect: SqlDialect | string; transaction: boolean } | undefined {
+/**
+ * A runner when `handle` is a Drizzle database or transaction of PostgreSQL or MySQL, what it is
+ * otherwise; undefined when it is not Drizzle.
+ */
+export function drizzleRunner(handle: object): SqlRunner | string | undefined {
   const kinds = entityKinds(handle);
   if (kinds.length === 0) return undefined;
   const transaction = kinds.includes('PgTransaction') || kinds.includes('MySqlTransaction');
-  if (kinds.includes('PgDatabase')) return { dialect: 'postgres', transaction };
-  if (kinds.includes('MySqlDatabase')) return { dialect: 'mysql', transaction };
-  return { dialect: `a Drizzle ${kinds[0]}`, transaction };
+  if (kinds.includes('PgDatabase')) return runnerFor(handle as DrizzleDb, 'postgres', transaction);
+  if (kinds.includes('MySqlDatabase')) return runnerFor(handle as DrizzleDb, 'mysql', transaction);
+  return `a Drizzle ${kinds[0]}`;
 }
 
 /**
@@ -45,8 +46,7 @@ export function drizzleKind(
  * object of the application's own drizzle-orm, built from raw text and `sql.param` values, so
  * Drizzle writes the placeholders and binds the values.
  */
-export function drizzleRunner(handle: object, dialect: SqlDialect, inTransaction: boolean): SqlRunner {
-  const db = handle as DrizzleDb;
+function runnerFor(db: DrizzleDb, dialect: SqlDialect, inTransaction: boolean): SqlRunner {
   return sqlRunner(
     dialect,
     async (statement) => {
@@ -56,7 +56,7 @@ export function drizzleRunner(handle: object, dialect: SqlDialect, inTransaction
     (fn, self) =>
       inTransaction
         ? fn(self)
-        : db.transaction((tx) => fn(drizzleRunner(tx, dialect, true)), { isolationLevel: 'read committed' }),
+        : db.transaction((tx) => fn(runnerFor(tx, dialect, true)), { isolationLevel: 'read committed' }),
   );
 }
 
