@@ -142,8 +142,7 @@ export class FencedTable<Row extends object = Record<string, unknown>> {
    * read or written it; then do not write, the lock has passed on.
    */
   async read(db: SqlHandle, key: unknown, token: number): Promise<FencedRead<Row>> {
-    checkKey(key);
-    checkToken(token);
+    checkCall(key, token);
     const { [this.tokenColumn]: last, ...row } = await this.readRow(db, key, token);
     const lastToken = Number(last ?? 0);
     if (lastToken !== token) return { accepted: false, lastToken };
@@ -156,8 +155,7 @@ export class FencedTable<Row extends object = Record<string, unknown>> {
    * left out; the key and token columns cannot be among `values`.
    */
   async write(db: SqlHandle, key: unknown, token: number, values: Partial<Row> = {}): Promise<FencedWrite> {
-    checkKey(key);
-    checkToken(token);
+    checkCall(key, token);
     const entries = Object.entries(values).filter(([, v]) => v !== undefined);
     for (const [column] of entries) {
       if (column === this.keyColumn || column === this.tokenColumn)
@@ -194,8 +192,7 @@ export class FencedTable<Row extends object = Record<string, unknown>> {
     entries: ReadonlyArray<readonly [string, unknown]>,
   ): Promise<{ readonly accepted: boolean; readonly lastToken: unknown }> {
     const runner = await runnerOf(db, this.options.dialect);
-    const quote = quoterOf(runner.dialect);
-    const columns = entries.map(([column]) => quote(column, 'column'));
+    const columns = entries.map(([column]) => quoterOf(runner.dialect)(column, 'column'));
     return this.tableFor(runner.dialect).write(runner, columns, [key, token, ...entries.map(([, v]) => v)]);
   }
 
@@ -259,11 +256,9 @@ export class FencedTable<Row extends object = Record<string, unknown>> {
   }
 }
 
-function checkToken(token: number): void {
-  if (!isFencingToken(token)) throw new InvalidFencingTokenError(token);
-}
-
-function checkKey(key: unknown): void {
+/** What a read and a write check first, before any SQL: the key, then the token. */
+function checkCall(key: unknown, token: number): void {
   if (key === undefined || key === null)
     throw new InvalidFencedValuesError(`A fenced row needs a key, got ${String(key)}.`);
+  if (!isFencingToken(token)) throw new InvalidFencingTokenError(token);
 }
