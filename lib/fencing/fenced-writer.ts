@@ -1,4 +1,4 @@
-import { luaScript, type LuaScript } from '../core/scripts/lua.js';
+import { luaScript } from '../core/scripts/lua.js';
 import { runScript } from '../core/voter/send.js';
 import { type ServerSend } from '../core/voter/server.js';
 import { invalidFencingTokenMessage, isFencingToken } from './fencing-token.js';
@@ -104,10 +104,10 @@ export class FencedWriter {
   /** Reads the hash, recording `token` as its newest reader; refused if a higher token came first. */
   async hgetall(key: string, token: number): Promise<FencedReadResult> {
     checkToken(token);
-    const reply = (await this.run(FENCED_WRITER_SCRIPTS.read, key, [
-      this.fenceField,
-      String(token),
-    ])) as Array<number | string>;
+    const args = [this.fenceField, String(token)];
+    const reply = (await runScript(this.redis, FENCED_WRITER_SCRIPTS.read, [key], args)) as Array<
+      number | string
+    >;
     const fields: Record<string, string> = {};
     for (let i = 2; i < reply.length; i += 2) fields[String(reply[i])] = String(reply[i + 1]);
     return { accepted: reply[0] === 1, fields, lastToken: Number(reply[1]) };
@@ -132,12 +132,8 @@ export class FencedWriter {
       String(token),
       ...Object.entries(fields).flatMap(([f, v]) => [f, String(v)]),
     ];
-    const reply = (await this.run(FENCED_WRITER_SCRIPTS.write, key, args)) as [number, string];
+    const reply = (await runScript(this.redis, FENCED_WRITER_SCRIPTS.write, [key], args)) as [number, string];
     return { accepted: reply[0] === 1, lastToken: Number(reply[1]) };
-  }
-
-  private run(script: LuaScript, key: string, args: string[]): Promise<unknown> {
-    return runScript(this.redis, script, [key], args);
   }
 }
 

@@ -38,17 +38,13 @@ export function storeSend(client: FencedStoreClient): ServerSend {
     case 'glide':
     case 'glide-cluster':
       return (command) => c.customCommand!([...command], DECODE_STRINGS).then(pairsAsArray);
-    default:
-      throw new TypeError(
-        'FencedWriter needs a Redis client: an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster ' +
-          '(createClient / createCluster), or a Valkey GLIDE client; got ' +
-          (client === null
-            ? 'null'
-            : typeof client === 'object'
-              ? 'an object of another kind'
-              : typeof client),
-      );
   }
+  const got =
+    client === null ? 'null' : typeof client === 'object' ? 'an object of another kind' : typeof client;
+  throw new TypeError(
+    'FencedWriter needs a Redis client: an ioredis or iovalkey Redis or Cluster, a node-redis client or cluster ' +
+      `(createClient / createCluster), or a Valkey GLIDE client; got ${got}`,
+  );
 }
 
 /** GLIDE gives a script's table of pairs as `[{ key, value }]`: the flat array other clients give. */

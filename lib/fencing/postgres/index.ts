@@ -4,9 +4,10 @@
  * this entry point stays for the applications that import it. Works with node-postgres (`pg`, an
  * optional peer dependency) without importing it: pass your `Pool` or `PoolClient`.
  */
+import type { FencedRead, FencedWrite } from '../sql/fenced-table.js';
+
 export { FencedTable } from '../sql/fenced-table.js';
 export type { FencedTableOptions, FencedTableColumns, FencedRead, FencedWrite } from '../sql/fenced-table.js';
-export type { PgFencedRead, PgFencedWrite } from './aliases.js';
 export type { PgQueryable, SqlHandle } from '../sql/handles/types.js';
 export {
   FencedTableError,
@@ -15,3 +16,8 @@ export {
   InvalidIdentifierError,
 } from '../sql/errors.js';
 export { quoteIdentifier } from '../sql/identifiers.js';
+
+/** The outcome of a fenced read. @deprecated Use {@link FencedRead} (the same type). */
+export type PgFencedRead<Row> = FencedRead<Row>;
+/** The outcome of a fenced write. @deprecated Use {@link FencedWrite} (the same type). */
+export type PgFencedWrite = FencedWrite;

@@ -1,12 +1,12 @@
 import { isFencingToken } from '../fencing-token.js';
-import type { DialectTable, QuotedNames } from './dialects/dialect.js';
+import { addTokenColumnSql, type DialectTable } from './dialects/dialect.js';
 import { MysqlTable } from './dialects/mysql.js';
 import { PostgresTable } from './dialects/postgres.js';
 import { InvalidFencedValuesError, InvalidFencingTokenError } from './errors.js';
 import { runnerOf } from './handles/detect.js';
-import type { SqlRunner } from './handles/runner.js';
 import type { SqlHandle } from './handles/types.js';
 import { checkIdentifier, quoterOf, type SqlDialect } from './identifiers.js';
+import { ddl } from './statement.js';
 
 /** Where a {@link FencedTable} keeps its rows. Names are used exactly as given (quoted). */
 export interface FencedTableOptions {
@@ -133,7 +133,7 @@ export class FencedTable<Row extends object = Record<string, unknown>> {
    * the table's dialect (PostgreSQL's quoting when none was given).
    */
   get qualifiedName(): string {
-    return this.quotedNames(this.options.dialect ?? 'postgres').table;
+    return this.tableFor(this.options.dialect ?? 'postgres').names.table;
   }
 
   /**
@@ -142,8 +142,7 @@ export class FencedTable<Row extends object = Record<string, unknown>> {
    * read or written it; then do not write, the lock has passed on.
    */
   async read(db: SqlHandle, key: unknown, token: number): Promise<FencedRead<Row>> {
-    checkKey(key);
-    checkToken(token);
+    checkCall(key, token);
     const { [this.tokenColumn]: last, ...row } = await this.readRow(db, key, token);
     const lastToken = Number(last ?? 0);
     if (lastToken !== token) return { accepted: false, lastToken };
@@ -156,8 +155,7 @@ export class FencedTable<Row extends object = Record<string, unknown>> {
    * left out; the key and token columns cannot be among `values`.
    */
   async write(db: SqlHandle, key: unknown, token: number, values: Partial<Row> = {}): Promise<FencedWrite> {
-    checkKey(key);
-    checkToken(token);
+    checkCall(key, token);
     const entries = Object.entries(values).filter(([, v]) => v !== undefined);
     for (const [column] of entries) {
       if (column === this.keyColumn || column === this.tokenColumn)
@@ -176,7 +174,7 @@ export class FencedTable<Row extends object = Record<string, unknown>> {
    * `nest-quorum-lock/testing` overrides it.
    */
   protected async readRow(db: SqlHandle, key: unknown, token: number): Promise<Record<string, unknown>> {
-    const runner = await this.runner(db);
+    const runner = await runnerOf(db, this.options.dialect);
     const stored = await this.tableFor(runner.dialect).read(runner, key, token);
     if (!stored) throw new Error(`Fenced read of ${this.qualifiedName} returned no row`); // cannot happen
     return stored;
@@ -193,9 +191,8 @@ export class FencedTable<Row extends object = Record<string, unknown>> {
     token: number,
     entries: ReadonlyArray<readonly [string, unknown]>,
   ): Promise<{ readonly accepted: boolean; readonly lastToken: unknown }> {
-    const runner = await this.runner(db);
-    const quote = quoterOf(runner.dialect);
-    const columns = entries.map(([column]) => quote(column, 'column'));
+    const runner = await runnerOf(db, this.options.dialect);
+    const columns = entries.map(([column]) => quoterOf(runner.dialect)(column, 'column'));
     return this.tableFor(runner.dialect).write(runner, columns, [key, token, ...entries.map(([, v]) => v)]);
   }
 
@@ -209,9 +206,16 @@ export class FencedTable<Row extends object = Record<string, unknown>> {
   ): string {
     const quote = quoterOf(dialect);
     const columns = Object.entries(spec.columns ?? {}).map(
-      ([name, type]) => [quote(name, 'column'), type] as [string, string],
+      ([name, type]) => `${quote(name, 'column')} ${type}`,
     );
-    return this.tableFor(dialect).createTableSql(spec.keyType, columns);
+    const { names, keyType } = this.tableFor(dialect);
+    const lines = [
+      `${names.key} ${spec.keyType ?? keyType} PRIMARY KEY`,
+      ...columns,
+      // 0: no holder has touched the row yet.
+      `${names.token} bigint NOT NULL DEFAULT 0`,
+    ];
+    return `CREATE TABLE IF NOT EXISTS ${names.table} (\n  ${lines.join(',\n  ')}\n)`;
   }
 
   /**
@@ -219,7 +223,7 @@ export class FencedTable<Row extends object = Record<string, unknown>> {
    * (MySQL 8 has no `IF NOT EXISTS` there: leave it out).
    */
   addTokenColumnSql(dialect: SqlDialect = this.options.dialect ?? 'postgres'): string {
-    return this.tableFor(dialect).addTokenColumnSql();
+    return addTokenColumnSql(this.tableFor(dialect).names);
   }
 
   /**
@@ -228,46 +232,33 @@ export class FencedTable<Row extends object = Record<string, unknown>> {
    * MariaDB, DDL commits the transaction the handle may have open).
    */
   async ensureTable(db: SqlHandle, spec: FencedTableColumns = {}): Promise<void> {
-    const runner = await this.runner(db);
-    const quote = quoterOf(runner.dialect);
-    const columns = Object.entries(spec.columns ?? {}).map(
-      ([name, type]) => [quote(name, 'column'), type] as [string, string],
-    );
-    await this.tableFor(runner.dialect).ensureTable(runner, spec.keyType, columns);
-  }
-
-  private runner(db: SqlHandle): Promise<SqlRunner> {
-    return runnerOf(db, this.options.dialect);
+    const runner = await runnerOf(db, this.options.dialect);
+    await runner.run(ddl(this.createTableSql(spec, runner.dialect)));
+    await this.tableFor(runner.dialect).addTokenColumn(runner);
   }
 
   private tableFor(dialect: SqlDialect): DialectTable {
     let table = this.dialects.get(dialect);
     if (!table) {
-      const names = this.quotedNames(dialect);
+      const quote = quoterOf(dialect);
+      const { schema, table: name } = this.options;
+      const quotedTable = quote(name, 'table');
+      const names = {
+        table: schema === undefined ? quotedTable : `${quote(schema, 'schema')}.${quotedTable}`,
+        key: quote(this.keyColumn, 'keyColumn'),
+        token: quote(this.tokenColumn, 'tokenColumn'),
+        raw: { schema, table: name, token: this.tokenColumn },
+      };
       table = dialect === 'postgres' ? new PostgresTable(names) : new MysqlTable(names);
       this.dialects.set(dialect, table);
     }
     return table;
   }
-
-  private quotedNames(dialect: SqlDialect): QuotedNames {
-    const quote = quoterOf(dialect);
-    const { schema, table } = this.options;
-    const quotedTable = quote(table, 'table');
-    return {
-      table: schema === undefined ? quotedTable : `${quote(schema, 'schema')}.${quotedTable}`,
-      key: quote(this.keyColumn, 'keyColumn'),
-      token: quote(this.tokenColumn, 'tokenColumn'),
-      raw: { schema, table, key: this.keyColumn, token: this.tokenColumn },
-    };
-  }
 }
 
-function checkToken(token: number): void {
-  if (!isFencingToken(token)) throw new InvalidFencingTokenError(token);
-}
-
-function checkKey(key: unknown): void {
+/** What a read and a write check first, before any SQL: the key, then the token. */
+function checkCall(key: unknown, token: number): void {
   if (key === undefined || key === null)
     throw new InvalidFencedValuesError(`A fenced row needs a key, got ${String(key)}.`);
+  if (!isFencingToken(token)) throw new InvalidFencingTokenError(token);
 }

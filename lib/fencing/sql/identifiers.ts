@@ -22,12 +22,9 @@ export function checkIdentifier(name: string, option: string): void {
  */
 export function quoteIdentifier(name: string, option: string): string {
   checkIdentifier(name, option);
+  const tooLong = `it is longer than ${MAX_PG_IDENTIFIER_BYTES} bytes and PostgreSQL would truncate it`;
   if (Buffer.byteLength(name, 'utf8') > MAX_PG_IDENTIFIER_BYTES)
-    throw new InvalidIdentifierError(
-      name,
-      option,
-      `it is longer than ${MAX_PG_IDENTIFIER_BYTES} bytes and PostgreSQL would truncate it`,
-    );
+    throw new InvalidIdentifierError(name, option, tooLong);
   return `"${name.replace(/"/g, '""')}"`;
 }
 
@@ -39,20 +36,12 @@ export function quoteIdentifier(name: string, option: string): string {
  */
 export function quoteMysqlIdentifier(name: string, option: string): string {
   checkIdentifier(name, option);
+  const invalid = (reason: string) => new InvalidIdentifierError(name, option, reason);
   if ([...name].length > MAX_MYSQL_IDENTIFIER_CHARS)
-    throw new InvalidIdentifierError(
-      name,
-      option,
-      `it is longer than ${MAX_MYSQL_IDENTIFIER_CHARS} characters`,
-    );
-  if (name.endsWith(' '))
-    throw new InvalidIdentifierError(name, option, 'MariaDB refuses names that end in a space');
+    throw invalid(`it is longer than ${MAX_MYSQL_IDENTIFIER_CHARS} characters`);
+  if (name.endsWith(' ')) throw invalid('MariaDB refuses names that end in a space');
   if (name.includes('?'))
-    throw new InvalidIdentifierError(
-      name,
-      option,
-      "it holds a '?', which drivers that format values on the client take for a placeholder",
-    );
+    throw invalid("it holds a '?', which drivers that format values on the client take for a placeholder");
   return `\`${name.replace(/`/g, '``')}\``;
 }
 

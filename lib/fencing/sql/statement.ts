@@ -4,18 +4,7 @@
  * MariaDB ones and Knex, the driver's own parameter objects for Drizzle. Values are always bound,
  * never written into the text.
  */
-
-/** A placeholder: the index of the call's argument it binds (0 the key, 1 the token, 2... the values). */
-export class Arg {
-  constructor(readonly index: number) {}
-}
-
-/** The call's key (argument 0). */
-export const KEY = new Arg(0);
-/** The call's token (argument 1). */
-export const TOKEN = new Arg(1);
-/** The i-th written value (arguments 2...). */
-export const value = (i: number): Arg => new Arg(i + 2);
+import type { SqlDialect } from './identifiers.js';
 
 /** A statement's text and placeholders, independent of a call's values (cached per table). */
 export interface Statement {
@@ -33,45 +22,52 @@ export interface BoundStatement extends Statement {
   readonly values: readonly unknown[];
 }
 
-/**
- * Tag for statement text: interpolated strings are SQL text (quoted names written by this module),
- * interpolated {@link Arg}s are placeholders.
- */
+/** A placeholder for the call's argument `index` (0 the key, 1 the token, 2... the values). */
+export const arg = (index: number): Statement => ({ pieces: ['', ''], args: [index], returnsRows: false });
+/** The call's key (argument 0). */
+export const KEY = arg(0);
+/** The call's token (argument 1). */
+export const TOKEN = arg(1);
+/** The i-th written value (arguments 2...). */
+export const value = (i: number): Statement => arg(i + 2);
+
+/** What a statement's text can splice in: SQL text (quoted names written here), or statements and lists of them. */
+type Part = string | Statement | readonly Statement[];
+
+/** Tag for statement text; a spliced statement brings its placeholders along. */
 export function sqlText(returnsRows: boolean) {
-  return (strings: TemplateStringsArray, ...parts: Array<string | Arg>): Statement => {
+  return (strings: TemplateStringsArray, ...parts: Part[]): Statement => {
     const pieces: string[] = [strings[0]!];
     const args: number[] = [];
-    parts.forEach((part, i) => {
-      if (part instanceof Arg) {
-        args.push(part.index);
-        pieces.push(strings[i + 1]!);
-      } else {
-        pieces[pieces.length - 1] += part + strings[i + 1]!;
+    const splice = (part: Part): void => {
+      if (typeof part === 'string') pieces[pieces.length - 1] += part;
+      else if (Array.isArray(part)) part.forEach(splice);
+      else {
+        const { pieces: more, args: moreArgs } = part as Statement;
+        pieces[pieces.length - 1] += more[0]!;
+        moreArgs.forEach((a, j) => (args.push(a), pieces.push(more[j + 1]!)));
       }
+    };
+    parts.forEach((part, i) => {
+      splice(part);
+      pieces[pieces.length - 1] += strings[i + 1]!;
     });
     return { pieces, args, returnsRows };
   };
-}
-
-/** Joins statements' pieces with `separator` (e.g. a column list of assignments). */
-export function join(parts: readonly Statement[], separator: string): Statement {
-  const pieces: string[] = [''];
-  const args: number[] = [];
-  parts.forEach((part, i) => {
-    if (i > 0) pieces[pieces.length - 1] += separator;
-    pieces[pieces.length - 1] += part.pieces[0]!;
-    part.args.forEach((arg, j) => {
-      args.push(arg);
-      pieces.push(part.pieces[j + 1]!);
-    });
-  });
-  return { pieces, args, returnsRows: false };
 }
 
 /** `statement` with `values` bound. */
 export function bind(statement: Statement, values: readonly unknown[]): BoundStatement {
   return { ...statement, values };
 }
+
+/** A statement of fixed text, without placeholders or rows (DDL). */
+export const ddl = (sql: string): BoundStatement => ({
+  pieces: [sql],
+  args: [],
+  returnsRows: false,
+  values: [],
+});
 
 /**
  * `$1`, `$2`... as PostgreSQL drivers take them: one parameter per distinct argument, numbered in
@@ -86,8 +82,13 @@ export function numbered(s: BoundStatement): { text: string; values: unknown[] }
 }
 
 /** `?` placeholders, one value per placeholder in order (MariaDB drivers). */
-export function positional(s: BoundStatement, mark = '?'): { text: string; values: unknown[] } {
+export function positional(s: BoundStatement): { text: string; values: unknown[] } {
   let text = s.pieces[0]!;
-  s.args.forEach((_, i) => (text += `${mark}${s.pieces[i + 1]!}`));
+  s.args.forEach((_, i) => (text += `?${s.pieces[i + 1]!}`));
   return { text, values: s.args.map((arg) => s.values[arg]) };
+}
+
+/** The placeholders of `dialect`'s drivers that take either: numbered for PostgreSQL, else positional. */
+export function placeholders(s: BoundStatement, dialect: SqlDialect): { text: string; values: unknown[] } {
+  return dialect === 'postgres' ? numbered(s) : positional(s);
 }

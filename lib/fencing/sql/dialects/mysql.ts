@@ -17,11 +17,22 @@
  * whose `IF` reads it.
  */
 import type { SqlRow, SqlRunner } from '../handles/runner.js';
-import { Arg, bind, join, KEY, sqlText, TOKEN, value, type Statement } from '../statement.js';
-import { StatementCache, type DialectTable, type DialectWrite, type QuotedNames } from './dialect.js';
+import { arg, bind, ddl, KEY, sqlText, TOKEN, type Statement } from '../statement.js';
+import {
+  assignments,
+  insertValues,
+  StatementCache,
+  type DialectTable,
+  type DialectWrite,
+  type QuotedNames,
+} from './dialect.js';
 
 const rows = sqlText(true);
 const text = sqlText(false);
+
+/** Whether a table has a column: information_schema, as MySQL 8 has no ADD COLUMN IF NOT EXISTS. */
+const countColumn = rows`SELECT COUNT(*) AS n FROM information_schema.columns
+WHERE table_schema = COALESCE(${arg(0)}, DATABASE()) AND table_name = ${arg(1)} AND column_name = ${arg(2)}`;
 
 /** The statements of a write of one set of columns. */
 interface WriteStatements {
@@ -33,13 +44,14 @@ interface WriteStatements {
 
 /** The fenced table's operations on MariaDB: each one transaction of a few statements. */
 export class MysqlTable implements DialectTable {
+  readonly keyType = 'varchar(255)';
   private readonly lockRow: Statement;
   private readonly lockToken: Statement;
   private readonly raiseToken: Statement;
   private readonly createForRead: Statement;
   private readonly writes: StatementCache<WriteStatements>;
 
-  constructor(private readonly names: QuotedNames) {
+  constructor(readonly names: QuotedNames) {
     const n = names;
     this.lockRow = rows`SELECT * FROM ${n.table} WHERE ${n.key} = ${KEY} FOR UPDATE`;
     this.lockToken = rows`SELECT ${n.token} AS token FROM ${n.table} WHERE ${n.key} = ${KEY} FOR UPDATE`;
@@ -81,42 +93,12 @@ ON DUPLICATE KEY UPDATE ${n.token} = GREATEST(COALESCE(${n.token}, 0), VALUES(${
     });
   }
 
-  createTableSql(keyType: string | undefined, columns: ReadonlyArray<[string, string]>): string {
-    const n = this.names;
-    const lines = [
-      `${n.key} ${keyType ?? 'varchar(255)'} PRIMARY KEY`,
-      ...columns.map(([name, type]) => `${name} ${type}`),
-      `${n.token} bigint NOT NULL DEFAULT 0`,
-    ];
-    return `CREATE TABLE IF NOT EXISTS ${n.table} (\n  ${lines.join(',\n  ')}\n)`;
-  }
-
-  /** MariaDB's form; MySQL 8 has no `IF NOT EXISTS` here (ensureTable checks information_schema instead). */
-  addTokenColumnSql(): string {
-    return `ALTER TABLE ${this.names.table} ADD COLUMN IF NOT EXISTS ${this.names.token} bigint NOT NULL DEFAULT 0`;
-  }
-
-  async ensureTable(
-    runner: SqlRunner,
-    keyType: string | undefined,
-    columns: ReadonlyArray<[string, string]>,
-  ): Promise<void> {
-    await runner.run(bind(text`${this.createTableSql(keyType, columns)}`, []));
-    // information_schema rather than ADD COLUMN IF NOT EXISTS, which MySQL 8 does not have.
+  async addTokenColumn(runner: SqlRunner): Promise<void> {
     const { schema, table, token } = this.names.raw;
-    const [found] = await runner.run(
-      bind(
-        rows`SELECT COUNT(*) AS n FROM information_schema.columns
-WHERE table_schema = COALESCE(${new Arg(0)}, DATABASE()) AND table_name = ${new Arg(1)} AND column_name = ${new Arg(2)}`,
-        [schema ?? null, table, token],
-      ),
-    );
+    const [found] = await runner.run(bind(countColumn, [schema ?? null, table, token]));
     if (Number(found?.n ?? 0) === 0)
       await runner.run(
-        bind(
-          text`ALTER TABLE ${this.names.table} ADD COLUMN ${this.names.token} bigint NOT NULL DEFAULT 0`,
-          [],
-        ),
+        ddl(`ALTER TABLE ${this.names.table} ADD COLUMN ${this.names.token} bigint NOT NULL DEFAULT 0`),
       );
   }
 }
@@ -126,26 +108,12 @@ WHERE table_schema = COALESCE(${new Arg(0)}, DATABASE()) AND table_name = ${new 
  * of a missing row, whose ON DUPLICATE KEY arm applies the rule to a row created meanwhile.
  */
 function writeStatements(n: QuotedNames, columns: readonly string[]): WriteStatements {
-  const set = join(
-    columns.map((c, i) => text`${c} = ${value(i)}, `),
-    '',
-  );
-  const update = join(
-    [text`UPDATE ${n.table} SET `, set, text`${n.token} = ${TOKEN} WHERE ${n.key} = ${KEY}`],
-    '',
-  );
   const insertColumns = [n.key, n.token, ...columns].join(', ');
-  const insertValues = join([text`${KEY}, ${TOKEN}`, ...columns.map((_, i) => text`, ${value(i)}`)], '');
   const allowed = `COALESCE(${n.token}, 0) <= VALUES(${n.token})`;
   const conditional = columns.map((c) => `${c} = IF(${allowed}, VALUES(${c}), ${c}), `).join('');
-  const insert = join(
-    [
-      text`INSERT INTO ${n.table} (${insertColumns}) VALUES (`,
-      insertValues,
-      text`)
+  return {
+    update: text`UPDATE ${n.table} SET ${assignments(columns)}${n.token} = ${TOKEN} WHERE ${n.key} = ${KEY}`,
+    insert: text`INSERT INTO ${n.table} (${insertColumns}) VALUES (${KEY}, ${TOKEN}${insertValues(columns)})
 ON DUPLICATE KEY UPDATE ${conditional}${n.token} = GREATEST(COALESCE(${n.token}, 0), VALUES(${n.token}))`,
-    ],
-    '',
-  );
-  return { update, insert };
+  };
 }

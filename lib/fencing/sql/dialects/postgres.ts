@@ -1,6 +1,6 @@
 /**
  * The fenced table's SQL for PostgreSQL, built from names that are already quoted (identifiers.ts).
- * Placeholders are {@link Arg}s: the key, the token, then the written columns' values.
+ * Placeholders are the call's arguments: the key, the token, then the written columns' values.
  *
  * The rule, for one row: the token column holds the highest fencing token that has read or
  * written the row. A read or write with token T is accepted when T >= that value and raises it to
@@ -12,24 +12,40 @@
  * caller's when the handle is one.
  */
 import type { SqlRow, SqlRunner } from '../handles/runner.js';
-import { bind, join, KEY, sqlText, TOKEN, value, type Statement } from '../statement.js';
-import { StatementCache, type DialectTable, type DialectWrite, type QuotedNames } from './dialect.js';
+import { bind, ddl, KEY, sqlText, TOKEN, type Statement } from '../statement.js';
+import {
+  addTokenColumnSql,
+  assignments,
+  insertValues,
+  StatementCache,
+  type DialectTable,
+  type DialectWrite,
+  type QuotedNames,
+} from './dialect.js';
 
 const rows = sqlText(true);
-const text = sqlText(false);
 
-/**
- * Fenced read: raise the token column to the token unless it is higher, and return the row. A
- * missing row is created holding only the key and the token (its other columns take their
- * defaults), because the read must be recorded even then: otherwise an older holder, paused after
- * its own read of the missing row, could still create it after this reader's read and before this
- * reader's write. UPDATE first, INSERT only when it found nothing: an INSERT ... ON CONFLICT is
- * checked against NOT NULL constraints before the conflict is seen, so it would fail on an
- * existing row of a table with a NOT NULL column that has no default. The ON CONFLICT arm covers a
- * row created by another transaction after this statement's snapshot.
- */
-export function fencedReadStatement(n: QuotedNames): Statement {
-  return rows`WITH found AS (
+/** The fenced table's operations on PostgreSQL: one statement each. */
+export class PostgresTable implements DialectTable {
+  readonly keyType = 'text';
+  /**
+   * Fenced read: raise the token column to the token unless it is higher, and return the row. A
+   * missing row is created holding only the key and the token (its other columns take their
+   * defaults), because the read must be recorded even then: otherwise an older holder, paused after
+   * its own read of the missing row, could still create it after this reader's read and before this
+   * reader's write. UPDATE first, INSERT only when it found nothing: an INSERT ... ON CONFLICT is
+   * checked against NOT NULL constraints before the conflict is seen, so it would fail on an
+   * existing row of a table with a NOT NULL column that has no default. The ON CONFLICT arm covers a
+   * row created by another transaction after this statement's snapshot.
+   */
+  private readonly readSql: Statement;
+  /** The row's current token, to report why a write was refused. */
+  private readonly lastTokenSql: Statement;
+  private readonly writes: StatementCache;
+
+  constructor(readonly names: QuotedNames) {
+    const n = names;
+    this.readSql = rows`WITH found AS (
   UPDATE ${n.table} SET ${n.token} = GREATEST(${n.token}, ${TOKEN}) WHERE ${n.key} = ${KEY} RETURNING *
 ), created AS (
   INSERT INTO ${n.table} AS cur (${n.key}, ${n.token}) SELECT ${KEY}, ${TOKEN} WHERE NOT EXISTS (SELECT FROM found)
@@ -37,87 +53,8 @@ export function fencedReadStatement(n: QuotedNames): Statement {
   RETURNING cur.*
 )
 SELECT * FROM found UNION ALL SELECT * FROM created`;
-}
-
-/**
- * Fenced write of `columns`: applied, with the token column set to the token, only when the row's
- * token is <= it or the row does not exist yet; returns one row when applied, none when refused.
- * As in the read, UPDATE first and INSERT only for a row missing from the snapshot, so a refused
- * or partial write to an existing row never trips a NOT NULL check meant for new rows.
- */
-export function fencedWriteStatement(n: QuotedNames, columns: readonly string[]): Statement {
-  const set = join(
-    columns.map((c, i) => text`${c} = ${value(i)}, `),
-    '',
-  );
-  const params = join(
-    columns.map((_, i) => text`, ${value(i)}`),
-    '',
-  );
-  const fromExcluded = columns.map((c) => `${c} = EXCLUDED.${c}, `).join('');
-  const insertColumns = [n.key, n.token, ...columns].join(', ');
-  return concat(
-    rows`WITH updated AS (
-  UPDATE ${n.table} SET `,
-    set,
-    rows`${n.token} = ${TOKEN}
-  WHERE ${n.key} = ${KEY} AND COALESCE(${n.token}, 0) <= ${TOKEN} RETURNING 1
-), inserted AS (
-  INSERT INTO ${n.table} AS cur (${insertColumns}) SELECT ${KEY}, ${TOKEN}`,
-    params,
-    rows`
-  WHERE NOT EXISTS (SELECT FROM ${n.table} WHERE ${n.key} = ${KEY})
-  ON CONFLICT (${n.key}) DO UPDATE SET ${fromExcluded}${n.token} = EXCLUDED.${n.token}
-  WHERE COALESCE(cur.${n.token}, 0) <= EXCLUDED.${n.token}
-  RETURNING 1
-)
-SELECT 1 FROM updated UNION ALL SELECT 1 FROM inserted`,
-  );
-}
-
-/** The row's current token, to report why a write was refused. */
-export function lastTokenStatement(n: QuotedNames): Statement {
-  return rows`SELECT ${n.token} AS token FROM ${n.table} WHERE ${n.key} = ${KEY}`;
-}
-
-/**
- * CREATE TABLE IF NOT EXISTS with the key as primary key (ON CONFLICT needs a unique index on it)
- * and the token column `bigint NOT NULL DEFAULT 0` (0: no holder has touched the row yet).
- * `columns` maps quoted names to SQL types written by the application, never by its users.
- */
-export function createTableSql(
-  n: QuotedNames,
-  keyType: string | undefined,
-  columns: ReadonlyArray<[string, string]>,
-): string {
-  const lines = [
-    `${n.key} ${keyType ?? 'text'} PRIMARY KEY`,
-    ...columns.map(([name, type]) => `${name} ${type}`),
-    `${n.token} bigint NOT NULL DEFAULT 0`,
-  ];
-  return `CREATE TABLE IF NOT EXISTS ${n.table} (\n  ${lines.join(',\n  ')}\n)`;
-}
-
-/** Adds the token column to an existing table (a no-op when it is there). */
-export function addTokenColumnSql(n: QuotedNames): string {
-  return `ALTER TABLE ${n.table} ADD COLUMN IF NOT EXISTS ${n.token} bigint NOT NULL DEFAULT 0`;
-}
-
-/** Statements glued end to end (the pieces at each seam join into one). */
-function concat(...parts: Statement[]): Statement {
-  return { ...join(parts, ''), returnsRows: true };
-}
-
-/** The fenced table's operations on PostgreSQL: one statement each. */
-export class PostgresTable implements DialectTable {
-  private readonly readSql: Statement;
-  private readonly lastTokenSql: Statement;
-  private readonly writes: StatementCache;
-
-  constructor(private readonly names: QuotedNames) {
-    this.readSql = fencedReadStatement(names);
-    this.lastTokenSql = lastTokenStatement(names);
-    this.writes = new StatementCache((columns) => fencedWriteStatement(names, columns));
+    this.lastTokenSql = rows`SELECT ${n.token} AS token FROM ${n.table} WHERE ${n.key} = ${KEY}`;
+    this.writes = new StatementCache((columns) => writeStatement(n, columns));
   }
 
   async read(runner: SqlRunner, key: unknown, token: number): Promise<SqlRow | undefined> {
@@ -136,20 +73,29 @@ export class PostgresTable implements DialectTable {
     return { accepted: false, lastToken: row?.token ?? 0 };
   }
 
-  createTableSql(keyType: string | undefined, columns: ReadonlyArray<[string, string]>): string {
-    return createTableSql(this.names, keyType, columns);
+  addTokenColumn(runner: SqlRunner): Promise<unknown> {
+    return runner.run(ddl(addTokenColumnSql(this.names)));
   }
+}
 
-  addTokenColumnSql(): string {
-    return addTokenColumnSql(this.names);
-  }
-
-  async ensureTable(
-    runner: SqlRunner,
-    keyType: string | undefined,
-    columns: ReadonlyArray<[string, string]>,
-  ): Promise<void> {
-    await runner.run(bind(text`${this.createTableSql(keyType, columns)}`, []));
-    await runner.run(bind(text`${this.addTokenColumnSql()}`, []));
-  }
+/**
+ * Fenced write of `columns`: applied, with the token column set to the token, only when the row's
+ * token is <= it or the row does not exist yet; returns one row when applied, none when refused.
+ * As in the read, UPDATE first and INSERT only for a row missing from the snapshot, so a refused
+ * or partial write to an existing row never trips a NOT NULL check meant for new rows.
+ */
+function writeStatement(n: QuotedNames, columns: readonly string[]): Statement {
+  const fromExcluded = columns.map((c) => `${c} = EXCLUDED.${c}, `).join('');
+  const insertColumns = [n.key, n.token, ...columns].join(', ');
+  return rows`WITH updated AS (
+  UPDATE ${n.table} SET ${assignments(columns)}${n.token} = ${TOKEN}
+  WHERE ${n.key} = ${KEY} AND COALESCE(${n.token}, 0) <= ${TOKEN} RETURNING 1
+), inserted AS (
+  INSERT INTO ${n.table} AS cur (${insertColumns}) SELECT ${KEY}, ${TOKEN}${insertValues(columns)}
+  WHERE NOT EXISTS (SELECT FROM ${n.table} WHERE ${n.key} = ${KEY})
+  ON CONFLICT (${n.key}) DO UPDATE SET ${fromExcluded}${n.token} = EXCLUDED.${n.token}
+  WHERE COALESCE(cur.${n.token}, 0) <= EXCLUDED.${n.token}
+  RETURNING 1
+)
+SELECT 1 FROM updated UNION ALL SELECT 1 FROM inserted`;
 }

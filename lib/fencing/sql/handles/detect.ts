@@ -1,6 +1,6 @@
 import type { SqlDialect } from '../identifiers.js';
-import { drizzleKind, drizzleRunner } from './drizzle.js';
-import { knexDialect, knexRunner } from './knex.js';
+import { drizzleRunner } from './drizzle.js';
+import { knexRunner } from './knex.js';
 import { isKysely, kyselyRunner } from './kysely.js';
 import { isMysql2, mysql2Runner } from './mysql2.js';
 import { isPgQueryable, nodePostgresRunner } from './node-postgres.js';
@@ -27,7 +27,10 @@ export function runnerOf(handle: unknown, dialect: SqlDialect | undefined): Prom
     return Promise.reject(unsupported(handle));
   let runner = runners.get(handle);
   if (!runner) {
-    runner = detect(handle, dialect);
+    runner = build(handle, dialect).then((built) => {
+      if (typeof built !== 'string') return built;
+      throw new TypeError(`FencedTable supports PostgreSQL and MariaDB/MySQL; got ${built}.`);
+    });
     runners.set(handle, runner);
     runner.catch(() => runners.delete(handle));
   }
@@ -40,22 +43,10 @@ export function runnerOf(handle: unknown, dialect: SqlDialect | undefined): Prom
   });
 }
 
-async function detect(handle: object, dialect: SqlDialect | undefined): Promise<SqlRunner> {
-  const built = await build(handle, dialect);
-  if (typeof built === 'string')
-    throw new TypeError(`FencedTable supports PostgreSQL and MariaDB/MySQL; got ${built}.`);
-  return built;
-}
-
 async function build(handle: object, dialect: SqlDialect | undefined): Promise<SqlRunner | string> {
   if (isPrisma(handle)) return prismaRunner(handle, dialect);
-  const knex = knexDialect(handle);
-  if (knex !== undefined) return knex === 'postgres' || knex === 'mysql' ? knexRunner(handle, knex) : knex;
-  const drizzle = drizzleKind(handle);
-  if (drizzle !== undefined) {
-    const d = drizzle.dialect;
-    return d === 'postgres' || d === 'mysql' ? drizzleRunner(handle, d, drizzle.transaction) : d;
-  }
+  const knexOrDrizzle = knexRunner(handle) ?? drizzleRunner(handle);
+  if (knexOrDrizzle !== undefined) return knexOrDrizzle;
   if (isKysely(handle)) return kyselyRunner(handle);
   const typeOrm = typeOrmKind(handle);
   if (typeOrm !== undefined) return typeOrmRunner(handle, typeOrm);

@@ -1,7 +1,7 @@
 import type { SqlDialect } from '../identifiers.js';
 import type { BoundStatement } from '../statement.js';
 import { importOptional } from './lazy-import.js';
-import { mysqlRows, pgRows, type SqlRow, type SqlRunner } from './runner.js';
+import { rowsOf, sqlRunner, type SqlRunner } from './runner.js';
 
 /** The part of drizzle-orm's `sql` the runner uses: raw text and parameters, joined. */
 interface DrizzleSql {
@@ -28,16 +28,17 @@ function entityKinds(handle: object): string[] {
   return kinds;
 }
 
-/** PostgreSQL or MySQL when `handle` is a Drizzle database or transaction; undefined when it is not Drizzle. */
-export function drizzleKind(
-  handle: object,
-): { dialect: SqlDialect | string; transaction: boolean } | undefined {
+/**
+ * A runner when `handle` is a Drizzle database or transaction of PostgreSQL or MySQL, what it is
+ * otherwise; undefined when it is not Drizzle.
+ */
+export function drizzleRunner(handle: object): SqlRunner | string | undefined {
   const kinds = entityKinds(handle);
   if (kinds.length === 0) return undefined;
   const transaction = kinds.includes('PgTransaction') || kinds.includes('MySqlTransaction');
-  if (kinds.includes('PgDatabase')) return { dialect: 'postgres', transaction };
-  if (kinds.includes('MySqlDatabase')) return { dialect: 'mysql', transaction };
-  return { dialect: `a Drizzle ${kinds[0]}`, transaction };
+  if (kinds.includes('PgDatabase')) return runnerFor(handle as DrizzleDb, 'postgres', transaction);
+  if (kinds.includes('MySqlDatabase')) return runnerFor(handle as DrizzleDb, 'mysql', transaction);
+  return `a Drizzle ${kinds[0]}`;
 }
 
 /**
@@ -45,33 +46,22 @@ export function drizzleKind(
  * object of the application's own drizzle-orm, built from raw text and `sql.param` values, so
  * Drizzle writes the placeholders and binds the values.
  */
-export function drizzleRunner(handle: object, dialect: SqlDialect, inTransaction: boolean): SqlRunner {
-  const db = handle as DrizzleDb;
-  const runner: SqlRunner = {
+function runnerFor(db: DrizzleDb, dialect: SqlDialect, inTransaction: boolean): SqlRunner {
+  return sqlRunner(
     dialect,
-    async run(statement) {
+    async (statement) => {
       const { sql } = await importOptional<{ sql: DrizzleSql }>('drizzle-orm', 'A Drizzle handle');
-      return rows(dialect, statement, await db.execute(build(sql, statement)));
+      return rowsOf(dialect, statement, await db.execute(build(sql, statement)));
     },
-    transaction(fn) {
-      if (inTransaction) return fn(runner);
-      return db.transaction((tx) => fn(drizzleRunner(tx, dialect, true)), {
-        isolationLevel: 'read committed',
-      });
-    },
-  };
-  return runner;
+    (fn, self) =>
+      inTransaction
+        ? fn(self)
+        : db.transaction((tx) => fn(runnerFor(tx, dialect, true)), { isolationLevel: 'read committed' }),
+  );
 }
 
 function build(sql: DrizzleSql, s: BoundStatement): unknown {
   const chunks: unknown[] = [sql.raw(s.pieces[0]!)];
   s.args.forEach((arg, i) => chunks.push(sql.param(s.values[arg]), sql.raw(s.pieces[i + 1]!)));
   return sql.join(chunks);
-}
-
-/** node-postgres gives `{ rows }`, postgres.js an array of rows, mysql2 `[rows, fields]`. */
-function rows(dialect: SqlDialect, statement: BoundStatement, result: unknown): SqlRow[] {
-  if (!statement.returnsRows) return [];
-  if (dialect === 'mysql') return mysqlRows(result);
-  return Array.isArray(result) ? (result as SqlRow[]) : pgRows(result);
 }

@@ -1,6 +1,6 @@
 import type { SqlDialect } from '../identifiers.js';
-import { positional, type BoundStatement } from '../statement.js';
-import { mysqlRows, pgRows, type SqlRow, type SqlRunner } from './runner.js';
+import { positional } from '../statement.js';
+import { rowsOf, sqlRunner, type SqlRunner } from './runner.js';
 
 interface KnexLike {
   raw(sql: string, bindings: unknown[]): PromiseLike<unknown>;
@@ -9,14 +9,17 @@ interface KnexLike {
   readonly client?: { readonly dialect?: unknown; readonly driverName?: unknown };
 }
 
-/** PostgreSQL or MySQL when `handle` is a Knex instance or transaction; undefined when it is not Knex. */
-export function knexDialect(handle: object): SqlDialect | string | undefined {
+/**
+ * A runner when `handle` is a Knex instance or transaction of PostgreSQL or MySQL, what it is of
+ * otherwise; undefined when it is not Knex.
+ */
+export function knexRunner(handle: object): SqlRunner | string | undefined {
   const h = handle as Partial<KnexLike>;
   if (typeof handle !== 'function' || typeof h.raw !== 'function' || typeof h.transaction !== 'function')
     return undefined;
   const dialect = h.client?.dialect;
-  if (dialect === 'postgresql' || dialect === 'postgres') return 'postgres';
-  if (dialect === 'mysql' || dialect === 'mysql2') return 'mysql';
+  if (dialect === 'postgresql' || dialect === 'postgres') return runnerFor(h as KnexLike, 'postgres');
+  if (dialect === 'mysql' || dialect === 'mysql2') return runnerFor(h as KnexLike, 'mysql');
   return `a Knex instance for ${String(dialect ?? h.client?.driverName)}`;
 }
 
@@ -25,28 +28,17 @@ export function knexDialect(handle: object): SqlDialect | string | undefined {
  * `?` of the text as a binding (and `??` as an identifier), so literal ones in quoted names are
  * escaped (`\?`), which Knex turns back into `?`.
  */
-export function knexRunner(handle: object, dialect: SqlDialect): SqlRunner {
-  const knex = handle as KnexLike;
-  const runner: SqlRunner = {
+function runnerFor(knex: KnexLike, dialect: SqlDialect): SqlRunner {
+  return sqlRunner(
     dialect,
-    async run(statement) {
-      return rows(dialect, statement, await knex.raw(...knexRaw(statement)));
+    async (statement) => {
+      const escaped = { ...statement, pieces: statement.pieces.map((p) => p.replace(/\?/g, '\\?')) };
+      const { text, values } = positional(escaped);
+      return rowsOf(dialect, statement, await knex.raw(text, values));
     },
-    transaction(fn) {
-      if (knex.isTransaction === true) return fn(runner);
-      return knex.transaction((trx) => fn(knexRunner(trx, dialect)), { isolationLevel: 'read committed' });
-    },
-  };
-  return runner;
-}
-
-function knexRaw(statement: BoundStatement): [string, unknown[]] {
-  const escaped = { ...statement, pieces: statement.pieces.map((p) => p.replace(/\?/g, '\\?')) };
-  const { text, values } = positional(escaped);
-  return [text, values];
-}
-
-function rows(dialect: SqlDialect, statement: BoundStatement, result: unknown): SqlRow[] {
-  if (!statement.returnsRows) return [];
-  return dialect === 'mysql' ? mysqlRows(result) : pgRows(result);
+    (fn, self) =>
+      knex.isTransaction === true
+        ? fn(self)
+        : knex.transaction((trx) => fn(runnerFor(trx, dialect)), { isolationLevel: 'read committed' }),
+  );
 }

@@ -1,7 +1,7 @@
 import type { SqlDialect } from '../identifiers.js';
-import { numbered, positional } from '../statement.js';
+import { placeholders } from '../statement.js';
 import { importOptional } from './lazy-import.js';
-import type { SqlRow, SqlRunner } from './runner.js';
+import { sqlRunner, type SqlRow, type SqlRunner } from './runner.js';
 
 interface KyselyLike {
   executeQuery(query: unknown): Promise<{ rows: unknown[] }>;
@@ -38,20 +38,19 @@ export async function kyselyRunner(handle: object): Promise<SqlRunner | string> 
 }
 
 function runnerFor(db: KyselyLike, dialect: SqlDialect, kysely: KyselyModule): SqlRunner {
-  const runner: SqlRunner = {
+  return sqlRunner(
     dialect,
-    async run(statement) {
-      const { text, values } = dialect === 'postgres' ? numbered(statement) : positional(statement);
+    async (statement) => {
+      const { text, values } = placeholders(statement, dialect);
       const { rows } = await db.executeQuery(kysely.CompiledQuery.raw(text, values));
       return statement.returnsRows ? (rows as SqlRow[]) : [];
     },
-    transaction(fn) {
-      if (db.isTransaction === true) return fn(runner);
-      return db
-        .transaction()
-        .setIsolationLevel('read committed')
-        .execute((trx) => fn(runnerFor(trx, dialect, kysely)));
-    },
-  };
-  return runner;
+    (fn, self) =>
+      db.isTransaction === true
+        ? fn(self)
+        : db
+            .transaction()
+            .setIsolationLevel('read committed')
+            .execute((trx) => fn(runnerFor(trx, dialect, kysely))),
+  );
 }

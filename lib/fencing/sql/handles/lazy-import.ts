@@ -8,12 +8,8 @@ export function importOptional<T>(specifier: string, why: string): Promise<T> {
   if (!module) {
     module = import(specifier).catch((err: unknown) => {
       imported.delete(specifier);
-      throw new Error(
-        `${why} needs the package "${specifier}", which could not be imported: ${String(err)}`,
-        {
-          cause: err,
-        },
-      );
+      const message = `${why} needs the package "${specifier}", which could not be imported: ${String(err)}`;
+      throw new Error(message, { cause: err });
     });
     imported.set(specifier, module);
   }

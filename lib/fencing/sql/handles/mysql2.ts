@@ -1,5 +1,5 @@
 import { positional, type BoundStatement } from '../statement.js';
-import { mysqlRows, type SqlRow, type SqlRunner } from './runner.js';
+import { committed, rowsOf, sqlRunner, type SqlRow, type SqlRunner } from './runner.js';
 
 /** The part of mysql2's promise API the runner uses (`mysql2/promise` pools and connections). */
 interface PromiseConnection {
@@ -43,39 +43,31 @@ export function mysql2Runner(handle: object): SqlRunner {
   ) as PromisePool | PromiseConnection;
   if ('getConnection' in api && typeof api.getConnection === 'function') {
     const pool = api;
-    return {
-      dialect: 'mysql',
-      run: (statement) => execute(pool, statement),
-      async transaction(fn) {
-        const connection = await pool.getConnection();
-        try {
-          return await ownTransaction(connection, fn);
-        } finally {
-          connection.release();
-        }
-      },
-    };
+    return sqlRunner('mysql', execute(pool), async (fn) => {
+      const connection = await pool.getConnection();
+      try {
+        return await ownTransaction(connection, fn);
+      } finally {
+        connection.release();
+      }
+    });
   }
   const connection = api as PromiseConnection;
-  const runner: SqlRunner = {
-    dialect: 'mysql',
-    run: (statement) => execute(connection, statement),
-    async transaction(fn) {
-      const [status] = (await connection.query('DO 0')) as [{ serverStatus?: number }];
-      if (((status?.serverStatus ?? 0) & SERVER_STATUS_IN_TRANS) !== 0) return fn(runner);
-      return ownTransaction(connection, fn);
-    },
-  };
-  return runner;
+  return sqlRunner('mysql', execute(connection), async (fn, self) => {
+    const [status] = (await connection.query('DO 0')) as [{ serverStatus?: number }];
+    if (((status?.serverStatus ?? 0) & SERVER_STATUS_IN_TRANS) !== 0) return fn(self);
+    return ownTransaction(connection, fn);
+  });
 }
 
-async function execute(
-  target: { execute: PromiseConnection['execute'] },
-  statement: BoundStatement,
-): Promise<SqlRow[]> {
-  const { text, values } = positional(statement);
-  const result = await target.execute(text, values);
-  return statement.returnsRows ? mysqlRows(result) : [];
+/** Runs statements with `target`'s `execute`. */
+function execute(
+  target: Pick<PromiseConnection, 'execute'>,
+): (statement: BoundStatement) => Promise<SqlRow[]> {
+  return async (statement) => {
+    const { text, values } = positional(statement);
+    return rowsOf('mysql', statement, await target.execute(text, values));
+  };
 }
 
 /** `fn` in a transaction opened, committed (or rolled back) here, on `connection`. */
@@ -83,19 +75,11 @@ async function ownTransaction<T>(
   connection: PromiseConnection,
   fn: (runner: SqlRunner) => Promise<T>,
 ): Promise<T> {
-  const inner: SqlRunner = {
-    dialect: 'mysql',
-    run: (statement) => execute(connection, statement),
-    transaction: (nested) => nested(inner),
-  };
   await connection.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED'); // the next transaction only
   await connection.beginTransaction();
-  try {
-    const result = await fn(inner);
-    await connection.commit();
-    return result;
-  } catch (err) {
-    await connection.rollback().catch(() => undefined);
-    throw err;
-  }
+  return committed(
+    () => fn(sqlRunner('mysql', execute(connection))),
+    () => connection.commit(),
+    () => connection.rollback(),
+  );
 }

@@ -1,5 +1,5 @@
 import { numbered } from '../statement.js';
-import { pgRows, type SqlRunner } from './runner.js';
+import { pgRows, sqlRunner, type SqlRunner } from './runner.js';
 
 /**
  * node-postgres's `Pool`, `PoolClient` and `Client` (and anything with the same `query`). Declared
@@ -17,13 +17,8 @@ export function isPgQueryable(handle: object): handle is PgQueryable {
 
 /** A runner over node-postgres. PostgreSQL's fenced operations are one statement each. */
 export function nodePostgresRunner(handle: PgQueryable): SqlRunner {
-  const runner: SqlRunner = {
-    dialect: 'postgres',
-    async run(statement) {
-      const { text, values } = numbered(statement);
-      return pgRows(await handle.query(text, values));
-    },
-    transaction: (fn) => fn(runner),
-  };
-  return runner;
+  return sqlRunner('postgres', async (statement) => {
+    const { text, values } = numbered(statement);
+    return pgRows(await handle.query(text, values));
+  });
 }

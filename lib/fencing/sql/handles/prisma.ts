@@ -1,6 +1,6 @@
 import type { SqlDialect } from '../identifiers.js';
-import { numbered, positional, type BoundStatement } from '../statement.js';
-import type { SqlRow, SqlRunner } from './runner.js';
+import { placeholders } from '../statement.js';
+import { sqlRunner, type SqlRow, type SqlRunner } from './runner.js';
 
 /** What the runner uses of a Prisma client (and of the client an interactive transaction hands over). */
 interface PrismaLike {
@@ -43,27 +43,21 @@ async function dialectOf(handle: PrismaLike): Promise<SqlDialect | string> {
 export async function prismaRunner(handle: object, dialect?: SqlDialect): Promise<SqlRunner | string> {
   const client = handle as PrismaLike;
   const found = dialect ?? (await dialectOf(client));
-  if (found !== 'postgres' && found !== 'mysql') return found;
-  return runnerFor(client, found);
+  return found === 'postgres' || found === 'mysql' ? runnerFor(client, found) : found;
 }
 
 function runnerFor(client: PrismaLike, dialect: SqlDialect): SqlRunner {
-  const runner: SqlRunner = {
+  return sqlRunner(
     dialect,
-    run: (statement) => run(client, dialect, statement),
-    transaction(fn) {
-      if (client.$connect === undefined || typeof client.$transaction !== 'function') return fn(runner);
-      return client.$transaction((tx) => fn(runnerFor(tx, dialect)), { isolationLevel: 'ReadCommitted' });
+    async (statement) => {
+      const { text, values } = placeholders(statement, dialect);
+      if (statement.returnsRows) return (await client.$queryRawUnsafe(text, ...values)) as SqlRow[];
+      await client.$executeRawUnsafe(text, ...values);
+      return [];
     },
-  };
-  return runner;
-}
-
-async function run(client: PrismaLike, dialect: SqlDialect, statement: BoundStatement): Promise<SqlRow[]> {
-  const { text, values } = dialect === 'postgres' ? numbered(statement) : positional(statement);
-  if (!statement.returnsRows) {
-    await client.$executeRawUnsafe(text, ...values);
-    return [];
-  }
-  return (await client.$queryRawUnsafe(text, ...values)) as SqlRow[];
+    (fn, self) =>
+      client.$connect === undefined || typeof client.$transaction !== 'function'
+        ? fn(self)
+        : client.$transaction((tx) => fn(runnerFor(tx, dialect)), { isolationLevel: 'ReadCommitted' }),
+  );
 }

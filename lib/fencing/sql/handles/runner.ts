@@ -24,14 +24,49 @@ export interface SqlRunner {
   transaction<T>(fn: (runner: SqlRunner) => Promise<T>): Promise<T>;
 }
 
+/**
+ * A runner whose transactions are `open`'s (given the runner itself, for a handle that finds its
+ * own transaction already open); without `open`, `fn` runs on the runner: a handle that is a
+ * transaction, or one whose dialect needs none.
+ */
+export function sqlRunner(
+  dialect: SqlDialect,
+  run: (statement: BoundStatement) => Promise<SqlRow[]>,
+  open?: <T>(fn: (runner: SqlRunner) => Promise<T>, self: SqlRunner) => Promise<T>,
+): SqlRunner {
+  const runner: SqlRunner = { dialect, run, transaction: (fn) => (open ? open(fn, runner) : fn(runner)) };
+  return runner;
+}
+
+/** `fn` in a transaction just begun: committed when it resolves, rolled back when it (or the commit) throws. */
+export async function committed<T>(
+  fn: () => Promise<T>,
+  commit: () => Promise<void>,
+  rollback: () => Promise<void>,
+): Promise<T> {
+  try {
+    const result = await fn();
+    await commit();
+    return result;
+  } catch (err) {
+    await rollback().catch(() => undefined); // the first error is the one to report
+    throw err;
+  }
+}
+
 /** The rows of a node-postgres result (`{ rows }`); none for anything else. */
 export function pgRows(result: unknown): SqlRow[] {
   const rows = (result as { rows?: unknown } | null | undefined)?.rows;
   return Array.isArray(rows) ? (rows as SqlRow[]) : [];
 }
 
-/** The rows of a mysql2 result (`[rows, fields]`; `[ResultSetHeader]` for a statement without rows). */
-export function mysqlRows(result: unknown): SqlRow[] {
+/**
+ * The rows of a driver's result, none for a statement without: mysql2 gives `[rows, fields]`
+ * (`[ResultSetHeader]` without rows), node-postgres `{ rows }`, postgres.js an array of rows.
+ */
+export function rowsOf(dialect: SqlDialect, statement: BoundStatement, result: unknown): SqlRow[] {
+  if (!statement.returnsRows) return [];
+  if (dialect === 'postgres') return Array.isArray(result) ? (result as SqlRow[]) : pgRows(result);
   const first = Array.isArray(result) ? (result[0] as unknown) : undefined;
   return Array.isArray(first) ? (first as SqlRow[]) : [];
 }
