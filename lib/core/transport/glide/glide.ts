@@ -2,10 +2,11 @@ import { clientKind } from '../../clients/detect.js';
 import { PACKAGE_NAME, tryLoad } from '../../clients/load.js';
 import { settleWithin, sleep, TIMED_OUT } from '../../runtime.js';
 import { keySlot } from '../../scripts/keys.js';
-import { describeError } from '../../voter/describe-error.js';
 import type { VoterContext } from '../../voter/voter-api.js';
-import { ShardSubscribers, type ShardSubscription } from '../subscribers.js';
-import type { Route, Transport, TransportEvent } from '../transport.js';
+import { SINGLE, TransportBase } from '../base.js';
+import type { ShardSubscription } from '../subscribers.js';
+import type { Route, Transport } from '../transport.js';
+import { addressOf } from '../urls.js';
 import { openGlideSubscription, type GlideFactory } from './subscriber.js';
 
 /*
@@ -55,38 +56,27 @@ export function glideTransport(node: object, context: VoterContext): Transport {
 }
 
 /** A GLIDE client as a transport (see the top of this file). */
-class GlideTransport implements Transport {
-  readonly label: string;
+class GlideTransport extends TransportBase implements Transport {
   readonly seesReconnects = false;
-  lastError: string | undefined;
+  /** Whether the last probe was answered (set before the events it causes are told). */
   private alive = false;
   private closed = false;
   private masters: ReadonlyMap<string, readonly number[]> = SINGLE;
   /** The master of each slot, from the latest CLUSTER SLOTS. */
   private owners: ReadonlyArray<string | undefined> = [];
-  private readonly epochs = new Map<string, number>();
-  private readonly listeners: Array<(event: TransportEvent) => void> = [];
   /** Commands sent on the application's client and not answered yet (close waits for them). */
   private readonly inFlight = new Set<Promise<unknown>>();
-  private readonly subscribers: ShardSubscribers;
   private probing: Promise<void> | undefined;
   private cancelProbe: (() => void) | undefined;
 
   constructor(
     private readonly client: GlideApi,
-    readonly clustered: boolean,
+    clustered: boolean,
     private readonly context: VoterContext,
   ) {
-    const addresses = (client.config?.addresses ?? []).map(
-      (a) => `${a.host ?? 'localhost'}:${a.port ?? 6379}`,
-    );
-    const list = addresses.join(',') || 'glide';
-    this.label = clustered ? `cluster://${list}` : `${client.config?.useTLS ? 'rediss' : 'redis'}://${list}`;
-    this.subscribers = new ShardSubscribers(
-      context.runtime,
-      () => [...this.shards().keys()],
-      (shard, channels, deliver) => this.openSubscriber(shard, channels, deliver),
-    );
+    const list = (client.config?.addresses ?? []).map(addressOf).join(',') || 'glide';
+    const scheme = clustered ? 'cluster' : client.config?.useTLS ? 'rediss' : 'redis';
+    super(`${scheme}://${list}`, clustered, context.runtime);
     this.scheduleProbe(0);
   }
 
@@ -104,10 +94,6 @@ class GlideTransport implements Transport {
 
   shardOf(key: string): string | undefined {
     return this.clustered ? this.owners[keySlot(key)] : '';
-  }
-
-  epoch(shard: string): number {
-    return this.epochs.get(shard) ?? 0;
   }
 
   send(route: Route, command: readonly string[]): Promise<unknown> {
@@ -129,14 +115,6 @@ class GlideTransport implements Transport {
       if (!this.up) await sleep(runtime, Math.min(100, Math.max(0, until - runtime.now())));
     }
     return this.up;
-  }
-
-  on(listener: (event: TransportEvent) => void): void {
-    this.listeners.push(listener);
-  }
-
-  subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
-    return this.subscribers.subscribe(channel, onMessage);
   }
 
   /** Stops the probe, closes the subscribers and waits for our commands in flight (the client stays open). */
@@ -168,20 +146,18 @@ class GlideTransport implements Transport {
       const reply = await settleWithin(this.context.runtime, this.send(undefined, command), timeoutMs);
       if (reply === TIMED_OUT) throw new Error(`no reply to ${command.join(' ')} within ${timeoutMs} ms`);
       if (this.closed) return;
-      const wasUp = this.alive;
       const known = this.masters;
       if (this.clustered) this.readSlots(reply);
       this.alive = true;
       this.lastError = undefined;
-      for (const shard of this.masters.keys()) if (!wasUp || !known.has(shard)) this.connected(shard);
-      if (!wasUp) this.emit({ type: 'up' });
+      // What it reconnected to, or a master that appears, is checked before it votes.
+      for (const shard of this.masters.keys()) if (!this.wasUp || !known.has(shard)) this.bump(shard, true);
+      this.markUp();
     } catch (err) {
       if (this.closed) return;
-      const wasUp = this.alive;
       this.alive = false;
-      this.lastError = describeError(err);
-      this.emit({ type: 'error', error: err });
-      if (wasUp) this.emit({ type: 'down', reason: this.lastError });
+      this.failed(err);
+      this.markDown();
     }
   }
 
@@ -206,22 +182,12 @@ class GlideTransport implements Transport {
     this.owners = owners;
   }
 
-  /** `shard` may have been reached anew: its epoch changes, and the voter checks it. */
-  private connected(shard: string): void {
-    this.epochs.set(shard, this.epoch(shard) + 1);
-    this.emit({ type: 'connected', shard });
-  }
-
-  private emit(event: TransportEvent): void {
-    for (const listener of this.listeners) listener(event);
-  }
-
   /**
    * A subscriber of `shard`: on one server, a client like the application's; on a Cluster, a
    * `GlideClient` on the master (GLIDE's cluster subscriber sits on one node, but a script's PUBLISH
    * reaches only the subscribers its own node counts), with the cluster client's credentials and TLS.
    */
-  private async openSubscriber(
+  protected async openSubscriber(
     shard: string,
     channels: readonly string[],
     deliver: (channel: string, message: string) => void,
@@ -279,5 +245,3 @@ function glideRoute(route: Route): GlideRoute {
     port: Number(route.shard.slice(colon + 1)),
   };
 }
-
-const SINGLE: ReadonlyMap<string, readonly number[]> = new Map([['', []]]);

@@ -1,10 +1,9 @@
-import type { EventEmitter } from 'node:events';
 import type { Cluster, Redis, RedisOptions } from 'ioredis';
 import { settleWithin, type Runtime } from '../../runtime.js';
 import { keySlot } from '../../scripts/keys.js';
-import { describeError } from '../../voter/describe-error.js';
-import { ShardSubscribers } from '../subscribers.js';
-import type { Route, Transport, TransportEvent } from '../transport.js';
+import { SINGLE, slotsByMaster, TransportBase } from '../base.js';
+import type { ShardSubscription } from '../subscribers.js';
+import type { Route, Transport } from '../transport.js';
 import { openSubscriber, type IoredisSpec } from './open.js';
 
 /*
@@ -15,22 +14,10 @@ import { openSubscriber, type IoredisSpec } from './open.js';
  * connections are duplicates of its own (an app may have iovalkey and no ioredis).
  */
 
-/** A listener as Node's EventEmitter takes it. */
-type Listener = Parameters<EventEmitter['on']>[1];
-
 /** An ioredis `Redis` or `Cluster` as a transport (see the top of this file). */
-export class IoredisTransport implements Transport {
-  readonly label: string;
-  readonly clustered: boolean;
+export class IoredisTransport extends TransportBase implements Transport {
   readonly seesReconnects = true;
-  lastError: string | undefined;
   private readonly client: Redis | Cluster;
-  private readonly epochs = new Map<string, number>();
-  private readonly listeners: Array<(event: TransportEvent) => void> = [];
-  /** Our listeners on the client and its nodes, taken off at close. */
-  private readonly attached: Array<[EventEmitter, string, Listener]> = [];
-  private readonly subscribers: ShardSubscribers;
-  private wasUp = false;
   /** A client passed in unconnected that this transport connected (closed with it). */
   private connectedHere = false;
   /** Subscriber connections not yet ended (close() ends them, also one still connecting). */
@@ -40,30 +27,23 @@ export class IoredisTransport implements Transport {
 
   constructor(
     private readonly spec: IoredisSpec,
-    private readonly runtime: Runtime,
+    runtime: Runtime,
     private readonly connectTimeout: number,
   ) {
+    super(spec.label, (spec.client as Cluster).isCluster === true, runtime);
     this.client = spec.client;
-    this.label = spec.label;
-    this.clustered = (spec.client as Cluster).isCluster === true;
     this.batcher = new WriteBatcher(runtime);
-    this.subscribers = new ShardSubscribers(
-      runtime,
-      () => [...this.shards().keys()],
-      async (shard, channels, deliver) =>
-        openSubscriber(this.subscriberSource(shard), channels, deliver, this.subscriberConnections, runtime),
-    );
     const cluster = this.clustered ? (this.client as Cluster) : undefined;
     this.listen(this.client, 'error', (err: unknown) => this.failed(err));
-    this.listen(this.client, 'ready', () => this.ready(cluster ? undefined : ''));
-    this.listen(this.client, 'close', () => this.lost(cluster ? undefined : ''));
+    this.listen(this.client, 'ready', () => this.markUp(cluster ? undefined : ''));
+    this.listen(this.client, 'close', () => this.markDown(cluster ? undefined : ''));
     if (cluster) {
-      this.listen(cluster, 'end', () => this.lost(undefined));
+      this.listen(cluster, 'end', () => this.markDown());
       this.listen(cluster, 'node error', (err: unknown, address: string) => this.failed(err, address));
       this.listen(cluster, '+node', (node: Redis) => this.watch(node));
       for (const node of cluster.nodes('all')) this.watch(node);
     }
-    if (this.client.status === 'ready') this.runtime.defer(() => this.ready(cluster ? undefined : ''));
+    if (this.client.status === 'ready') this.runtime.defer(() => this.markUp(cluster ? undefined : ''));
   }
 
   get up(): boolean {
@@ -77,24 +57,11 @@ export class IoredisTransport implements Transport {
   }
 
   shards(): ReadonlyMap<string, readonly number[]> {
-    if (!this.clustered) return SINGLE;
-    const bySlot = new Map<string, number[]>();
-    (this.client as Cluster).slots.forEach((owners, slot) => {
-      const master = owners[0];
-      if (master === undefined) return;
-      const slots = bySlot.get(master);
-      if (slots) slots.push(slot);
-      else bySlot.set(master, [slot]);
-    });
-    return bySlot;
+    return this.clustered ? slotsByMaster((this.client as Cluster).slots, (owners) => owners[0]) : SINGLE;
   }
 
   shardOf(key: string): string | undefined {
     return this.clustered ? (this.client as Cluster).slots[keySlot(key)]?.[0] : '';
-  }
-
-  epoch(shard: string): number {
-    return this.epochs.get(shard) ?? 0;
   }
 
   send(route: Route, command: readonly string[]): Promise<unknown> {
@@ -120,37 +87,20 @@ export class IoredisTransport implements Transport {
       this.connectedHere = !this.spec.owned;
       this.client.connect().catch(() => undefined);
     }
-    let onReady: (() => void) | undefined;
-    const ready = new Promise<void>((resolve) => this.client.once('ready', (onReady = resolve)));
-    await settleWithin(this.runtime, ready, timeoutMs);
-    this.client.off('ready', onReady!);
-    return this.up;
-  }
-
-  on(listener: (event: TransportEvent) => void): void {
-    this.listeners.push(listener);
-  }
-
-  subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
-    return this.subscribers.subscribe(channel, onMessage);
+    return this.upAfter(this.client, 'ready', timeoutMs);
   }
 
   async close(timeoutMs: number): Promise<void> {
     // Bounded: a subscriber still connecting to a node that is down has nobody to say goodbye to.
     await settleWithin(this.runtime, this.subscribers.close(), timeoutMs);
     for (const connection of this.subscriberConnections) connection.disconnect();
-    for (const [emitter, event, listener] of this.attached.splice(0)) emitter.off(event, listener);
+    this.detach();
     if (!(this.spec.owned || this.connectedHere) || this.client.status === 'end') return;
     const ended = new Promise((resolve) => this.client.once('end', resolve));
     const quit = this.client.status === 'ready' ? this.client.quit().catch(() => undefined) : undefined;
     if (quit) await settleWithin(this.runtime, quit, timeoutMs);
     this.client.disconnect();
     await settleWithin(this.runtime, ended, timeoutMs); // closed by the time close() resolves
-  }
-
-  private listen(emitter: EventEmitter, event: string, listener: Listener): void {
-    emitter.on(event, listener);
-    this.attached.push([emitter, event, listener]);
   }
 
   /** A Cluster node: each new connection of a master is a new epoch of its shard. */
@@ -160,41 +110,20 @@ export class IoredisTransport implements Transport {
     this.listen(node, 'close', () => this.bump(address, false));
   }
 
-  private bump(shard: string, connected: boolean): void {
-    this.epochs.set(shard, this.epoch(shard) + 1);
-    if (connected) this.emit({ type: 'connected', shard });
-  }
-
-  private ready(shard: string | undefined): void {
-    if (shard !== undefined) this.bump(shard, true);
-    this.lastError = undefined;
-    if (!this.wasUp) this.emit({ type: 'up' });
-    this.wasUp = true;
-  }
-
-  private lost(shard: string | undefined): void {
-    if (shard !== undefined) this.bump(shard, false);
-    if (this.wasUp) this.emit({ type: 'down', reason: this.lastError ?? 'connection closed' });
-    this.wasUp = false;
-  }
-
-  private failed(err: unknown, shard?: string): void {
-    this.lastError = shard === undefined ? describeError(err) : `shard ${shard}: ${describeError(err)}`;
-    this.emit({ type: 'error', error: err });
-  }
-
-  private emit(event: TransportEvent): void {
-    for (const listener of this.listeners) listener(event);
-  }
-
-  /** The connection a subscriber to `shard` duplicates, with the options it is duplicated with. */
-  private subscriberSource(shard: string): [Redis, RedisOptions] {
-    if (!this.clustered) return [this.client as Redis, SINGLE_SUBSCRIBER];
-    const master = this.master(shard);
-    if (!master) throw new Error(`no master ${shard} in the cluster`);
-    // The Cluster's connection to that master, with its settings (credentials, TLS, family), but
-    // connected now, to the master, and never reconnected (ShardSubscribers opens another).
-    return [master, { ...CLUSTER_SUBSCRIBER, connectTimeout: this.connectTimeout }];
+  /** A subscriber to `shard`: a duplicate of our connection to it (open.ts). */
+  protected async openSubscriber(
+    shard: string,
+    channels: readonly string[],
+    deliver: (channel: string, message: string) => void,
+  ): Promise<ShardSubscription> {
+    const source = this.clustered ? this.master(shard) : (this.client as Redis);
+    if (!source) throw new Error(`no master ${shard} in the cluster`);
+    // A Cluster's: with the settings of its connection to that master (credentials, TLS, family),
+    // but connected now, to the master, and never reconnected (ShardSubscribers opens another).
+    const options = this.clustered
+      ? { ...CLUSTER_SUBSCRIBER, connectTimeout: this.connectTimeout }
+      : SINGLE_SUBSCRIBER;
+    return openSubscriber([source, options], channels, deliver, this.subscriberConnections, this.runtime);
   }
 
   private master(address: string): Redis | undefined {
@@ -204,7 +133,6 @@ export class IoredisTransport implements Transport {
   }
 }
 
-const SINGLE: ReadonlyMap<string, readonly number[]> = new Map([['', []]]);
 const SINGLE_SUBSCRIBER: RedisOptions = {
   enableOfflineQueue: true,
   maxRetriesPerRequest: null,

@@ -4,6 +4,7 @@ import { RedlockOptionsError } from '../../errors.js';
 import { settleWithin, TIMED_OUT, type Runtime } from '../../runtime.js';
 import { faultRetryMs, isFinalFault, nodeFault } from '../../voter/describe-error.js';
 import type { VoterContext } from '../../voter/voter-api.js';
+import type { Emitter } from '../base.js';
 import type { Transport } from '../transport.js';
 import { addressOf, redactUrl } from '../urls.js';
 import { NodeRedisTransport } from './transport.js';
@@ -15,10 +16,6 @@ import { NodeRedisTransport } from './transport.js';
  * below are used, and the package is loaded only to open a connection.
  */
 
-/** A listener of a node-redis event. */
-export type Listener = (...args: never[]) => void;
-/** What node-redis clients and clusters emit events with. */
-export type Emitter = Record<'on' | 'off', (event: string, listener: Listener) => unknown>;
 /** `timeout` takes a command out of the offline queue when it expires (not once it was written). */
 type Options = { timeout?: number };
 

@@ -1,13 +1,11 @@
 import { settleWithin, TIMED_OUT } from '../../runtime.js';
 import { keySlot } from '../../scripts/keys.js';
-import { describeError } from '../../voter/describe-error.js';
 import type { VoterContext } from '../../voter/voter-api.js';
-import { ShardSubscribers, type ShardSubscription } from '../subscribers.js';
-import type { Route, Transport, TransportEvent } from '../transport.js';
+import { SINGLE, slotsByMaster, TransportBase } from '../base.js';
+import type { ShardSubscription } from '../subscribers.js';
+import type { Route, Transport } from '../transport.js';
 import {
   closeNodeRedis,
-  type Emitter,
-  type Listener,
   type MasterNode,
   type NodeRedisClientApi,
   type NodeRedisClusterApi,
@@ -26,21 +24,12 @@ import {
 const CONNECT_RETRY_MS = 1000;
 
 /** A node-redis client (one shard '') or cluster (a shard per master) as a transport. */
-export class NodeRedisTransport implements Transport {
-  readonly label: string;
-  readonly clustered: boolean;
+export class NodeRedisTransport extends TransportBase implements Transport {
   readonly seesReconnects = true;
-  lastError: string | undefined;
-  private readonly epochs = new Map<string, number>();
-  private readonly listeners: Array<(event: TransportEvent) => void> = [];
-  /** Our listeners on the client, the cluster and its masters' clients, taken off at close. */
-  private attached: Array<[Emitter, string, Listener]> = [];
   /** The client whose connections each shard's epoch follows (a single server: the client itself). */
   private readonly watched = new Map<string, NodeRedisClientApi>();
-  private readonly subscribers: ShardSubscribers;
   /** Where a client queues commands while disconnected, they leave the queue after nodeTimeout. */
   private readonly commandOptions: { timeout: number } | undefined;
-  private wasUp = false;
   private closed = false;
   /** A client or cluster passed in unconnected, connected here: its connections are the library's. */
   private connectedHere = false;
@@ -50,15 +39,9 @@ export class NodeRedisTransport implements Transport {
     private readonly spec: NodeRedisSpec,
     private readonly context: VoterContext,
   ) {
-    this.label = spec.label;
-    this.clustered = spec.clustered;
+    super(spec.label, spec.clustered, context.runtime);
     const queues = spec.clustered || !spec.client.options?.disableOfflineQueue;
     this.commandOptions = queues ? { timeout: context.nodeTimeout } : undefined;
-    this.subscribers = new ShardSubscribers(
-      context.runtime,
-      () => [...this.shards().keys()],
-      (shard, channels, deliver) => this.openSubscriber(shard, channels, deliver),
-    );
     if (spec.clustered) {
       const cluster = spec.client;
       this.listen(cluster, 'error', (err: unknown) => this.failed(err));
@@ -67,7 +50,7 @@ export class NodeRedisTransport implements Transport {
       );
       this.listen(cluster, 'node-connect', () => this.sync());
       this.listen(cluster, 'connect', () => this.ready());
-      this.listen(cluster, 'disconnect', () => this.lost());
+      this.listen(cluster, 'disconnect', () => this.markDown());
     } else {
       this.watch('', spec.client);
     }
@@ -91,23 +74,11 @@ export class NodeRedisTransport implements Transport {
   shards(): ReadonlyMap<string, readonly number[]> {
     if (!this.spec.clustered) return SINGLE;
     this.sync();
-    const bySlot = new Map<string, number[]>();
-    this.spec.client.slots.forEach((shard, slot) => {
-      const master = shard?.master?.address;
-      if (master === undefined) return;
-      const slots = bySlot.get(master);
-      if (slots) slots.push(slot);
-      else bySlot.set(master, [slot]);
-    });
-    return bySlot;
+    return slotsByMaster(this.spec.client.slots, (shard) => shard?.master?.address);
   }
 
   shardOf(key: string): string | undefined {
     return this.spec.clustered ? masterOf(this.spec.client, { key })?.address : '';
-  }
-
-  epoch(shard: string): number {
-    return this.epochs.get(shard) ?? 0;
   }
 
   /**
@@ -128,21 +99,7 @@ export class NodeRedisTransport implements Transport {
   async connect(timeoutMs: number): Promise<boolean> {
     if (this.up) return true;
     this.startConnecting();
-    const { client } = this.spec;
-    const event = this.spec.clustered ? 'connect' : 'ready';
-    let onUp: (() => void) | undefined;
-    const up = new Promise<void>((resolve) => client.on(event, (onUp = resolve)));
-    await settleWithin(this.context.runtime, up, timeoutMs);
-    client.off(event, onUp!);
-    return this.up;
-  }
-
-  on(listener: (event: TransportEvent) => void): void {
-    this.listeners.push(listener);
-  }
-
-  subscribe(channel: string, onMessage: (message: string) => void): Promise<void> {
-    return this.subscribers.subscribe(channel, onMessage);
+    return this.upAfter(this.spec.client, this.spec.clustered ? 'connect' : 'ready', timeoutMs);
   }
 
   async close(timeoutMs: number): Promise<void> {
@@ -152,7 +109,7 @@ export class NodeRedisTransport implements Transport {
     if (this.spec.owned || this.connectedHere) {
       await closeNodeRedis(this.context.runtime, this.spec.client, timeoutMs, [...this.watched.values()]);
     }
-    for (const [emitter, event, listener] of this.attached.splice(0)) emitter.off(event, listener);
+    this.detach();
     this.watched.clear();
   }
 
@@ -169,11 +126,6 @@ export class NodeRedisTransport implements Transport {
       if (client.isOpen || this.closed) return;
       this.cancelRetry = this.context.runtime.setTimeout(() => this.startConnecting(), CONNECT_RETRY_MS);
     });
-  }
-
-  private listen(emitter: Emitter, event: string, listener: Listener): void {
-    emitter.on(event, listener);
-    this.attached.push([emitter, event, listener]);
   }
 
   /** Follows the connections of `client` as `shard`'s epochs (see the top of this file). */
@@ -194,9 +146,7 @@ export class NodeRedisTransport implements Transport {
     for (const [shard, client] of this.watched) {
       if (clients.get(shard) === client) continue;
       this.watched.delete(shard);
-      for (const [emitter, event, listener] of this.attached)
-        if (emitter === client) emitter.off(event, listener);
-      this.attached = this.attached.filter(([emitter]) => emitter !== client);
+      this.detach(client);
       this.bump(shard, false);
     }
     for (const [shard, client] of clients) {
@@ -206,40 +156,21 @@ export class NodeRedisTransport implements Transport {
     }
   }
 
-  private bump(shard: string, connected: boolean): void {
-    this.epochs.set(shard, this.epoch(shard) + 1);
-    if (connected) this.emit({ type: 'connected', shard });
-  }
-
+  /** A new connection of `shard`: on a single server, the transport is up. */
   private connected(shard: string): void {
-    this.bump(shard, true);
-    if (!this.clustered) this.ready();
+    if (this.clustered) this.bump(shard, true);
+    else this.markUp(shard);
   }
 
   private dropped(shard: string): void {
-    this.bump(shard, false);
-    if (!this.clustered) this.lost();
+    if (this.clustered) this.bump(shard, false);
+    else this.markDown(shard);
   }
 
+  /** A cluster is up: its masters' clients are followed first. */
   private ready(): void {
     this.sync();
-    this.lastError = undefined;
-    if (!this.wasUp) this.emit({ type: 'up' });
-    this.wasUp = true;
-  }
-
-  private lost(): void {
-    if (this.wasUp) this.emit({ type: 'down', reason: this.lastError ?? 'connection closed' });
-    this.wasUp = false;
-  }
-
-  private failed(err: unknown, shard?: string): void {
-    this.lastError = shard === undefined ? describeError(err) : `shard ${shard}: ${describeError(err)}`;
-    this.emit({ type: 'error', error: err });
-  }
-
-  private emit(event: TransportEvent): void {
-    for (const listener of this.listeners) listener(event);
+    this.markUp();
   }
 
   /**
@@ -247,7 +178,7 @@ export class NodeRedisTransport implements Transport {
    * of its client, with an offline queue so that SUBSCRIBE waits for the connection it opens, and
    * re-subscribed by node-redis after a reconnection.
    */
-  private async openSubscriber(
+  protected async openSubscriber(
     shard: string,
     channels: readonly string[],
     deliver: (channel: string, message: string) => void,
@@ -293,5 +224,3 @@ function masterOf({ masters, slots }: NodeRedisClusterApi, route: Route): Master
   if (!route) return masters.find((m) => m.client?.isReady) ?? masters[0];
   return 'key' in route ? slots[keySlot(route.key)]?.master : masters.find((m) => m.address === route.shard);
 }
-
-const SINGLE: ReadonlyMap<string, readonly number[]> = new Map([['', []]]);
