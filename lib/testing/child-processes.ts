@@ -1,28 +1,77 @@
-import type { ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { redisServerVersion, type RedisServerVersion } from './redis-server-binary.js';
 
-/** Server processes started by this process and still running. */
-const live = new Set<ChildProcess>();
+/** Server processes started by this process and still running, each with the signal that ends it. */
+const live = new Map<ChildProcess, NodeJS.Signals>();
+/** Server directories not removed yet (their server's close() removes them). */
+const liveDirs = new Set<string>();
 let exitHookInstalled = false;
 
 /**
- * Ends `proc` by its pid if this process exits first: a last resort for a test process that exits
- * without calling close() (the normal path ends every process in close()).
+ * Ends `proc` by its pid with `signal` if this process exits first: a last resort for a test
+ * process that exits without calling close() (the normal path ends every process in close()).
  */
-export function endOnExit(proc: ChildProcess): void {
-  live.add(proc);
+export function endOnExit(proc: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): void {
+  live.set(proc, signal);
   proc.once('exit', () => live.delete(proc));
+  installExitHook();
+}
+
+/**
+ * Removes `dir` if this process exits before the returned function is called; that function
+ * removes it now (a server's close()).
+ */
+export function removeOnExit(dir: string): () => void {
+  liveDirs.add(dir);
+  installExitHook();
+  return () => {
+    liveDirs.delete(dir);
+    rmSync(dir, { recursive: true, force: true });
+  };
+}
+
+function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.on('exit', () => {
-    for (const child of live) {
+    for (const [child, signal] of live) {
       try {
-        if (child.pid) process.kill(child.pid, 'SIGKILL');
+        if (child.pid) process.kill(child.pid, signal);
       } catch {
         // already gone
       }
     }
+    for (const dir of liveDirs) {
+      try {
+        rmSync(dir, { recursive: true, force: true });
+      } catch {
+        // the server may still be writing its last files; a temp dir left behind is harmless
+      }
+    }
   });
+}
+
+/**
+ * The uid and gid of system user `user` when this process runs as root, for a server (`server`)
+ * that refuses to run as root; undefined otherwise. Throws, naming the package that creates the
+ * user, when there is none.
+ */
+export function serverUser(
+  user: string,
+  server: string,
+  aptPackage: string,
+): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const id = (flag: string) => spawnSync('id', [flag, user], { encoding: 'utf8' });
+  const uid = id('-u');
+  const gid = id('-g');
+  if (uid.status !== 0 || gid.status !== 0)
+    throw new Error(
+      `${server} refuses to run as root and there is no \`${user}\` system user to run it as. ` +
+        `Run the tests as another user, or create one: \`sudo apt-get install -y ${aptPackage}\` does.`,
+    );
+  return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
 }
 
 /**

@@ -1,8 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { accessSync, chownSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, chownSync, constants, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { endProcess, untilPrinted } from './child-processes.js';
+import { endOnExit, endProcess, removeOnExit, serverUser, untilPrinted } from './child-processes.js';
 import { onFreePort } from './free-port.js';
 
 /** Options for {@link MariaDbServer.start}. */
@@ -21,26 +21,6 @@ export interface MariaDbServerOptions {
 
 /** The database {@link MariaDbServer} creates at start (and its URL names). */
 const DATABASE = 'test';
-
-const live = new Set<ChildProcess>();
-const liveDirs = new Set<string>();
-let exitHookInstalled = false;
-
-/** Last resort: a test process that exits without close() still ends its servers, by pid. */
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on('exit', () => {
-    for (const child of live) {
-      try {
-        if (child.pid) process.kill(child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
-    for (const dir of liveDirs) rmSync(dir, { recursive: true, force: true });
-  });
-}
 
 /**
  * A throw-away MariaDB server for integration tests: `mariadb-install-db` on a temp directory,
@@ -61,7 +41,7 @@ export class MariaDbServer {
 
   private constructor(
     private readonly proc: ChildProcess,
-    private readonly dir: string,
+    private readonly removeDir: () => void,
     /** Address the server listens on. */
     readonly host: string,
     /** TCP port the server listens on. */
@@ -71,12 +51,11 @@ export class MariaDbServer {
   /** Initialises a data directory and starts the server; throws with install instructions when MariaDB is missing. */
   static async start(options: MariaDbServerOptions = {}): Promise<MariaDbServer> {
     const binaries = findBinaries();
-    const owner = serverUser();
-    installExitHook();
+    const owner = serverUser('mysql', 'mariadbd', 'mariadb-server');
     const host = options.host ?? '127.0.0.1';
     const timeout = options.startTimeout ?? 60_000;
     const dir = mkdtempSync(join(tmpdir(), 'mariadb-server-'));
-    liveDirs.add(dir);
+    const removeDir = removeOnExit(dir);
     try {
       const data = join(dir, 'data');
       const initFile = join(dir, 'init.sql');
@@ -124,19 +103,17 @@ export class MariaDbServer {
           ],
           { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], ...(owner ?? {}) },
         );
-        live.add(proc);
-        proc.once('exit', () => live.delete(proc));
+        endOnExit(proc, 'SIGKILL');
         try {
           await untilPrinted(proc, 'ready for connections', `mariadbd on port ${port}`, timeout);
         } catch (err) {
           await endProcess(proc, 'SIGTERM', 10_000);
           throw err;
         }
-        return new MariaDbServer(proc, dir, host, port);
+        return new MariaDbServer(proc, removeDir, host, port);
       });
     } catch (err) {
-      liveDirs.delete(dir);
-      rmSync(dir, { recursive: true, force: true });
+      removeDir();
       throw err;
     }
   }
@@ -161,8 +138,7 @@ export class MariaDbServer {
     if (this.closed) return;
     this.closed = true;
     await endProcess(this.proc, 'SIGTERM', 10_000); // clean shutdown
-    liveDirs.delete(this.dir);
-    rmSync(this.dir, { recursive: true, force: true });
+    this.removeDir();
   }
 }
 
@@ -186,18 +162,4 @@ function findBinaries(): { server: string; installDb: string } {
     'MariaDB server binaries (mariadbd, mariadb-install-db) were not found on PATH or in /usr/sbin. ' +
       'Install them: `sudo apt-get install -y mariadb-server` (Debian/Ubuntu) or `brew install mariadb` (macOS).',
   );
-}
-
-/** The `mysql` system user when running as root (mariadbd refuses root); undefined otherwise. */
-function serverUser(): { uid: number; gid: number } | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const id = (flag: string) => spawnSync('id', [flag, 'mysql'], { encoding: 'utf8' });
-  const uid = id('-u');
-  const gid = id('-g');
-  if (uid.status !== 0 || gid.status !== 0)
-    throw new Error(
-      'mariadbd refuses to run as root and there is no `mysql` system user to run it as. ' +
-        'Run the tests as another user, or create one: `sudo apt-get install -y mariadb-server` does.',
-    );
-  return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
 }

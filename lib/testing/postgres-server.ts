@@ -1,8 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { endProcess, untilPrinted } from './child-processes.js';
+import { endOnExit, endProcess, removeOnExit, serverUser, untilPrinted } from './child-processes.js';
 import { onFreePort } from './free-port.js';
 
 /** Options for {@link PostgresServer.start}. */
@@ -21,33 +21,6 @@ export interface PostgresServerOptions {
   settings?: Record<string, string>;
   /** How long initdb + start may take, ms (default 60000). */
   startTimeout?: number;
-}
-
-const live = new Set<ChildProcess>();
-const liveDirs = new Set<string>();
-let exitHookInstalled = false;
-
-/** Last resort: a test process that exits without close() still ends its servers, by pid. */
-function installExitHook(): void {
-  if (exitHookInstalled) return;
-  exitHookInstalled = true;
-  process.on('exit', () => {
-    for (const child of live) {
-      try {
-        // SIGQUIT: immediate shutdown; the postmaster takes its backends down with it.
-        if (child.pid) process.kill(child.pid, 'SIGQUIT');
-      } catch {
-        // already gone
-      }
-    }
-    for (const dir of liveDirs) {
-      try {
-        rmSync(dir, { recursive: true, force: true });
-      } catch {
-        // the server may still be writing its last files; a temp dir left behind is harmless
-      }
-    }
-  });
 }
 
 /**
@@ -69,7 +42,7 @@ export class PostgresServer {
 
   private constructor(
     private readonly proc: ChildProcess,
-    private readonly dir: string,
+    private readonly removeDir: () => void,
     /** Address the server listens on. */
     readonly host: string,
     /** TCP port the server listens on. */
@@ -79,12 +52,11 @@ export class PostgresServer {
   /** Initialises a cluster and starts it; throws with install instructions when PostgreSQL is missing. */
   static async start(options: PostgresServerOptions = {}): Promise<PostgresServer> {
     const binDir = options.binDir ?? findBinDir();
-    const owner = serverUser();
-    installExitHook();
+    const owner = serverUser('postgres', 'PostgreSQL', 'postgresql');
     const host = options.host ?? '127.0.0.1';
     const timeout = options.startTimeout ?? 60_000;
     const dir = mkdtempSync(join(tmpdir(), 'pg-server-'));
-    liveDirs.add(dir);
+    const removeDir = removeOnExit(dir);
     try {
       if (owner) chownSync(dir, owner.uid, owner.gid);
       const data = join(dir, 'data');
@@ -109,8 +81,7 @@ export class PostgresServer {
           stdio: ['ignore', 'pipe', 'pipe'],
           ...(owner ?? {}),
         });
-        live.add(proc);
-        proc.once('exit', () => live.delete(proc));
+        endOnExit(proc, 'SIGQUIT');
         try {
           await untilPrinted(
             proc,
@@ -122,11 +93,10 @@ export class PostgresServer {
           await endProcess(proc, 'SIGINT', 10_000);
           throw err;
         }
-        return new PostgresServer(proc, dir, host, port);
+        return new PostgresServer(proc, removeDir, host, port);
       });
     } catch (err) {
-      liveDirs.delete(dir);
-      rmSync(dir, { recursive: true, force: true });
+      removeDir();
       throw err;
     }
   }
@@ -146,8 +116,7 @@ export class PostgresServer {
     if (this.closed) return;
     this.closed = true;
     await endProcess(this.proc, 'SIGINT', 10_000); // fast shutdown: ends sessions, checkpoints, exits
-    liveDirs.delete(this.dir);
-    rmSync(this.dir, { recursive: true, force: true });
+    this.removeDir();
   }
 }
 
@@ -167,18 +136,4 @@ function findBinDir(): string {
     'PostgreSQL server binaries (initdb, postgres) were not found on PATH or under /usr/lib/postgresql. ' +
       'Install them: `sudo apt-get install -y postgresql` (Debian/Ubuntu) or `brew install postgresql` (macOS).',
   );
-}
-
-/** The `postgres` system user when running as root (PostgreSQL refuses root); undefined otherwise. */
-function serverUser(): { uid: number; gid: number } | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const id = (flag: string) => spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' });
-  const uid = id('-u');
-  const gid = id('-g');
-  if (uid.status !== 0 || gid.status !== 0)
-    throw new Error(
-      'PostgreSQL refuses to run as root and there is no `postgres` system user to run it as. ' +
-        'Run the tests as another user, or create one: `sudo apt-get install -y postgresql` does.',
-    );
-  return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
 }
