@@ -23,8 +23,8 @@ export class SemaphoreUses {
   private readonly recent = new Map<string, number>();
 
   /**
-   * Whether any key is known as a semaphore or a read-write lock (a field, kept by begin and end:
-   * the mutex path reads it on every acquire).
+   * Whether any key is known as a semaphore or a read-write lock: set by begin, and never cleared (a
+   * key that ends stays known among the recent ones). A field: the mutex path reads it on every acquire.
    */
   any = false;
 

@@ -154,7 +154,7 @@ const SPLIT_RETRIES = 10;
  * the same moment (nobody holds the lock; without a retry each would give back its minority and
  * fail, and nobody would run: a cron tick on several instances): made again after the collision
  * back-off while it splits, at most SPLIT_RETRIES times. A lock that someone holds fails at once;
- * so does every attempt once the engine shuts down.
+ * so does every attempt once the engine shuts down, or the caller's signal aborts.
  */
 export async function retrySplit(
   parts: EngineParts,
@@ -169,6 +169,7 @@ export async function retrySplit(
   while (attempt.outcome === 'busy' && attempt.split && attempts <= SPLIT_RETRIES) {
     const pause = collisionBackoff(attempts, () => parts.runtime.random());
     await sleep(parts.runtime, pause);
+    request.opts.signal?.throwIfAborted();
     if (shutdown.aborted) break;
     const next = await acquirer.attempt(request, parts.values.next(request.names.length > 1));
     attempts++;
