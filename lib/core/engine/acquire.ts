@@ -20,9 +20,7 @@ import { describeUse, type SemaphoreRequest } from './semaphore-request.js';
  *    (settleTokens), so that a majority holds counter >= token before the lock is handed out.
  * 3. Validity = ttl - elapsed - drift - clock guard: the lock is granted only with validity left.
  * 4. A failed attempt frees whatever it got, on every voter that may hold it.
- *
- * Waiting for a busy lock (the retry loop, queues and hand-overs) is built on top of this in
- * wait.ts and hand-over.ts; a held lock's extension and release are in leases.ts.
+ * Waiting (retries, queues, hand-overs): wait.ts, hand-over.ts; extension and release: leases.ts.
  */
 
 /** What one acquire call asks for, fixed for the whole call. */
@@ -138,8 +136,10 @@ export class Acquirer {
       tokensSettled = tokens !== undefined;
       const now = this.parts.runtime.now();
       // Less the clock guard: a voter's clock that steps forward by less than it cannot end the
-      // lease there before this validity does (larger steps are seen: quorum/voter-clocks.ts).
-      const validity = ttl - (now - started) - this.parts.drift(ttl) - request.opts.clockGuard;
+      // lease there before this validity does (larger steps are seen: guards/clock/). A fail-fast
+      // call's retries (retrySplit) share one lease: from its start, never longer than its ttl.
+      const since = request.opts.wait > 0 ? started : request.startedAt;
+      const validity = ttl - (now - since) - this.parts.drift(ttl) - request.opts.clockGuard;
       if (tokens && validity > 0) {
         return { outcome: 'granted', lock: this.grant(request, value, tokens, validity, now) };
       }

@@ -1,13 +1,14 @@
 import { LockNotAcquiredError, QuorumUnavailableError, Redlock, type Lock } from '../../../lib/index.js';
 import { RedisNodes } from '../../../lib/testing/index.js';
+import { eventually } from '../../support/eventually.js';
 
 /*
  * Fail-fast acquires (`wait: 0`, tryAcquire) that several engines make at the same moment on a free
  * key, as a cron tick on several instances does: the nodes see them in different orders and the
  * vote can split, each acquirer with a minority. Without a retry each gives its minority back and
  * fails, and nobody holds the lock (about 1 round in 11 with 4 engines on 3 nodes); each makes its
- * attempt again after the collision back-off instead (wait.ts, retrySplit). A lock that someone
- * holds still fails at once, after one attempt.
+ * attempt again after the collision back-off instead (wait.ts, retrySplit), at most 10 times. A
+ * lock that someone holds still fails at once, after one attempt.
  */
 describe('simultaneous fail-fast acquires (real nodes)', () => {
   let nodes: RedisNodes;
@@ -49,6 +50,19 @@ describe('simultaneous fail-fast acquires (real nodes)', () => {
     }
     expect(undecided).toBeLessThan(rounds / 2);
     expect(Object.fromEntries(holders)).toEqual({ 1: rounds - undecided });
+  });
+
+  test('a vote split that lasts fails after 11 attempts, leaving nothing behind', async () => {
+    // Two other acquirers hold a minority each (node 0, node 1): every attempt gets node 2 alone.
+    await nodes.client(0).set('redlock:{race:split}', 'a:0', 'PX', 10_000);
+    await nodes.client(1).set('redlock:{race:split}', 'b:0', 'PX', 10_000);
+    const err = await engines[0]!.acquire('race:split', { wait: 0 }).catch((e: unknown) => e);
+    // Each failed attempt gives node 2 back without awaiting the reply: read until it ran, at most 1 s.
+    const left = await eventually(() => nodes.client(2).get('redlock:{race:split}'), null, 1000);
+    await Promise.all([0, 1].map((i) => nodes.client(i).del('redlock:{race:split}')));
+    expect(err).toBeInstanceOf(LockNotAcquiredError);
+    expect((err as LockNotAcquiredError).attempts).toBe(11);
+    expect(left).toBeNull();
   });
 
   test('a lock held elsewhere fails at once, after one attempt', async () => {
