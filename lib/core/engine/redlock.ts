@@ -246,12 +246,13 @@ export class Redlock {
     if (request.opts.wait > 0)
       return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure, this.lifecycle.signal);
     const value = this.parts.values.next(request.names.length > 1);
-    return this.acquirer.attempt(request, value).then((attempt) => {
-      if (attempt.outcome === 'granted') return attempt.lock;
-      if (attempt.outcome === 'busy' && attempt.split)
-        return retrySplit(this.parts, this.acquirer, request, attempt, this.failure, this.lifecycle.signal);
-      throw this.failure(attempt, 1, request);
-    });
+    return this.acquirer
+      .attempt(request, value)
+      .then((attempt) =>
+        attempt.outcome === 'granted'
+          ? attempt.lock
+          : retrySplit(this.parts, this.acquirer, request, attempt, this.failure, this.lifecycle.signal),
+      );
   }
 
   /** The request of an acquire, or the enclosing holder's lock that a nested acquire joins. */

@@ -150,11 +150,11 @@ export async function waitForLock(
 const SPLIT_RETRIES = 10;
 
 /**
- * A fail-fast acquire (`wait: 0`) whose first attempt's vote split between acquirers that came at
- * the same moment (nobody holds the lock; without a retry each would give back its minority and
- * fail, and nobody would run: a cron tick on several instances): made again after the collision
- * back-off while it splits, at most SPLIT_RETRIES times. A lock that someone holds fails at once;
- * so does every attempt once the engine shuts down, or the caller's signal aborts.
+ * A fail-fast acquire (`wait: 0`) after its first attempt failed: the caller's error at once,
+ * unless the vote split between acquirers that came at the same moment (nobody holds the lock;
+ * without a retry each gives back its minority and fails, and nobody runs: a cron tick on several
+ * instances). Then it is made again after the collision back-off while it splits, at most
+ * SPLIT_RETRIES times, until the engine shuts down or the caller's signal aborts.
  */
 export async function retrySplit(
   parts: EngineParts,
