@@ -18,7 +18,7 @@ export function severConnections(engine: Redlock, { keepSubscriptions = false } 
   for (const voter of engine.voters as readonly TransportVoter[]) {
     // The transport's own connections, read from outside (a dying process does not ask them).
     const transport = voter.transport as IoredisTransport;
-    if (!keepSubscriptions) void transport['subscribers'].close();
+    if (!keepSubscriptions) void transport['subscribers'].close(0);
     (transport['client'] as Redis).disconnect();
   }
 }

@@ -57,13 +57,18 @@ export class ShardSubscribers {
     }
   }
 
-  async close(): Promise<void> {
+  /**
+   * Closes every subscription, waiting at most `timeoutMs`: one still opening to a server that does
+   * not answer (paused) waits for its own bound, and is closed as soon as it opens.
+   */
+  async close(timeoutMs: number): Promise<void> {
     this.closed = true;
     this.cancel?.();
     const all = [...this.opened.values()];
     this.opened.clear();
     this.subscribed.clear();
-    await Promise.all(all.map((p) => p.then((s) => s?.close()).catch(() => undefined)));
+    const closing = Promise.all(all.map((p) => p.then((s) => s?.close()).catch(() => undefined)));
+    await settleWithin(this.runtime, closing, timeoutMs);
   }
 
   /** Opens what is missing, closes what left, and picks the shard that delivers. */

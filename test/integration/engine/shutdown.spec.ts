@@ -176,3 +176,39 @@ describe('shutdown: drain, then nothing left held (real nodes)', () => {
     await expect(engine.using('late', () => 1)).rejects.toBeInstanceOf(EngineClosedError);
   });
 });
+
+describe('close() is bounded while a node does not answer (real nodes, each client the library opens)', () => {
+  let cluster: TestCluster;
+
+  beforeAll(async () => {
+    cluster = await TestCluster.start(3);
+  });
+  afterAll(() => cluster?.close());
+
+  test.each(['ioredis', 'node-redis'] as const)(
+    '%s: a paused node, its wake subscription still opening, holds close() up for at most 5 nodeTimeouts',
+    async (client) => {
+      const nodeTimeout = 300;
+      const engine = await cluster.engine({ client, nodeTimeout, drainTimeout: 0 });
+      const name = `paused-close-${client}`;
+      const held = await engine.acquire(name, { ttl: 10_000 });
+      // A paused server accepts connections (the kernel does) and answers nothing: the wake
+      // subscription the waiter below opens to it waits for its own bound.
+      cluster.redis.stop(2);
+      try {
+        const waiting = engine.acquire(name, { ttl: 10_000, wait: 10_000 }).catch(() => 'closed');
+        await sleep(200);
+        const closing = performance.now();
+        await engine.close();
+        const took = performance.now() - closing;
+        expect(await waiting).toBe('closed');
+        expect(took).toBeLessThan(5 * nodeTimeout);
+      } finally {
+        cluster.redis.resume(2);
+      }
+      // Released where it could be: on the nodes that answer (the paused one's lease runs out).
+      expect(held.signal.aborted).toBe(true);
+      for (const i of [0, 1]) expect(await cluster.redis.client(i).exists(`${PREFIX}{${name}}`)).toBe(0);
+    },
+  );
+});

@@ -121,7 +121,7 @@ class GlideTransport extends TransportBase implements Transport {
   async close(timeoutMs: number): Promise<void> {
     this.closed = true;
     this.cancelProbe?.();
-    const pending = [this.subscribers.close(), this.probing, ...this.inFlight];
+    const pending = [this.subscribers.close(timeoutMs), this.probing, ...this.inFlight];
     await settleWithin(this.context.runtime, Promise.allSettled(pending), timeoutMs);
   }
 

@@ -91,10 +91,13 @@ export class IoredisTransport extends TransportBase implements Transport {
   }
 
   async close(timeoutMs: number): Promise<void> {
-    // Bounded: a subscriber still connecting to a node that is down has nobody to say goodbye to.
-    await settleWithin(this.runtime, this.subscribers.close(), timeoutMs);
+    await Promise.all([this.subscribers.close(timeoutMs), this.endClient(timeoutMs)]);
     for (const connection of this.subscriberConnections) connection.disconnect();
     this.detach();
+  }
+
+  /** Quits the client the library opened or connected (at most `timeoutMs`), then drops what is left. */
+  private async endClient(timeoutMs: number): Promise<void> {
     if (!(this.spec.owned || this.connectedHere) || this.client.status === 'end') return;
     const ended = new Promise((resolve) => this.client.once('end', resolve));
     const quit = this.client.status === 'ready' ? this.client.quit().catch(() => undefined) : undefined;

@@ -105,10 +105,12 @@ export class NodeRedisTransport extends TransportBase implements Transport {
   async close(timeoutMs: number): Promise<void> {
     this.closed = true;
     this.cancelRetry?.();
-    await this.subscribers.close();
-    if (this.spec.owned || this.connectedHere) {
-      await closeNodeRedis(this.context.runtime, this.spec.client, timeoutMs, [...this.watched.values()]);
-    }
+    const { runtime } = this.context;
+    await Promise.all([
+      this.subscribers.close(timeoutMs),
+      (this.spec.owned || this.connectedHere) &&
+        closeNodeRedis(runtime, this.spec.client, timeoutMs, [...this.watched.values()]),
+    ]);
     this.detach();
     this.watched.clear();
   }
