@@ -18,10 +18,9 @@ declare function renderOn(gpu: number, scene: string, fence: number): Promise<vo
 export class ReportJobs {
   constructor(private readonly reports: Reports) {}
 
-  // Every instance's cron fires; at most two build reports at once, the others skip this tick
-  // (wait 100 ms: ticks fired at once can split a slot's vote, and a slot search does not retry that).
+  // Every instance's cron fires; at most two build reports at once, the others skip this tick.
   @Cron('0 0 2 * * *')
-  @DistributedLock('nightly-reports', { permits: 2, wait: 100, onBusy: 'skip' })
+  @DistributedLock('nightly-reports', { permits: 2, onBusy: 'skip' })
   async build(): Promise<void> {
     await this.reports.buildAll();
   }

@@ -444,6 +444,8 @@ export const BEHAVIOURS: Behaviour[] = [
       const busy = await take(slots, d, '100');
       if (busy.kind !== 'busy') throw new Error(`expected busy, got ${JSON.stringify(busy)}`);
       expect([a, b, c]).toContain(busy.holder);
+      // Each slot's holder, in the order proposed: what tells a full semaphore from a split vote.
+      expect(busy.holders).toEqual([a, b, c]);
       within(busy.retryAfterMs, leastLeft(LONG, started, now()), LONG, 'retryAfter');
       // A release of any slot gives its turn to the first in line, who takes that slot.
       await voter.letGo([slots[1]!], b, RELEASE);

@@ -144,6 +144,8 @@ export class SlotAcquirer {
     const votes: Array<RoundOutcome<unknown>['votes'][number]> = new Array(list.length);
     const unavailable: NodeFailure[] = [];
     const freeOn = new Array<number>(permits).fill(0);
+    /** Per permit: how many busy voters name each holder of its slot. */
+    const holdersOf = Array.from({ length: permits }, () => new Map<string, number>());
     let busyWait = -2;
     let granted = 0;
     list.forEach((voter, i) => {
@@ -157,6 +159,10 @@ export class SlotAcquirer {
         for (const index of reply.free) freeOn[order[index]!]!++;
       } else if (reply?.kind === 'busy') {
         votes[i] = 'no';
+        reply.holders.forEach((holder, index) => {
+          const seen = holdersOf[order[index]!]!;
+          seen.set(holder, (seen.get(holder) ?? 0) + 1);
+        });
         if (reply.retryAfterMs >= 0 && (busyWait < 0 || reply.retryAfterMs < busyWait))
           busyWait = reply.retryAfterMs;
       } else if (reply?.kind === 'abstaining') {
@@ -182,7 +188,12 @@ export class SlotAcquirer {
       const contended = granted > 0;
       // Contended: the waiting loop backs off (at most the wait until a slot frees), never not at all.
       const retryAfterMs = busyWait < 0 ? -1 : busyWait;
-      return { attempt: { outcome: 'busy', retryAfterMs, contended }, retryWith };
+      // Split: every voter answered, and some permit has no holder on a majority: acquirers that
+      // came at once took the slots in different orders, and each gives back its minorities
+      // (fail-fast acquires try again: wait.ts, retrySplit). Full: each permit's holder on a majority.
+      const full = holdersOf.every((seen) => [...seen.values()].some((count) => count >= quorum));
+      const split = answering === list.length && !full;
+      return { attempt: { outcome: 'busy', retryAfterMs, contended, split }, retryWith };
     }
     return {
       attempt: {
@@ -220,7 +231,9 @@ export class SlotAcquirer {
       const { ttl, watchdog, maxHold, holdAtLeast } = request.opts;
       const now = this.parts.runtime.now();
       // Less the clock guard, as a plain lock's validity (acquire.ts).
-      const validity = ttl - (now - started) - this.parts.drift(ttl) - request.opts.clockGuard;
+      // A fail-fast acquire's retries share one lease (acquire.ts).
+      const since = request.opts.wait > 0 ? started : request.startedAt;
+      const validity = ttl - (now - since) - this.parts.drift(ttl) - request.opts.clockGuard;
       if (!tokens || validity <= 0) return undefined;
       return this.leases.grant(
         {

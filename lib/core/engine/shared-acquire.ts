@@ -5,7 +5,7 @@ import type { Lock } from './lock.js';
 import type { EngineParts } from './parts.js';
 import { SlotAcquirer } from './semaphore.js';
 import type { SemaphoreRequest } from './semaphore-request.js';
-import { waitForLock, type WaitExhausted } from './wait.js';
+import { retrySplit, waitForLock, type WaitExhausted } from './wait.js';
 import type { WakeChannel } from './wake-channel.js';
 
 /*
@@ -66,9 +66,11 @@ export class SharedAcquirer {
         this.shutdown,
         attempt,
       );
-    return attempt(this.parts.values.next(false, request.opts.mode === 'read')).then((result) => {
-      if (result.outcome === 'granted') return result.lock;
-      throw this.failure(result, 1, request);
-    });
+    const value = this.parts.values.next(false, request.opts.mode === 'read');
+    return attempt(value).then((first) =>
+      first.outcome === 'granted'
+        ? first.lock
+        : retrySplit(this.parts, () => attempt(value), request, first, this.failure, this.shutdown),
+    );
   }
 }

@@ -158,7 +158,8 @@ const SPLIT_RETRIES = 10;
  */
 export async function retrySplit(
   parts: EngineParts,
-  acquirer: Acquirer,
+  /** Makes the attempt again (a mutex's with a new value; a semaphore's or a reader's with its own). */
+  again: () => Promise<Attempt>,
   request: AcquireRequest,
   first: Exclude<Attempt, { outcome: 'granted' }>,
   exhausted: WaitExhausted,
@@ -171,7 +172,7 @@ export async function retrySplit(
     await sleep(parts.runtime, pause);
     request.opts.signal?.throwIfAborted();
     if (shutdown.aborted) break;
-    const next = await acquirer.attempt(request, parts.values.next(request.names.length > 1));
+    const next = await again();
     attempts++;
     if (next.outcome === 'granted') return next.lock;
     attempt = next;

@@ -17,12 +17,16 @@ export type SlotVote =
       readonly free: readonly number[];
       readonly clockUs?: number;
     }
-  /** Every slot busy: `retryAfterMs` until the first may be free (-1 unknown), a holder, the node's clock. */
+  /**
+   * Every slot busy: `retryAfterMs` until the first may be free (-1 unknown), a holder, the node's
+   * clock, and the holder of each slot in the proposed order.
+   */
   | {
       readonly kind: 'busy';
       readonly retryAfterMs: number;
       readonly holder: string;
       readonly clockUs: number;
+      readonly holders: readonly string[];
     }
   /** The node abstains under the restart guard for `forMs` more ms. */
   | { readonly kind: 'abstaining'; readonly forMs: number; readonly shard?: string }
@@ -45,8 +49,9 @@ export type SlotVote =
  *
  * Replies: {1, index, token, free indices...} granted; {2, index, token, clock, free indices...}
  * granted under the clock guard (the settings ask for clock readings: settings.ts); {0, ms,
- * holder, clock} busy (queued by ticket); {-1, ms} abstaining (restart guard); {-3, permits} the key
- * is used with other permits (1: as a mutex, 0: readers of a read-write lock hold it).
+ * holder, clock, holder of each slot in the proposed order...} busy (queued by ticket); {-1, ms}
+ * abstaining (restart guard); {-3, permits} the key is used with other permits (1: as a mutex, 0:
+ * readers of a read-write lock hold it).
  */
 export const SEMAPHORE_ACQUIRE_SCRIPT = luaScript(
   'semaphore-acquire',
@@ -67,7 +72,7 @@ local turn = '${TURN_MARK}' .. value
 local slot = nil
 local free = {}
 local wait = -2
-local holder = false
+local holders = {}
 for i = 1, k do
   local current = redis.call('GET', KEYS[i])
   if current == value or current == turn then
@@ -76,7 +81,7 @@ for i = 1, k do
   elseif not current then
     free[#free + 1] = i - 1
   else
-    if not holder then holder = current end
+    holders[#holders + 1] = current
     local pttl = redis.call('PTTL', KEYS[i])
     if pttl >= 0 and (wait < 0 or pttl < wait) then wait = pttl end
   end
@@ -91,7 +96,7 @@ if not slot then
   end
   local now = redis.call('TIME')
   if wait == -2 then wait = -1 end
-  return {0, wait, holder, tonumber(now[1]) * 1000000 + tonumber(now[2])}
+  return {0, wait, holders[1], tonumber(now[1]) * 1000000 + tonumber(now[2]), unpack(holders)}
 end
 redis.call('SET', KEYS[slot], value, 'PX', ARGV[3])
 if ARGV[4] ~= '' then redis.call('ZREM', queue, value) end
@@ -127,6 +132,7 @@ export function decodeSlotReply(reply: unknown): SlotVote {
       retryAfterMs: reply[1] as number,
       holder: String(reply[2]),
       clockUs: reply[3] as number,
+      holders: (reply as unknown[]).slice(4).map(String),
     };
   if (tag === -3) return { kind: 'conflict', permits: reply[1] as number };
   return { kind: 'abstaining', forMs: reply[1] as number };

@@ -230,13 +230,14 @@ const semaphore: Emulation = (db, keys, [value, settings, ttl, ticket, seed, per
   db.set(keys[2 * k + 1], PERMITS_MARK + permits, setting(settings, 'fenceIdleMs'));
   const free: number[] = [];
   let slot: number | undefined;
-  let [wait, holder] = [-2, null as string | null];
+  let wait = -2;
+  const holders: string[] = [];
   for (let i = 0; i < k; i++) {
     const current = db.get(keys[i]);
     if (current === value || current === TURN_MARK + value) slot ??= i;
     if (current === undefined || current === value || current === TURN_MARK + value) free.push(i);
     else {
-      holder ??= current;
+      holders.push(current);
       const pttl = db.pttl(keys[i]);
       if (pttl >= 0 && (wait < 0 || pttl < wait)) wait = pttl;
     }
@@ -244,7 +245,7 @@ const semaphore: Emulation = (db, keys, [value, settings, ttl, ticket, seed, per
   slot ??= free[0];
   if (slot === undefined) {
     enqueue(db, [keys[2 * k]], ticket, value, settings);
-    return [0, wait === -2 ? -1 : wait, holder, db.timeUs()];
+    return [0, wait === -2 ? -1 : wait, holders[0], db.timeUs(), ...holders];
   }
   db.set(keys[slot], value, Number(ttl));
   if (ticket !== '') db.zrem(keys[2 * k], value);

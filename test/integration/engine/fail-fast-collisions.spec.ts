@@ -1,4 +1,5 @@
 import { LockNotAcquiredError, QuorumUnavailableError, Redlock, type Lock } from '../../../lib/index.js';
+import { slotKey } from '../../../lib/core/scripts/keys.js';
 import { RedisNodes } from '../../../lib/testing/index.js';
 import { eventually } from '../../support/eventually.js';
 
@@ -8,7 +9,9 @@ import { eventually } from '../../support/eventually.js';
  * vote can split, each acquirer with a minority. Without a retry each gives its minority back and
  * fails, and nobody holds the lock (about 1 round in 11 with 4 engines on 3 nodes); each makes its
  * attempt again after the collision back-off instead (wait.ts, retrySplit), at most 10 times. A
- * lock that someone holds still fails at once, after one attempt.
+ * lock that someone holds still fails at once, after one attempt. Semaphores alike: a permit whose
+ * slot has no holder on a majority split (about 1 round in 75 with 2 permits and 4 engines left a
+ * permit unused, 1 in 750 both), a semaphore whose every permit is held on a majority is full.
  */
 describe('simultaneous fail-fast acquires (real nodes)', () => {
   let nodes: RedisNodes;
@@ -71,5 +74,56 @@ describe('simultaneous fail-fast acquires (real nodes)', () => {
     await held.release();
     expect(err).toBeInstanceOf(LockNotAcquiredError);
     expect((err as LockNotAcquiredError).attempts).toBe(1);
+  });
+
+  test.each([
+    [2, 4, 300],
+    [3, 6, 150],
+  ])(
+    'a semaphore of %i permits, %i engines at once, %i rounds: every permit is held in every round',
+    async (permits, count, rounds) => {
+      const holders = new Map<number, number>();
+      let undecided = 0;
+      for (let round = 0; round < rounds; round++) {
+        const outcomes = await Promise.all(
+          engines
+            .slice(0, count)
+            .map((engine) =>
+              engine.tryAcquire(`sem-race:${permits}:${round}`, { permits }).catch((err: unknown) => err),
+            ),
+        );
+        const held = outcomes.filter(
+          (outcome): outcome is Lock => outcome !== null && !(outcome instanceof Error),
+        );
+        await Promise.all(held.map((lock) => lock.release()));
+        if (outcomes.some((outcome) => outcome instanceof QuorumUnavailableError)) undecided++;
+        else holders.set(held.length, (holders.get(held.length) ?? 0) + 1);
+      }
+      expect(undecided).toBeLessThan(rounds / 2);
+      expect(Object.fromEntries(holders)).toEqual({ [permits]: rounds - undecided });
+    },
+  );
+
+  test('a semaphore permit split for good fails after 11 attempts; a full semaphore after one', async () => {
+    // Permit 0 held by x everywhere; permit 1 by a on node 0 and b on node 1: node 2's is free.
+    const lockKey = 'redlock:{sem-race:split}';
+    await Promise.all([0, 1, 2].map((i) => nodes.client(i).set(slotKey(lockKey, 0), 'x:0', 'PX', 10_000)));
+    await nodes.client(0).set(slotKey(lockKey, 1), 'a:0', 'PX', 10_000);
+    await nodes.client(1).set(slotKey(lockKey, 1), 'b:0', 'PX', 10_000);
+    const split = await engines[0]!
+      .acquire('sem-race:split', { permits: 2, wait: 0 })
+      .catch((e: unknown) => e);
+    const left = await eventually(() => nodes.client(2).get(slotKey(lockKey, 1)), null, 1000);
+    // Now b holds permit 1 on a majority too: the semaphore is full.
+    await nodes.client(2).set(slotKey(lockKey, 1), 'b:0', 'PX', 10_000);
+    const full = await engines[0]!
+      .acquire('sem-race:split', { permits: 2, wait: 0 })
+      .catch((e: unknown) => e);
+    await Promise.all([0, 1, 2].map((i) => nodes.client(i).del(slotKey(lockKey, 0), slotKey(lockKey, 1))));
+    expect(split).toBeInstanceOf(LockNotAcquiredError);
+    expect((split as LockNotAcquiredError).attempts).toBe(11);
+    expect(left).toBeNull();
+    expect(full).toBeInstanceOf(LockNotAcquiredError);
+    expect((full as LockNotAcquiredError).attempts).toBe(1);
   });
 });
