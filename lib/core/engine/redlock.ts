@@ -245,12 +245,13 @@ export class Redlock {
     if (request.semaphore || request.opts.mode === 'read') return this.shared.take(request);
     if (request.opts.wait > 0)
       return waitForLock(this.parts, this.acquirer, this.wakes, request, this.failure, this.lifecycle.signal);
-    const attempt = () => this.acquirer.attempt(request, this.parts.values.next(request.names.length > 1));
-    return attempt().then((first) =>
-      first.outcome === 'granted'
-        ? first.lock
-        : retrySplit(this.parts, attempt, request, first, this.failure, this.lifecycle.signal),
-    );
+    const several = request.names.length > 1;
+    return this.acquirer.attempt(request, this.parts.values.next(several)).then((first) => {
+      if (first.outcome === 'granted') return first.lock;
+      // Each retry with a value of its own (off the hot path: built after a failed attempt only).
+      const again = () => this.acquirer.attempt(request, this.parts.values.next(several));
+      return retrySplit(this.parts, again, request, first, this.failure, this.lifecycle.signal);
+    });
   }
 
   /** The request of an acquire, or the enclosing holder's lock that a nested acquire joins. */
