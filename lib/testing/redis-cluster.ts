@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { ioredis } from './ioredis-module.js';
+import { ioredis, testClient } from './ioredis-module.js';
+import { until } from './child-processes.js';
 import type { IoRedisClusterTestClient } from './test-clients.js';
 import { keySlot } from '../core/scripts/keys.js';
 import { RedisNodes, type Persistence } from './redis-nodes.js';
@@ -124,31 +125,19 @@ export class RedisClusterNodes {
 
   /** Waits until every live master reports `cluster_state:ok` and knows all slots. */
   async waitHealthy(ms = 10_000): Promise<void> {
-    const end = performance.now() + ms;
-    for (;;) {
-      const states = await Promise.all(
-        this.nodes.ports.map(async (_, i) => {
-          if (this.nodes.pid(i) === undefined) return true;
-          const probe = new (ioredis().Redis)(this.nodes.url(i), {
-            maxRetriesPerRequest: 0,
-            lazyConnect: true,
-          });
-          probe.on('error', () => undefined);
-          try {
-            await probe.connect();
-            const info = String(await probe.call('CLUSTER', 'INFO'));
-            return info.includes('cluster_state:ok') && info.includes('cluster_slots_assigned:16384');
-          } catch {
-            return false;
-          } finally {
-            probe.disconnect();
-          }
-        }),
-      );
-      if (states.every(Boolean)) return;
-      if (performance.now() > end) throw new Error(`cluster not healthy within ${ms} ms`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const healthy = async (i: number) => {
+      if (this.nodes.pid(i) === undefined) return true;
+      const probe = testClient(this.nodes.url(i), { maxRetriesPerRequest: 0, lazyConnect: true });
+      try {
+        await probe.connect();
+        const info = String(await probe.call('CLUSTER', 'INFO'));
+        return info.includes('cluster_state:ok') && info.includes('cluster_slots_assigned:16384');
+      } finally {
+        probe.disconnect();
+      }
+    };
+    const all = async () => (await Promise.all(this.nodes.ports.map((_, i) => healthy(i)))).every(Boolean);
+    await until(all, ms, 'cluster not healthy');
   }
 
   /** Ends every server by pid and removes their directories. */

@@ -15,7 +15,7 @@ import type { Persistence, RedisNodesOptions } from './redis-nodes.js';
 const reserved = new Set<number>();
 
 /** Runs `launch` on a free port that no open set holds, and holds it until {@link releasePorts}. */
-export function onReservedPort(host: string, launch: (port: number) => Promise<void>): Promise<void> {
+export function onReservedPort(host: string, launch: (port: number) => Promise<unknown>): Promise<unknown> {
   return onFreePort(
     host,
     (port) => {

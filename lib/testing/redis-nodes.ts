@@ -1,13 +1,18 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync, rmSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { markFreshNodeAt } from '../core/guards/fresh-node.js';
 import { NodeNotFreshError } from '../core/errors.js';
 import { DEFAULTS } from '../core/options.js';
-import { ioredis } from './ioredis-module.js';
+import { testClient } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
-import { assertRedisServerInstalled, endOnExit, endProcess, untilPrinted } from './child-processes.js';
+import {
+  assertRedisServerInstalled,
+  endProcess,
+  spawnServer,
+  tempDir,
+  type TempDir,
+} from './child-processes.js';
 import { onReservedPort, releasePorts, serverArgs } from './redis-node-process.js';
 import type { RedisServerVersion } from './redis-server-binary.js';
 
@@ -88,7 +93,7 @@ export class RedisNodes {
   private constructor(
     /** The binary the nodes run, and which server and version it is (its `--version`). */
     readonly server: RedisServerVersion,
-    private readonly dir: string,
+    private readonly dir: TempDir,
     private readonly options: RedisNodesOptions,
     private readonly host: string,
     readonly ports: readonly number[],
@@ -104,7 +109,7 @@ export class RedisNodes {
   static async start(count = 5, options: RedisNodesOptions = {}): Promise<RedisNodes> {
     const server = assertRedisServerInstalled(options.serverBinary);
     const host = options.host ?? '127.0.0.1';
-    const dir = mkdtempSync(join(tmpdir(), 'redis-nodes-'));
+    const dir = tempDir('redis-nodes-');
     const ports: number[] = Array.from({ length: count }, () => 0);
     const nodes = new RedisNodes(
       server,
@@ -183,15 +188,7 @@ export class RedisNodes {
    */
   client(index: number): IoRedisTestClient {
     let client = this.clients.get(index);
-    if (!client) {
-      const { Redis } = ioredis();
-      client = new Redis(this.url(index), {
-        maxRetriesPerRequest: 1,
-        lazyConnect: false,
-      }) as unknown as IoRedisTestClient;
-      client.on('error', () => undefined);
-      this.clients.set(index, client);
-    }
+    if (!client) this.clients.set(index, (client = testClient(this.url(index), { maxRetriesPerRequest: 1 })));
     return client;
   }
 
@@ -245,7 +242,7 @@ export class RedisNodes {
         if (proc) await endProcess(proc, 'SIGKILL');
       }),
     );
-    rmSync(this.dir, { recursive: true, force: true });
+    this.dir.remove();
     releasePorts(this.ports);
   }
 
@@ -268,25 +265,20 @@ export class RedisNodes {
   }
 
   private nodeDir(index: number): string {
-    return join(this.dir, `node-${index}`);
+    return join(this.dir.path, `node-${index}`);
   }
 
-  private launch(index: number): Promise<void> {
-    const env = this.options.env ? { ...process.env, ...this.options.env(index) } : undefined;
+  private launch(index: number): Promise<unknown> {
     const dir = this.nodeDir(index);
     mkdirSync(dir, { recursive: true });
     const args = serverArgs(this.options, this.host, String(this.port(index)), dir, this.persistence[index]!);
-    const proc = spawn(this.server.binary, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const { proc, ready } = spawnServer(this.server.binary, args, {
+      env: this.options.env && { ...process.env, ...this.options.env(index) },
+      ready: 'Ready to accept connections',
+      name: `${this.server.name}-server on port ${this.port(index)}`,
+      timeoutMs: this.options.startTimeout ?? 10_000,
+    });
     this.procs[index] = proc;
-    endOnExit(proc);
-    const timeout = this.options.startTimeout ?? 10_000;
-    const name = `${this.server.name}-server on port ${this.port(index)}`;
-    return untilPrinted(
-      proc,
-      'Ready to accept connections',
-      name,
-      timeout,
-      () => void endProcess(proc, 'SIGKILL'),
-    );
+    return ready;
   }
 }
