@@ -44,40 +44,24 @@ export class RedisClusterNodes {
       extraArgs?: string[];
     } = {},
   ): Promise<RedisClusterNodes> {
+    const extraArgs = ['--cluster-enabled', 'yes', '--cluster-node-timeout', '1000'];
+    extraArgs.push('--cluster-require-full-coverage', 'no');
+    // A node that never met another one does not know its own address (CLUSTER SLOTS would say "").
+    extraArgs.push('--cluster-announce-ip', '127.0.0.1', ...(options.extraArgs ?? []));
     const nodes = await RedisNodes.start(shards, {
       freshFor: [], // a Cluster's markers are per slot: a new cluster abstains once
       serverBinary: options.serverBinary,
       persistence: options.persistence,
       env: options.env,
-      extraArgs: [
-        '--cluster-enabled',
-        'yes',
-        '--cluster-node-timeout',
-        '1000',
-        '--cluster-require-full-coverage',
-        'no',
-        // A node that never met another one does not know its own address (CLUSTER SLOTS would say "").
-        '--cluster-announce-ip',
-        '127.0.0.1',
-        ...(options.extraArgs ?? []),
-      ],
+      extraArgs,
     });
     const cluster = new RedisClusterNodes(nodes);
     try {
       if (shards >= 3) {
         const cli = cliBeside(nodes.server.binary);
-        const create = spawnSync(
-          cli,
-          [
-            '--cluster',
-            'create',
-            ...nodes.ports.map((p) => `127.0.0.1:${p}`),
-            '--cluster-replicas',
-            '0',
-            '--cluster-yes',
-          ],
-          { encoding: 'utf8', timeout: 20_000 },
-        );
+        const masters = nodes.ports.map((p) => `127.0.0.1:${p}`);
+        const args = ['--cluster', 'create', ...masters, '--cluster-replicas', '0', '--cluster-yes'];
+        const create = spawnSync(cli, args, { encoding: 'utf8', timeout: 20_000 });
         if (create.status !== 0)
           throw new Error(`${cli} --cluster create failed:\n${create.stdout}${create.stderr}`);
       } else {

@@ -42,36 +42,15 @@ export function serverArgs(
   dir: string,
   persistence: Persistence,
 ): string[] {
-  const args = [
-    '--bind',
-    host,
-    '--dir',
-    dir,
-    '--daemonize',
-    'no',
-    '--protected-mode',
-    'no',
-    '--loglevel',
-    'notice',
-  ];
-  args.push('--save', '');
+  const args = ['--bind', host, '--dir', dir, '--daemonize', 'no', '--protected-mode', 'no'];
+  args.push('--loglevel', 'notice', '--save', '');
   const fsync = { none: undefined, 'aof-always': 'always', 'aof-everysec': 'everysec' }[persistence];
   args.push('--appendonly', fsync ? 'yes' : 'no', ...(fsync ? ['--appendfsync', fsync] : []));
-  if (o.tls) {
-    args.push(
-      '--port',
-      '0',
-      '--tls-port',
-      port,
-      '--tls-cert-file',
-      o.tls.certFile,
-      '--tls-key-file',
-      o.tls.keyFile,
-    );
-    args.push('--tls-ca-cert-file', o.tls.caFile, '--tls-auth-clients', 'no');
-  } else {
-    args.push('--port', port);
-  }
+  const { tls } = o;
+  if (tls) {
+    args.push('--port', '0', '--tls-port', port, '--tls-cert-file', tls.certFile);
+    args.push('--tls-key-file', tls.keyFile, '--tls-ca-cert-file', tls.caFile, '--tls-auth-clients', 'no');
+  } else args.push('--port', port);
   if (o.debugCommands) args.push('--enable-debug-command', 'local');
   if (o.password) args.push('--requirepass', o.password);
   if (o.aclUser) args.push('--user', o.aclUser.username, 'on', `>${o.aclUser.password}`, '~*', '&*', '+@all');

@@ -6,13 +6,7 @@ import { NodeNotFreshError } from '../core/errors.js';
 import { DEFAULTS } from '../core/options.js';
 import { testClient } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
-import {
-  assertRedisServerInstalled,
-  endProcess,
-  spawnServer,
-  tempDir,
-  type TempDir,
-} from './child-processes.js';
+import { assertRedisServerInstalled, endProcess, spawnServer, tempDir } from './child-processes.js';
 import { onReservedPort, releasePorts, serverArgs } from './redis-node-process.js';
 import type { RedisServerVersion } from './redis-server-binary.js';
 
@@ -86,20 +80,22 @@ export interface RedisNodeInfo {
  * ```
  */
 export class RedisNodes {
+  private readonly dir = tempDir('redis-nodes-');
+  private readonly host: string;
   private readonly procs: Array<ChildProcess | undefined>;
+  private readonly persistence: Persistence[];
   private readonly clients = new Map<number, IoRedisTestClient>();
   private closed = false;
 
   private constructor(
     /** The binary the nodes run, and which server and version it is (its `--version`). */
     readonly server: RedisServerVersion,
-    private readonly dir: TempDir,
     private readonly options: RedisNodesOptions,
-    private readonly host: string,
     readonly ports: readonly number[],
-    private readonly persistence: Persistence[],
   ) {
+    this.host = options.host ?? '127.0.0.1';
     this.procs = ports.map(() => undefined);
+    this.persistence = ports.map(() => options.persistence ?? 'none');
   }
 
   /**
@@ -108,21 +104,12 @@ export class RedisNodes {
    */
   static async start(count = 5, options: RedisNodesOptions = {}): Promise<RedisNodes> {
     const server = assertRedisServerInstalled(options.serverBinary);
-    const host = options.host ?? '127.0.0.1';
-    const dir = tempDir('redis-nodes-');
     const ports: number[] = Array.from({ length: count }, () => 0);
-    const nodes = new RedisNodes(
-      server,
-      dir,
-      options,
-      host,
-      ports,
-      ports.map(() => options.persistence ?? 'none'),
-    );
+    const nodes = new RedisNodes(server, options, ports);
     // allSettled: a node still retrying must not spawn a process after close() below.
     const launched = await Promise.allSettled(
       ports.map((_, i) =>
-        onReservedPort(host, (port) => {
+        onReservedPort(nodes.host, (port) => {
           ports[i] = port;
           return nodes.launch(i);
         }),
@@ -150,13 +137,10 @@ export class RedisNodes {
 
   /** The connection URL of node `index`. */
   url(index: number): string {
-    const scheme = this.options.tls ? 'rediss' : 'redis';
-    const auth = this.options.aclUser
-      ? `${encodeURIComponent(this.options.aclUser.username)}:${encodeURIComponent(this.options.aclUser.password)}@`
-      : this.options.password
-        ? `:${encodeURIComponent(this.options.password)}@`
-        : '';
-    return `${scheme}://${auth}${this.host}:${this.port(index)}`;
+    const { tls, aclUser, password } = this.options;
+    const [user, secret] = aclUser ? [aclUser.username, aclUser.password] : ['', password ?? ''];
+    const auth = aclUser || password ? `${encodeURIComponent(user)}:${encodeURIComponent(secret)}@` : '';
+    return `${tls ? 'rediss' : 'redis'}://${auth}${this.host}:${this.port(index)}`;
   }
 
   /** The port of node `index`. */
@@ -168,13 +152,7 @@ export class RedisNodes {
 
   /** Details of node `index`. */
   info(index: number): RedisNodeInfo {
-    return {
-      index,
-      host: this.host,
-      port: this.port(index),
-      url: this.url(index),
-      pid: this.procs[index]?.pid,
-    };
+    return { index, host: this.host, port: this.port(index), url: this.url(index), pid: this.pid(index) };
   }
 
   /** The pid of node `index`'s process (undefined while killed). */
@@ -218,9 +196,7 @@ export class RedisNodes {
   async restart(index: number, options: { persistence?: Persistence } = {}): Promise<void> {
     await this.kill(index);
     if (options.persistence) this.persistence[index] = options.persistence;
-    if (this.persistence[index] === 'none') {
-      rmSync(this.nodeDir(index), { recursive: true, force: true });
-    }
+    if (this.persistence[index] === 'none') rmSync(this.nodeDir(index), { recursive: true, force: true });
     await this.launch(index);
   }
 
@@ -236,12 +212,7 @@ export class RedisNodes {
     this.closed = true;
     for (const client of this.clients.values()) client.disconnect();
     this.clients.clear();
-    await Promise.all(
-      this.procs.map(async (proc, i) => {
-        this.procs[i] = undefined;
-        if (proc) await endProcess(proc, 'SIGKILL');
-      }),
-    );
+    await Promise.all(this.procs.map((_, i) => this.kill(i)));
     this.dir.remove();
     releasePorts(this.ports);
   }

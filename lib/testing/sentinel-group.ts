@@ -66,8 +66,7 @@ export class SentinelGroup {
       await primary.close();
       throw err;
     });
-    const dir = tempDir('sentinels-');
-    const group = new SentinelGroup(name, dir, [primary, replica], []);
+    const group = new SentinelGroup(name, tempDir('sentinels-'), [primary, replica], []);
     try {
       await until(async () =>
         (await replica.client(0).info('replication')).includes('master_link_status:up'),
@@ -75,10 +74,9 @@ export class SentinelGroup {
       const count = options.sentinels ?? 1;
       for (let i = 0; i < count; i++) await group.launchSentinel(i, count, options);
       // A failover needs a replica the Sentinels know of.
-      await until(async () => {
-        const replicas = (await group.sentinel(0).call('SENTINEL', 'REPLICAS', name)) as unknown[];
-        return replicas.length > 0;
-      });
+      await until(
+        async () => ((await group.sentinel(0).call('SENTINEL', 'REPLICAS', name)) as []).length > 0,
+      );
     } catch (err) {
       await group.close();
       throw err;
@@ -101,11 +99,8 @@ export class SentinelGroup {
 
   /** The port of the current primary, as the Sentinels report it. */
   async primaryPort(): Promise<number> {
-    const [, port] = (await this.sentinel(0).call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.name)) as [
-      string,
-      string,
-    ];
-    return Number(port);
+    const address = await this.sentinel(0).call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.name);
+    return Number((address as [string, string])[1]);
   }
 
   /** SIGKILL the current primary (a crash). Resolves with its port once it is gone. */
@@ -138,9 +133,8 @@ export class SentinelGroup {
   /** A cached client of Sentinel `index`. */
   sentinel(index: number): IoRedisTestClient {
     let client = this.clients.get(index);
-    const port = this.sentinelPorts[index]!;
-    if (!client)
-      this.clients.set(index, (client = testClient({ host: HOST, port, maxRetriesPerRequest: 1 })));
+    const options = { host: HOST, port: this.sentinelPorts[index]!, maxRetriesPerRequest: 1 };
+    if (!client) this.clients.set(index, (client = testClient(options)));
     return client;
   }
 
