@@ -2,7 +2,6 @@ import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:chi
 import { chownSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { redisServerVersion, type RedisServerVersion } from './redis-server-binary.js';
 
 /*
  * The one way the launchers run a server: spawned with its output piped (spawnServer), ready once
@@ -226,12 +225,4 @@ export async function until(
     if (performance.now() > end) throw new Error(`${what} within ${ms} ms`);
     await new Promise((r) => setTimeout(r, 50));
   }
-}
-
-/**
- * Checks that the server binary (default: `$REDIS_SERVER_BIN`, else `redis-server`) can be run and
- * is a Redis or Valkey server; otherwise says how to install one. Returns what it is.
- */
-export function assertRedisServerInstalled(binary?: string): RedisServerVersion {
-  return redisServerVersion(binary);
 }

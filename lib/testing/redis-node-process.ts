@@ -25,7 +25,7 @@ export function onReservedPort(host: string, launch: (port: number) => Promise<u
         throw err;
       });
     },
-    { avoid: (port) => reserved.has(port) },
+    (port) => reserved.has(port),
   );
 }
 

@@ -6,11 +6,11 @@ import { NodeNotFreshError } from '../core/errors.js';
 import { DEFAULTS } from '../core/options.js';
 import { testClient } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
-import { assertRedisServerInstalled, endProcess, spawnServer, tempDir } from './child-processes.js';
+import { endProcess, spawnServer, tempDir } from './child-processes.js';
 import { onReservedPort, releasePorts, serverArgs } from './redis-node-process.js';
-import type { RedisServerVersion } from './redis-server-binary.js';
+import { assertRedisServerInstalled, type RedisServerVersion } from './redis-server-binary.js';
 
-export { assertRedisServerInstalled } from './child-processes.js';
+export { assertRedisServerInstalled } from './redis-server-binary.js';
 
 /** How a node keeps its data across a restart (`aof-everysec`: may lose the last second of writes). */
 export type Persistence = 'none' | 'aof-always' | 'aof-everysec';

@@ -61,6 +61,14 @@ export function redisServerVersion(binary: string = defaultRedisServer()): Redis
 }
 
 /**
+ * Checks that the server binary (default: `$REDIS_SERVER_BIN`, else `redis-server`) can be run and
+ * is a Redis or Valkey server; otherwise says how to install one. Returns what it is.
+ */
+export function assertRedisServerInstalled(binary?: string): RedisServerVersion {
+  return redisServerVersion(binary);
+}
+
+/**
  * The cli that goes with a server binary (RedisClusterNodes joins a cluster with it): the
  * `redis-cli` or `valkey-cli` beside it (same directory, or on PATH for a bare name) when there is
  * one, else `redis-cli` on PATH (its `--cluster create` works against Valkey too).

@@ -82,14 +82,11 @@ export class MemoryHashes {
     numKeys: number,
     keysAndArgs: readonly (string | number)[],
   ): Promise<unknown> {
-    try {
+    // In the executor: synchronous, so atomic like a script on the server; a throw rejects, as a reply would.
+    return new Promise((resolve) => {
       const strings = keysAndArgs.map(String);
-      const key = strings[0]!;
-      // Synchronous, so atomic like a script on the server; its errors reject, as a reply would.
-      return Promise.resolve(script(this.hashes.get(key), key, strings.slice(numKeys)));
-    } catch (err) {
-      return Promise.reject(err as Error);
-    }
+      resolve(script(this.hashes.get(strings[0]!), strings[0]!, strings.slice(numKeys)));
+    });
   }
 
   /** FENCED_HGETALL: raise the fence to the token unless a higher one is there; return the hash. */
