@@ -59,16 +59,13 @@ export class MariaDbServer extends DatabaseServer {
         '--skip-name-resolve',
         ...Object.entries(settings).map(([name, value]) => `--${name}=${value}`),
       ];
-      const init = spawnSync(
-        binaries.installDb,
-        [
-          ...serverArgs,
-          '--auth-root-authentication-method=normal',
-          '--skip-test-db',
-          ...(owner ? ['--user=mysql'] : []),
-        ],
-        { cwd: dir.path, encoding: 'utf8', timeout: timeoutMs },
-      );
+      const initArgs = [...serverArgs, '--auth-root-authentication-method=normal', '--skip-test-db'];
+      if (owner) initArgs.push('--user=mysql');
+      const init = spawnSync(binaries.installDb, initArgs, {
+        cwd: dir.path,
+        encoding: 'utf8',
+        timeout: timeoutMs,
+      });
       if (init.status !== 0)
         throw new Error(
           `mariadb-install-db failed (${init.status ?? init.error?.message}):\n${(init.stdout ?? '') + (init.stderr ?? '')}`,
