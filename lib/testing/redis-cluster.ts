@@ -3,7 +3,7 @@ import { ioredis, testClient } from './ioredis-module.js';
 import { until } from './child-processes.js';
 import type { IoRedisClusterTestClient } from './test-clients.js';
 import { keySlot } from '../core/scripts/keys.js';
-import { RedisNodes, type Persistence } from './redis-nodes.js';
+import { RedisNodes, type RedisNodesOptions } from './redis-nodes.js';
 import { cliBeside } from './redis-server-binary.js';
 
 /**
@@ -37,12 +37,7 @@ export class RedisClusterNodes {
    */
   static async start(
     shards = 3,
-    options: {
-      persistence?: Persistence;
-      env?: (index: number) => Record<string, string>;
-      serverBinary?: string;
-      extraArgs?: string[];
-    } = {},
+    options: Pick<RedisNodesOptions, 'persistence' | 'env' | 'serverBinary' | 'extraArgs'> = {},
   ): Promise<RedisClusterNodes> {
     const extraArgs = ['--cluster-enabled', 'yes', '--cluster-node-timeout', '1000'];
     extraArgs.push('--cluster-require-full-coverage', 'no');

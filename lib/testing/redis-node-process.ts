@@ -1,10 +1,10 @@
 import { onFreePort } from './free-port.js';
-import type { Persistence, RedisNodesOptions } from './redis-nodes.js';
+import type { RedisNodesOptions } from './redis-nodes.js';
 
 /*
  * Launching one server of a RedisNodes set: a free port that no other open set holds, the
  * server's command line from the set's options (the wait until it accepts connections:
- * child-processes.ts, untilPrinted).
+ * child-processes.ts, spawnServer).
  */
 
 /**
@@ -34,17 +34,13 @@ export function releasePorts(ports: readonly number[]): void {
   for (const port of ports) reserved.delete(port);
 }
 
-/** The command line of a node on `port` with its data in `dir`. */
-export function serverArgs(
-  o: RedisNodesOptions,
-  host: string,
-  port: string,
-  dir: string,
-  persistence: Persistence,
-): string[] {
+/** The command line of a node on `host`:`port` with its data in `dir`, kept as `o.persistence` says. */
+export function serverArgs(o: RedisNodesOptions, host: string, port: string, dir: string): string[] {
   const args = ['--bind', host, '--dir', dir, '--daemonize', 'no', '--protected-mode', 'no'];
   args.push('--loglevel', 'notice', '--save', '');
-  const fsync = { none: undefined, 'aof-always': 'always', 'aof-everysec': 'everysec' }[persistence];
+  const fsync = { none: undefined, 'aof-always': 'always', 'aof-everysec': 'everysec' }[
+    o.persistence ?? 'none'
+  ];
   args.push('--appendonly', fsync ? 'yes' : 'no', ...(fsync ? ['--appendfsync', fsync] : []));
   const { tls } = o;
   if (tls) {

@@ -242,7 +242,8 @@ export class RedisNodes {
   private launch(index: number): Promise<unknown> {
     const dir = this.nodeDir(index);
     mkdirSync(dir, { recursive: true });
-    const args = serverArgs(this.options, this.host, String(this.port(index)), dir, this.persistence[index]!);
+    const options = { ...this.options, persistence: this.persistence[index] };
+    const args = serverArgs(options, this.host, String(this.port(index)), dir);
     const { proc, ready } = spawnServer(this.server.binary, args, {
       env: this.options.env && { ...process.env, ...this.options.env(index) },
       ready: 'Ready to accept connections',
