@@ -83,9 +83,8 @@ export class PostgresServer extends DatabaseServer {
 
 /** The directory holding initdb, or an error that says how to install PostgreSQL. */
 function findBinDir(): string {
-  for (const dir of (process.env.PATH ?? '').split(':')) {
+  for (const dir of (process.env.PATH ?? '').split(':'))
     if (dir && existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'postgres'))) return dir;
-  }
   const root = '/usr/lib/postgresql';
   const versions = existsSync(root)
     ? readdirSync(root)
