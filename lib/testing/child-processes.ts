@@ -41,6 +41,9 @@ function sendSignal(proc: ChildProcess, signal: NodeJS.Signals): boolean {
   }
 }
 
+/** The system user a server runs as when this process runs as root (see {@link serverUser}). */
+export type Owner = { uid: number; gid: number };
+
 /** A server's temporary directory: `path`, and `remove()` (a server's close()). */
 export interface TempDir {
   readonly path: string;
@@ -67,7 +70,7 @@ export function tempDir(prefix: string): TempDir {
  */
 export async function inTempDir<T>(
   prefix: string,
-  owner: { uid: number; gid: number } | undefined,
+  owner: Owner | undefined,
   start: (dir: TempDir) => Promise<T>,
 ): Promise<T> {
   const dir = tempDir(prefix);
@@ -85,11 +88,7 @@ export async function inTempDir<T>(
  * that refuses to run as root; undefined otherwise. Throws, naming the package that creates the
  * user, when there is none.
  */
-export function serverUser(
-  user: string,
-  server: string,
-  aptPackage: string,
-): { uid: number; gid: number } | undefined {
+export function serverUser(user: string, server: string, aptPackage: string): Owner | undefined {
   if (process.getuid?.() !== 0) return undefined;
   const id = (flag: string) => spawnSync('id', [flag, user], { encoding: 'utf8' });
   const uid = id('-u');
