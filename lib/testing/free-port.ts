@@ -17,14 +17,6 @@ export function freePort(host = '127.0.0.1'): Promise<number> {
 /** How many ports {@link onFreePort} tries before it gives up. */
 export const PORT_ATTEMPTS = 10;
 
-/** Options of {@link onFreePort}. */
-export interface OnFreePortOptions {
-  /** Ports not to use although the OS says they are free (e.g. ones of this process's stopped servers). */
-  avoid?: (port: number) => boolean;
-  /** How many ports to try (default {@link PORT_ATTEMPTS}). */
-  attempts?: number;
-}
-
 /**
  * Whether `err` says that a server could not listen because its port was in use: the errors the
  * launchers build from a server's output (`bind: Address already in use`) and Node's `EADDRINUSE`.
@@ -35,28 +27,28 @@ export function isPortTaken(err: unknown): boolean {
 }
 
 /**
- * Runs `start` with a port that {@link freePort} found free, and again with another one, up to
- * `attempts` times in all, when `start` failed because the port was taken. `freePort` closes its
- * socket before the server binds the port: in between another process (an outgoing connection's
- * ephemeral port, another test run's server) may take it. `start` must end what it started before
- * it rejects; any other failure is thrown at once.
+ * Runs `start` with a port that {@link freePort} found free (and `avoid` does not refuse: e.g. one
+ * of this process's stopped servers), and again with another one, up to {@link PORT_ATTEMPTS} times
+ * in all, when `start` failed because the port was taken. `freePort` closes its socket before the
+ * server binds the port: in between another process (an outgoing connection's ephemeral port,
+ * another test run's server) may take it. `start` must end what it started before it rejects; any
+ * other failure is thrown at once.
  */
 export async function onFreePort<T>(
   host: string,
   start: (port: number) => Promise<T>,
-  options: OnFreePortOptions = {},
+  avoid?: (port: number) => boolean,
 ): Promise<T> {
-  const attempts = options.attempts ?? PORT_ATTEMPTS;
   const taken: number[] = [];
   for (;;) {
     let port = await freePort(host);
-    while (options.avoid?.(port)) port = await freePort(host);
+    while (avoid?.(port)) port = await freePort(host);
     try {
       return await start(port);
     } catch (err) {
       if (!isPortTaken(err)) throw err;
       taken.push(port);
-      if (taken.length >= attempts) {
+      if (taken.length >= PORT_ATTEMPTS) {
         const message = err instanceof Error ? err.message : String(err);
         throw new Error(
           `every port tried on ${host} was taken before the server could bind it (${taken.join(', ')}): ` +

@@ -1,8 +1,7 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { accessSync, chownSync, constants, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { accessSync, constants, writeFileSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { endOnExit, endProcess, removeOnExit, serverUser, untilPrinted } from './child-processes.js';
+import { DatabaseServer, inTempDir, serverUser, spawnServer } from './child-processes.js';
 import { onFreePort } from './free-port.js';
 
 /** Options for {@link MariaDbServer.start}. */
@@ -36,31 +35,16 @@ const DATABASE = 'test';
  * try { const pool = mysql.createPool(db.url); ... } finally { await db.close(); }
  * ```
  */
-export class MariaDbServer {
-  private closed = false;
-
-  private constructor(
-    private readonly proc: ChildProcess,
-    private readonly removeDir: () => void,
-    /** Address the server listens on. */
-    readonly host: string,
-    /** TCP port the server listens on. */
-    readonly port: number,
-  ) {}
-
+export class MariaDbServer extends DatabaseServer {
   /** Initialises a data directory and starts the server; throws with install instructions when MariaDB is missing. */
   static async start(options: MariaDbServerOptions = {}): Promise<MariaDbServer> {
     const binaries = findBinaries();
     const owner = serverUser('mysql', 'mariadbd', 'mariadb-server');
     const host = options.host ?? '127.0.0.1';
-    const timeout = options.startTimeout ?? 60_000;
-    const dir = mkdtempSync(join(tmpdir(), 'mariadb-server-'));
-    const removeDir = removeOnExit(dir);
-    try {
-      const data = join(dir, 'data');
-      const initFile = join(dir, 'init.sql');
+    const timeoutMs = options.startTimeout ?? 60_000;
+    return inTempDir('mariadb-server-', owner, async (dir) => {
+      const initFile = join(dir.path, 'init.sql');
       writeFileSync(initFile, `CREATE DATABASE IF NOT EXISTS ${DATABASE};\n`);
-      if (owner) chownSync(dir, owner.uid, owner.gid);
       const settings: Record<string, string> = {
         innodb_buffer_pool_size: '64M',
         innodb_log_file_size: '8M',
@@ -69,53 +53,38 @@ export class MariaDbServer {
         ...options.settings,
       };
       const serverArgs = [
-        `--datadir=${data}`,
+        '--no-defaults',
+        `--datadir=${join(dir.path, 'data')}`,
         '--skip-log-bin',
         '--skip-name-resolve',
         ...Object.entries(settings).map(([name, value]) => `--${name}=${value}`),
       ];
-      const init = spawnSync(
-        binaries.installDb,
-        [
-          '--no-defaults',
-          ...serverArgs,
-          '--auth-root-authentication-method=normal',
-          '--skip-test-db',
-          ...(owner ? ['--user=mysql'] : []),
-        ],
-        { cwd: dir, encoding: 'utf8', timeout },
-      );
+      const initArgs = [...serverArgs, '--auth-root-authentication-method=normal', '--skip-test-db'];
+      if (owner) initArgs.push('--user=mysql');
+      const init = spawnSync(binaries.installDb, initArgs, {
+        cwd: dir.path,
+        encoding: 'utf8',
+        timeout: timeoutMs,
+      });
       if (init.status !== 0)
         throw new Error(
           `mariadb-install-db failed (${init.status ?? init.error?.message}):\n${(init.stdout ?? '') + (init.stderr ?? '')}`,
         );
-      return await onFreePort(host, async (port) => {
-        const proc = spawn(
-          binaries.server,
-          [
-            '--no-defaults',
-            ...serverArgs,
-            `--port=${port}`,
-            `--bind-address=${host}`,
-            `--socket=${join(dir, 'mariadb.sock')}`,
-            `--pid-file=${join(dir, 'mariadb.pid')}`,
-            `--init-file=${initFile}`,
-          ],
-          { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], ...(owner ?? {}) },
-        );
-        endOnExit(proc, 'SIGKILL');
-        try {
-          await untilPrinted(proc, 'ready for connections', `mariadbd on port ${port}`, timeout);
-        } catch (err) {
-          await endProcess(proc, 'SIGTERM', 10_000);
-          throw err;
-        }
-        return new MariaDbServer(proc, removeDir, host, port);
+      return onFreePort(host, async (port) => {
+        const file = (name: string) => join(dir.path, name);
+        const args = [`--port=${port}`, `--bind-address=${host}`, `--socket=${file('mariadb.sock')}`];
+        args.push(`--pid-file=${file('mariadb.pid')}`, `--init-file=${initFile}`);
+        const { ready } = spawnServer(binaries.server, [...serverArgs, ...args], {
+          cwd: dir.path,
+          ...owner,
+          ready: 'ready for connections',
+          name: `mariadbd on port ${port}`,
+          timeoutMs,
+          stopSignal: 'SIGTERM', // a clean shutdown
+        });
+        return new MariaDbServer(await ready, dir, host, port, 'SIGTERM');
       });
-    } catch (err) {
-      removeDir();
-      throw err;
-    }
+    });
   }
 
   /** `mysql://root@host:port/test`, for mysql2's `createPool(url)` and the ORMs' `url` options. */
@@ -126,19 +95,6 @@ export class MariaDbServer {
   /** The database the server was started with: `test`. */
   get database(): string {
     return DATABASE;
-  }
-
-  /** pid of mariadbd (undefined once it has exited). */
-  get pid(): number | undefined {
-    return this.proc.exitCode === null && this.proc.signalCode === null ? this.proc.pid : undefined;
-  }
-
-  /** Shutdown (SIGTERM) by pid, SIGKILL after 10 s, then removes the directory. Idempotent. */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await endProcess(this.proc, 'SIGTERM', 10_000); // clean shutdown
-    this.removeDir();
   }
 }
 

@@ -1,8 +1,7 @@
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { endOnExit, endProcess, removeOnExit, serverUser, untilPrinted } from './child-processes.js';
+import { DatabaseServer, inTempDir, serverUser, spawnServer } from './child-processes.js';
 import { onFreePort } from './free-port.js';
 
 /** Options for {@link PostgresServer.start}. */
@@ -37,33 +36,19 @@ export interface PostgresServerOptions {
  * try { const pool = new Pool({ connectionString: pg.url }); ... } finally { await pg.close(); }
  * ```
  */
-export class PostgresServer {
-  private closed = false;
-
-  private constructor(
-    private readonly proc: ChildProcess,
-    private readonly removeDir: () => void,
-    /** Address the server listens on. */
-    readonly host: string,
-    /** TCP port the server listens on. */
-    readonly port: number,
-  ) {}
-
+export class PostgresServer extends DatabaseServer {
   /** Initialises a cluster and starts it; throws with install instructions when PostgreSQL is missing. */
   static async start(options: PostgresServerOptions = {}): Promise<PostgresServer> {
     const binDir = options.binDir ?? findBinDir();
     const owner = serverUser('postgres', 'PostgreSQL', 'postgresql');
     const host = options.host ?? '127.0.0.1';
-    const timeout = options.startTimeout ?? 60_000;
-    const dir = mkdtempSync(join(tmpdir(), 'pg-server-'));
-    const removeDir = removeOnExit(dir);
-    try {
-      if (owner) chownSync(dir, owner.uid, owner.gid);
-      const data = join(dir, 'data');
+    const timeoutMs = options.startTimeout ?? 60_000;
+    return inTempDir('pg-server-', owner, async (dir) => {
+      const data = join(dir.path, 'data');
       const init = spawnSync(
         join(binDir, 'initdb'),
         ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync'],
-        { cwd: dir, encoding: 'utf8', timeout, ...(owner ?? {}) },
+        { cwd: dir.path, encoding: 'utf8', timeout: timeoutMs, ...owner },
       );
       if (init.status !== 0)
         throw new Error(`initdb failed (${init.status ?? init.error?.message}):\n${init.stderr ?? ''}`);
@@ -73,58 +58,33 @@ export class PostgresServer {
         full_page_writes: 'off',
         ...options.settings,
       };
-      return await onFreePort(host, async (port) => {
-        const args = ['-D', data, '-p', String(port), '-h', host, '-k', dir];
+      return onFreePort(host, async (port) => {
+        const args = ['-D', data, '-p', String(port), '-h', host, '-k', dir.path];
         for (const [name, value] of Object.entries(settings)) args.push('-c', `${name}=${value}`);
-        const proc = spawn(join(binDir, 'postgres'), args, {
-          cwd: dir,
-          stdio: ['ignore', 'pipe', 'pipe'],
-          ...(owner ?? {}),
+        const { ready } = spawnServer(join(binDir, 'postgres'), args, {
+          cwd: dir.path,
+          ...owner,
+          ready: 'database system is ready to accept connections',
+          name: `postgres on port ${port}`,
+          timeoutMs,
+          exitSignal: 'SIGQUIT',
+          stopSignal: 'SIGINT', // fast shutdown: ends sessions, checkpoints, exits
         });
-        endOnExit(proc, 'SIGQUIT');
-        try {
-          await untilPrinted(
-            proc,
-            'database system is ready to accept connections',
-            `postgres on port ${port}`,
-            timeout,
-          );
-        } catch (err) {
-          await endProcess(proc, 'SIGINT', 10_000);
-          throw err;
-        }
-        return new PostgresServer(proc, removeDir, host, port);
+        return new PostgresServer(await ready, dir, host, port, 'SIGINT');
       });
-    } catch (err) {
-      removeDir();
-      throw err;
-    }
+    });
   }
 
   /** `postgres://postgres@host:port/postgres`, for `new Pool({ connectionString })`. */
   get url(): string {
     return `postgres://postgres@${this.host}:${this.port}/postgres`;
   }
-
-  /** pid of the postmaster (undefined once it has exited). */
-  get pid(): number | undefined {
-    return this.proc.exitCode === null && this.proc.signalCode === null ? this.proc.pid : undefined;
-  }
-
-  /** Fast shutdown (SIGINT) by pid, SIGKILL after 10 s, then removes the directory. Idempotent. */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await endProcess(this.proc, 'SIGINT', 10_000); // fast shutdown: ends sessions, checkpoints, exits
-    this.removeDir();
-  }
 }
 
 /** The directory holding initdb, or an error that says how to install PostgreSQL. */
 function findBinDir(): string {
-  for (const dir of (process.env.PATH ?? '').split(':')) {
+  for (const dir of (process.env.PATH ?? '').split(':'))
     if (dir && existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'postgres'))) return dir;
-  }
   const root = '/usr/lib/postgresql';
   const versions = existsSync(root)
     ? readdirSync(root)

@@ -1,8 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { ioredis } from './ioredis-module.js';
+import { ioredis, testClient } from './ioredis-module.js';
+import { until } from './child-processes.js';
 import type { IoRedisClusterTestClient } from './test-clients.js';
 import { keySlot } from '../core/scripts/keys.js';
-import { RedisNodes, type Persistence } from './redis-nodes.js';
+import { RedisNodes, type RedisNodesOptions } from './redis-nodes.js';
 import { cliBeside } from './redis-server-binary.js';
 
 /**
@@ -36,47 +37,26 @@ export class RedisClusterNodes {
    */
   static async start(
     shards = 3,
-    options: {
-      persistence?: Persistence;
-      env?: (index: number) => Record<string, string>;
-      serverBinary?: string;
-      extraArgs?: string[];
-    } = {},
+    options: Pick<RedisNodesOptions, 'persistence' | 'env' | 'serverBinary' | 'extraArgs'> = {},
   ): Promise<RedisClusterNodes> {
+    const extraArgs = ['--cluster-enabled', 'yes', '--cluster-node-timeout', '1000'];
+    extraArgs.push('--cluster-require-full-coverage', 'no');
+    // A node that never met another one does not know its own address (CLUSTER SLOTS would say "").
+    extraArgs.push('--cluster-announce-ip', '127.0.0.1', ...(options.extraArgs ?? []));
     const nodes = await RedisNodes.start(shards, {
       freshFor: [], // a Cluster's markers are per slot: a new cluster abstains once
       serverBinary: options.serverBinary,
       persistence: options.persistence,
       env: options.env,
-      extraArgs: [
-        '--cluster-enabled',
-        'yes',
-        '--cluster-node-timeout',
-        '1000',
-        '--cluster-require-full-coverage',
-        'no',
-        // A node that never met another one does not know its own address (CLUSTER SLOTS would say "").
-        '--cluster-announce-ip',
-        '127.0.0.1',
-        ...(options.extraArgs ?? []),
-      ],
+      extraArgs,
     });
     const cluster = new RedisClusterNodes(nodes);
     try {
       if (shards >= 3) {
         const cli = cliBeside(nodes.server.binary);
-        const create = spawnSync(
-          cli,
-          [
-            '--cluster',
-            'create',
-            ...nodes.ports.map((p) => `127.0.0.1:${p}`),
-            '--cluster-replicas',
-            '0',
-            '--cluster-yes',
-          ],
-          { encoding: 'utf8', timeout: 20_000 },
-        );
+        const masters = nodes.ports.map((p) => `127.0.0.1:${p}`);
+        const args = ['--cluster', 'create', ...masters, '--cluster-replicas', '0', '--cluster-yes'];
+        const create = spawnSync(cli, args, { encoding: 'utf8', timeout: 20_000 });
         if (create.status !== 0)
           throw new Error(`${cli} --cluster create failed:\n${create.stdout}${create.stderr}`);
       } else {
@@ -124,31 +104,19 @@ export class RedisClusterNodes {
 
   /** Waits until every live master reports `cluster_state:ok` and knows all slots. */
   async waitHealthy(ms = 10_000): Promise<void> {
-    const end = performance.now() + ms;
-    for (;;) {
-      const states = await Promise.all(
-        this.nodes.ports.map(async (_, i) => {
-          if (this.nodes.pid(i) === undefined) return true;
-          const probe = new (ioredis().Redis)(this.nodes.url(i), {
-            maxRetriesPerRequest: 0,
-            lazyConnect: true,
-          });
-          probe.on('error', () => undefined);
-          try {
-            await probe.connect();
-            const info = String(await probe.call('CLUSTER', 'INFO'));
-            return info.includes('cluster_state:ok') && info.includes('cluster_slots_assigned:16384');
-          } catch {
-            return false;
-          } finally {
-            probe.disconnect();
-          }
-        }),
-      );
-      if (states.every(Boolean)) return;
-      if (performance.now() > end) throw new Error(`cluster not healthy within ${ms} ms`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+    const healthy = async (i: number) => {
+      if (this.nodes.pid(i) === undefined) return true;
+      const probe = testClient(this.nodes.url(i), { maxRetriesPerRequest: 0, lazyConnect: true });
+      try {
+        await probe.connect();
+        const info = String(await probe.call('CLUSTER', 'INFO'));
+        return info.includes('cluster_state:ok') && info.includes('cluster_slots_assigned:16384');
+      } finally {
+        probe.disconnect();
+      }
+    };
+    const all = async () => (await Promise.all(this.nodes.ports.map((_, i) => healthy(i)))).every(Boolean);
+    await until(all, ms, 'cluster not healthy');
   }
 
   /** Ends every server by pid and removes their directories. */

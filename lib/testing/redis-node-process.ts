@@ -1,10 +1,10 @@
 import { onFreePort } from './free-port.js';
-import type { Persistence, RedisNodesOptions } from './redis-nodes.js';
+import type { RedisNodesOptions } from './redis-nodes.js';
 
 /*
  * Launching one server of a RedisNodes set: a free port that no other open set holds, the
  * server's command line from the set's options (the wait until it accepts connections:
- * child-processes.ts, untilPrinted).
+ * child-processes.ts, spawnServer).
  */
 
 /**
@@ -15,7 +15,7 @@ import type { Persistence, RedisNodesOptions } from './redis-nodes.js';
 const reserved = new Set<number>();
 
 /** Runs `launch` on a free port that no open set holds, and holds it until {@link releasePorts}. */
-export function onReservedPort(host: string, launch: (port: number) => Promise<void>): Promise<void> {
+export function onReservedPort(host: string, launch: (port: number) => Promise<unknown>): Promise<unknown> {
   return onFreePort(
     host,
     (port) => {
@@ -25,7 +25,7 @@ export function onReservedPort(host: string, launch: (port: number) => Promise<v
         throw err;
       });
     },
-    { avoid: (port) => reserved.has(port) },
+    (port) => reserved.has(port),
   );
 }
 
@@ -34,44 +34,19 @@ export function releasePorts(ports: readonly number[]): void {
   for (const port of ports) reserved.delete(port);
 }
 
-/** The command line of a node on `port` with its data in `dir`. */
-export function serverArgs(
-  o: RedisNodesOptions,
-  host: string,
-  port: string,
-  dir: string,
-  persistence: Persistence,
-): string[] {
-  const args = [
-    '--bind',
-    host,
-    '--dir',
-    dir,
-    '--daemonize',
-    'no',
-    '--protected-mode',
-    'no',
-    '--loglevel',
-    'notice',
+/** The command line of a node on `host`:`port` with its data in `dir`, kept as `o.persistence` says. */
+export function serverArgs(o: RedisNodesOptions, host: string, port: string, dir: string): string[] {
+  const args = ['--bind', host, '--dir', dir, '--daemonize', 'no', '--protected-mode', 'no'];
+  args.push('--loglevel', 'notice', '--save', '');
+  const fsync = { none: undefined, 'aof-always': 'always', 'aof-everysec': 'everysec' }[
+    o.persistence ?? 'none'
   ];
-  args.push('--save', '');
-  const fsync = { none: undefined, 'aof-always': 'always', 'aof-everysec': 'everysec' }[persistence];
   args.push('--appendonly', fsync ? 'yes' : 'no', ...(fsync ? ['--appendfsync', fsync] : []));
-  if (o.tls) {
-    args.push(
-      '--port',
-      '0',
-      '--tls-port',
-      port,
-      '--tls-cert-file',
-      o.tls.certFile,
-      '--tls-key-file',
-      o.tls.keyFile,
-    );
-    args.push('--tls-ca-cert-file', o.tls.caFile, '--tls-auth-clients', 'no');
-  } else {
-    args.push('--port', port);
-  }
+  const { tls } = o;
+  if (tls) {
+    args.push('--port', '0', '--tls-port', port, '--tls-cert-file', tls.certFile);
+    args.push('--tls-key-file', tls.keyFile, '--tls-ca-cert-file', tls.caFile, '--tls-auth-clients', 'no');
+  } else args.push('--port', port);
   if (o.debugCommands) args.push('--enable-debug-command', 'local');
   if (o.password) args.push('--requirepass', o.password);
   if (o.aclUser) args.push('--user', o.aclUser.username, 'on', `>${o.aclUser.password}`, '~*', '&*', '+@all');

@@ -1,17 +1,16 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, mkdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync, rmSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { markFreshNodeAt } from '../core/guards/fresh-node.js';
 import { NodeNotFreshError } from '../core/errors.js';
 import { DEFAULTS } from '../core/options.js';
-import { ioredis } from './ioredis-module.js';
+import { testClient } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
-import { assertRedisServerInstalled, endOnExit, endProcess, untilPrinted } from './child-processes.js';
+import { endProcess, spawnServer, tempDir } from './child-processes.js';
 import { onReservedPort, releasePorts, serverArgs } from './redis-node-process.js';
-import type { RedisServerVersion } from './redis-server-binary.js';
+import { assertRedisServerInstalled, type RedisServerVersion } from './redis-server-binary.js';
 
-export { assertRedisServerInstalled } from './child-processes.js';
+export { assertRedisServerInstalled } from './redis-server-binary.js';
 
 /** How a node keeps its data across a restart (`aof-everysec`: may lose the last second of writes). */
 export type Persistence = 'none' | 'aof-always' | 'aof-everysec';
@@ -81,20 +80,22 @@ export interface RedisNodeInfo {
  * ```
  */
 export class RedisNodes {
+  private readonly dir = tempDir('redis-nodes-');
+  private readonly host: string;
   private readonly procs: Array<ChildProcess | undefined>;
+  private readonly persistence: Persistence[];
   private readonly clients = new Map<number, IoRedisTestClient>();
   private closed = false;
 
   private constructor(
     /** The binary the nodes run, and which server and version it is (its `--version`). */
     readonly server: RedisServerVersion,
-    private readonly dir: string,
     private readonly options: RedisNodesOptions,
-    private readonly host: string,
     readonly ports: readonly number[],
-    private readonly persistence: Persistence[],
   ) {
+    this.host = options.host ?? '127.0.0.1';
     this.procs = ports.map(() => undefined);
+    this.persistence = ports.map(() => options.persistence ?? 'none');
   }
 
   /**
@@ -103,21 +104,12 @@ export class RedisNodes {
    */
   static async start(count = 5, options: RedisNodesOptions = {}): Promise<RedisNodes> {
     const server = assertRedisServerInstalled(options.serverBinary);
-    const host = options.host ?? '127.0.0.1';
-    const dir = mkdtempSync(join(tmpdir(), 'redis-nodes-'));
     const ports: number[] = Array.from({ length: count }, () => 0);
-    const nodes = new RedisNodes(
-      server,
-      dir,
-      options,
-      host,
-      ports,
-      ports.map(() => options.persistence ?? 'none'),
-    );
+    const nodes = new RedisNodes(server, options, ports);
     // allSettled: a node still retrying must not spawn a process after close() below.
     const launched = await Promise.allSettled(
       ports.map((_, i) =>
-        onReservedPort(host, (port) => {
+        onReservedPort(nodes.host, (port) => {
           ports[i] = port;
           return nodes.launch(i);
         }),
@@ -145,13 +137,10 @@ export class RedisNodes {
 
   /** The connection URL of node `index`. */
   url(index: number): string {
-    const scheme = this.options.tls ? 'rediss' : 'redis';
-    const auth = this.options.aclUser
-      ? `${encodeURIComponent(this.options.aclUser.username)}:${encodeURIComponent(this.options.aclUser.password)}@`
-      : this.options.password
-        ? `:${encodeURIComponent(this.options.password)}@`
-        : '';
-    return `${scheme}://${auth}${this.host}:${this.port(index)}`;
+    const { tls, aclUser, password } = this.options;
+    const [user, secret] = aclUser ? [aclUser.username, aclUser.password] : ['', password ?? ''];
+    const auth = aclUser || password ? `${encodeURIComponent(user)}:${encodeURIComponent(secret)}@` : '';
+    return `${tls ? 'rediss' : 'redis'}://${auth}${this.host}:${this.port(index)}`;
   }
 
   /** The port of node `index`. */
@@ -163,13 +152,7 @@ export class RedisNodes {
 
   /** Details of node `index`. */
   info(index: number): RedisNodeInfo {
-    return {
-      index,
-      host: this.host,
-      port: this.port(index),
-      url: this.url(index),
-      pid: this.procs[index]?.pid,
-    };
+    return { index, host: this.host, port: this.port(index), url: this.url(index), pid: this.pid(index) };
   }
 
   /** The pid of node `index`'s process (undefined while killed). */
@@ -183,15 +166,7 @@ export class RedisNodes {
    */
   client(index: number): IoRedisTestClient {
     let client = this.clients.get(index);
-    if (!client) {
-      const { Redis } = ioredis();
-      client = new Redis(this.url(index), {
-        maxRetriesPerRequest: 1,
-        lazyConnect: false,
-      }) as unknown as IoRedisTestClient;
-      client.on('error', () => undefined);
-      this.clients.set(index, client);
-    }
+    if (!client) this.clients.set(index, (client = testClient(this.url(index), { maxRetriesPerRequest: 1 })));
     return client;
   }
 
@@ -221,9 +196,7 @@ export class RedisNodes {
   async restart(index: number, options: { persistence?: Persistence } = {}): Promise<void> {
     await this.kill(index);
     if (options.persistence) this.persistence[index] = options.persistence;
-    if (this.persistence[index] === 'none') {
-      rmSync(this.nodeDir(index), { recursive: true, force: true });
-    }
+    if (this.persistence[index] === 'none') rmSync(this.nodeDir(index), { recursive: true, force: true });
     await this.launch(index);
   }
 
@@ -239,13 +212,8 @@ export class RedisNodes {
     this.closed = true;
     for (const client of this.clients.values()) client.disconnect();
     this.clients.clear();
-    await Promise.all(
-      this.procs.map(async (proc, i) => {
-        this.procs[i] = undefined;
-        if (proc) await endProcess(proc, 'SIGKILL');
-      }),
-    );
-    rmSync(this.dir, { recursive: true, force: true });
+    await Promise.all(this.procs.map((_, i) => this.kill(i)));
+    this.dir.remove();
     releasePorts(this.ports);
   }
 
@@ -268,25 +236,21 @@ export class RedisNodes {
   }
 
   private nodeDir(index: number): string {
-    return join(this.dir, `node-${index}`);
+    return join(this.dir.path, `node-${index}`);
   }
 
-  private launch(index: number): Promise<void> {
-    const env = this.options.env ? { ...process.env, ...this.options.env(index) } : undefined;
+  private launch(index: number): Promise<unknown> {
     const dir = this.nodeDir(index);
     mkdirSync(dir, { recursive: true });
-    const args = serverArgs(this.options, this.host, String(this.port(index)), dir, this.persistence[index]!);
-    const proc = spawn(this.server.binary, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const options = { ...this.options, persistence: this.persistence[index] };
+    const args = serverArgs(options, this.host, String(this.port(index)), dir);
+    const { proc, ready } = spawnServer(this.server.binary, args, {
+      env: this.options.env && { ...process.env, ...this.options.env(index) },
+      ready: 'Ready to accept connections',
+      name: `${this.server.name}-server on port ${this.port(index)}`,
+      timeoutMs: this.options.startTimeout ?? 10_000,
+    });
     this.procs[index] = proc;
-    endOnExit(proc);
-    const timeout = this.options.startTimeout ?? 10_000;
-    const name = `${this.server.name}-server on port ${this.port(index)}`;
-    return untilPrinted(
-      proc,
-      'Ready to accept connections',
-      name,
-      timeout,
-      () => void endProcess(proc, 'SIGKILL'),
-    );
+    return ready;
   }
 }

@@ -46,18 +46,21 @@ export function redisServerVersion(binary: string = defaultRedisServer()): Redis
     );
   }
   const m = /^(Redis|Valkey) server v=(\S+)/m.exec(probe.stdout);
-  if (!m) {
+  if (!m)
     throw new TypeError(
       `${binary} --version printed "${probe.stdout.trim().slice(0, 120)}": not a Redis or Valkey server`,
     );
-  }
-  const version: RedisServerVersion = {
-    binary,
-    name: m[1]!.toLowerCase() as RedisServerVersion['name'],
-    version: m[2]!,
-  };
+  const version = { binary, name: m[1]!.toLowerCase() as RedisServerVersion['name'], version: m[2]! };
   probed.set(binary, version);
   return version;
+}
+
+/**
+ * Checks that the server binary (default: `$REDIS_SERVER_BIN`, else `redis-server`) can be run and
+ * is a Redis or Valkey server; otherwise says how to install one. Returns what it is.
+ */
+export function assertRedisServerInstalled(binary?: string): RedisServerVersion {
+  return redisServerVersion(binary);
 }
 
 /**

@@ -111,15 +111,13 @@ export class RedlockTestingModule {
   }
 }
 
-function memoryModuleOptions(
-  options: Pick<RedlockTestingOptions, 'ttl' | 'wait'>,
-  server: MemoryServer,
-): RedlockModuleOptions & { ttl: number; keyPrefix: string } {
+/** The options of a `RedlockModule` over `server`, the keyspace of one testing module. */
+function memoryModuleOptions(options: Pick<RedlockTestingOptions, 'ttl' | 'wait'>, server: MemoryServer) {
   return {
     nodes: [memoryNode(server, { label: 'memory://test' })],
     ttl: options.ttl ?? 1000,
     wait: options.wait ?? 0,
     keyPrefix: 'redlock:',
     restartGuard: false, // memory is never lost
-  };
+  } satisfies RedlockModuleOptions;
 }

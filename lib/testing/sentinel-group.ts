@@ -1,11 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RedisConnectionOptions } from '../core/clients/types.js';
-import { ioredis } from './ioredis-module.js';
+import { testClient } from './ioredis-module.js';
 import type { IoRedisTestClient } from './test-clients.js';
-import { endOnExit, endProcess, untilPrinted } from './child-processes.js';
+import { endProcess, spawnServer, tempDir, until, type TempDir } from './child-processes.js';
 import { onFreePort } from './free-port.js';
 import { RedisNodes } from './redis-nodes.js';
 
@@ -48,7 +47,7 @@ export class SentinelGroup {
 
   private constructor(
     readonly name: string,
-    private readonly dir: string,
+    private readonly dir: TempDir,
     /** Index 0: the first primary; index 1: its replica. */
     readonly servers: readonly [RedisNodes, RedisNodes],
     readonly sentinelPorts: number[],
@@ -67,19 +66,17 @@ export class SentinelGroup {
       await primary.close();
       throw err;
     });
-    const dir = mkdtempSync(join(tmpdir(), 'sentinels-'));
-    const group = new SentinelGroup(name, dir, [primary, replica], []);
+    const group = new SentinelGroup(name, tempDir('sentinels-'), [primary, replica], []);
     try {
       await until(async () =>
-        (await info(replica.client(0), 'replication')).includes('master_link_status:up'),
+        (await replica.client(0).info('replication')).includes('master_link_status:up'),
       );
       const count = options.sentinels ?? 1;
       for (let i = 0; i < count; i++) await group.launchSentinel(i, count, options);
       // A failover needs a replica the Sentinels know of.
-      await until(async () => {
-        const replicas = (await group.sentinel(0).call('SENTINEL', 'REPLICAS', name)) as unknown[];
-        return replicas.length > 0;
-      });
+      await until(
+        async () => ((await group.sentinel(0).call('SENTINEL', 'REPLICAS', name)) as []).length > 0,
+      );
     } catch (err) {
       await group.close();
       throw err;
@@ -102,11 +99,8 @@ export class SentinelGroup {
 
   /** The port of the current primary, as the Sentinels report it. */
   async primaryPort(): Promise<number> {
-    const [, port] = (await this.sentinel(0).call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.name)) as [
-      string,
-      string,
-    ];
-    return Number(port);
+    const address = await this.sentinel(0).call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', this.name);
+    return Number((address as [string, string])[1]);
   }
 
   /** SIGKILL the current primary (a crash). Resolves with its port once it is gone. */
@@ -131,7 +125,7 @@ export class SentinelGroup {
     for (const client of this.clients.values()) client.disconnect();
     await Promise.all(this.procs.map((proc) => endProcess(proc, 'SIGKILL')));
     await Promise.all(this.servers.map((s) => s.close()));
-    rmSync(this.dir, { recursive: true, force: true });
+    this.dir.remove();
   }
 
   private readonly clients = new Map<number, IoRedisTestClient>();
@@ -139,26 +133,18 @@ export class SentinelGroup {
   /** A cached client of Sentinel `index`. */
   sentinel(index: number): IoRedisTestClient {
     let client = this.clients.get(index);
-    if (!client) {
-      const { Redis } = ioredis();
-      client = new Redis({
-        host: HOST,
-        port: this.sentinelPorts[index]!,
-        maxRetriesPerRequest: 1,
-      }) as unknown as IoRedisTestClient;
-      client.on('error', () => undefined);
-      this.clients.set(index, client);
-    }
+    const options = { host: HOST, port: this.sentinelPorts[index]!, maxRetriesPerRequest: 1 };
+    if (!client) this.clients.set(index, (client = testClient(options)));
     return client;
   }
 
   private async launchSentinel(index: number, count: number, o: SentinelGroupOptions): Promise<void> {
     // Sentinel rewrites its config file: one writable file per process.
-    const config = join(this.dir, `sentinel-${index}.conf`);
+    const config = join(this.dir.path, `sentinel-${index}.conf`);
     const { proc, port } = await startSentinel(this.servers[0].server.binary, config, (port) => [
       `port ${port}`,
       `bind ${HOST}`,
-      `dir ${this.dir}`,
+      `dir ${this.dir.path}`,
       'protected-mode no',
       `sentinel monitor ${this.name} ${HOST} ${this.servers[0].port(0)} ${Math.floor(count / 2) + 1}`,
       `sentinel down-after-milliseconds ${this.name} ${o.downAfterMs ?? 1000}`,
@@ -183,29 +169,11 @@ export function startSentinel(
 ): Promise<{ proc: ChildProcess; port: number }> {
   return onFreePort(HOST, async (port) => {
     writeFileSync(configFile, [...config(port), ''].join('\n'));
-    const proc = spawn(binary, [configFile, '--sentinel'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    endOnExit(proc);
-    // Its own line, not a PING: whatever took the port when the Sentinel could not bind it would answer.
-    await untilPrinted(
-      proc,
-      'Sentinel ID is',
-      `Sentinel on port ${port}`,
-      10_000,
-      () => void endProcess(proc, 'SIGKILL'),
-    );
-    return { proc, port };
+    const { ready } = spawnServer(binary, [configFile, '--sentinel'], {
+      ready: 'Sentinel ID is', // its own line, not a PING: whatever took the port would answer that
+      name: `Sentinel on port ${port}`,
+      timeoutMs: 10_000,
+    });
+    return { proc: await ready, port };
   });
-}
-
-async function info(client: IoRedisTestClient, section: string): Promise<string> {
-  return String(await client.info(section));
-}
-
-/** Polls `condition` (errors count as false) until it holds, at most `ms`. */
-async function until(condition: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const end = performance.now() + ms;
-  while (!(await condition().catch(() => false))) {
-    if (performance.now() > end) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }

@@ -131,11 +131,11 @@ export class InMemoryFencedTable<Row extends object = Record<string, unknown>> e
   }
 
   private rowFor(key: unknown): StoredRow {
-    let row = this.rows.get(String(key));
-    if (!row) {
-      row = { values: { [this.keyColumn]: key, ...this.defaults }, token: 0 };
-      this.rows.set(String(key), row);
-    }
+    const row = this.rows.get(String(key)) ?? {
+      values: { [this.keyColumn]: key, ...this.defaults },
+      token: 0,
+    };
+    this.rows.set(String(key), row);
     return row;
   }
 }

@@ -1,8 +1,7 @@
 import type { LuaScript } from '../../core/scripts/lua.js';
 import { FENCED_WRITER_SCRIPTS } from '../../fencing/fenced-writer.js';
 
-type Hash = Map<string, string>;
-type Emulated = (hash: Hash | undefined, key: string, args: readonly string[]) => unknown[];
+type Emulated = (key: string, args: readonly string[]) => unknown[];
 
 /**
  * Redis hashes in memory, answering `FencedWriter`'s two scripts as a Redis server would (EVALSHA,
@@ -11,19 +10,16 @@ type Emulated = (hash: Hash | undefined, key: string, args: readonly string[]) =
  * test/integration/fencing/fenced-doubles.spec.ts, which runs both on the same calls.
  */
 export class MemoryHashes {
-  private readonly hashes = new Map<string, Hash>();
+  private readonly hashes = new Map<string, Map<string, string>>();
   private readonly bySha = new Map<string, Emulated>();
   private readonly bySource = new Map<string, Emulated>();
   /** SHAs "loaded" by an EVAL: the first EVALSHA of a script gets NOSCRIPT, as on a fresh server. */
   private readonly loaded = new Set<string>();
 
   constructor() {
-    this.add(FENCED_WRITER_SCRIPTS.read, (hash, key, [fence, tokenArg]) =>
-      this.fencedRead(hash, key, fence!, tokenArg!),
-    );
-    this.add(FENCED_WRITER_SCRIPTS.write, (hash, key, [fence, tokenArg, ...pairs]) =>
-      this.fencedWrite(hash, key, fence!, tokenArg!, pairs),
-    );
+    const { read, write } = FENCED_WRITER_SCRIPTS;
+    this.add(read, (key, [fence, token]) => this.fencedRead(key, fence!, token!));
+    this.add(write, (key, [fence, token, ...pairs]) => this.fencedWrite(key, fence!, token!, pairs));
   }
 
   /** One raw command, as the writer sends it: `EVALSHA sha numkeys ...` or `EVAL source numkeys ...`. */
@@ -82,19 +78,16 @@ export class MemoryHashes {
     numKeys: number,
     keysAndArgs: readonly (string | number)[],
   ): Promise<unknown> {
-    try {
+    // In the executor: synchronous, so atomic like a script on the server; a throw rejects, as a reply would.
+    return new Promise((resolve) => {
       const strings = keysAndArgs.map(String);
-      const key = strings[0]!;
-      // Synchronous, so atomic like a script on the server; its errors reject, as a reply would.
-      return Promise.resolve(script(this.hashes.get(key), key, strings.slice(numKeys)));
-    } catch (err) {
-      return Promise.reject(err as Error);
-    }
+      resolve(script(strings[0]!, strings.slice(numKeys)));
+    });
   }
 
   /** FENCED_HGETALL: raise the fence to the token unless a higher one is there; return the hash. */
-  private fencedRead(hash: Hash | undefined, key: string, fence: string, tokenArg: string): unknown[] {
-    const stored = hash?.get(fence) ?? '0';
+  private fencedRead(key: string, fence: string, tokenArg: string): unknown[] {
+    const stored = this.hashes.get(key)?.get(fence) ?? '0';
     const last = luaNumber(stored, key);
     const token = luaNumber(tokenArg, key);
     const accepted = token >= last ? 1 : 0;
@@ -105,14 +98,8 @@ export class MemoryHashes {
   }
 
   /** FENCED_HSET: set the fields and the fence unless a higher token read or wrote the hash. */
-  private fencedWrite(
-    hash: Hash | undefined,
-    key: string,
-    fence: string,
-    tokenArg: string,
-    pairs: readonly string[],
-  ): unknown[] {
-    const last = hash?.get(fence);
+  private fencedWrite(key: string, fence: string, tokenArg: string, pairs: readonly string[]): unknown[] {
+    const last = this.hashes.get(key)?.get(fence);
     if (last !== undefined && luaNumber(last, key) > luaNumber(tokenArg, key)) return [0, last];
     const fields: Array<[string, string]> = [[fence, tokenArg]];
     for (let i = 0; i + 1 < pairs.length; i += 2) fields.push([pairs[i]!, pairs[i + 1]!]);
