@@ -6,9 +6,11 @@ describe('PostgresServer (a real PostgreSQL started by the test)', () => {
   test('starts on a free port, answers queries, and close() ends it by pid and removes its directory', async () => {
     const server = await PostgresServer.start();
     const pid = server.pid!;
-    const dir = (server as unknown as { dir: string }).dir;
+    // Its data directory (a private field: what close() must remove).
+    const dir = (server as unknown as { dir: { path: string } }).dir.path;
     try {
       expect(pid).toBeGreaterThan(0);
+      expect(existsSync(dir)).toBe(true);
       const client = new pg.Client({ connectionString: server.url });
       await client.connect();
       try {

@@ -165,9 +165,11 @@ describe('FencedTable on a real MariaDB (dialect mysql)', () => {
 test('MariaDbServer: starts on a free port, and close() ends it by pid and removes its directory', async () => {
   const server = await MariaDbServer.start();
   const pid = server.pid!;
-  const dir = (server as unknown as { dir: string }).dir;
+  // Its data directory (a private field: what close() must remove).
+  const dir = (server as unknown as { dir: { path: string } }).dir.path;
   try {
     expect(pid).toBeGreaterThan(0);
+    expect(existsSync(dir)).toBe(true);
     const connection = await mysql.createConnection(server.url);
     try {
       const [rows] = await connection.query('SELECT DATABASE() AS db');
