@@ -30,29 +30,37 @@ describe('simultaneous fail-fast acquires (real nodes)', () => {
     await nodes?.close();
   });
 
-  test.each([
-    [4, 300],
-    [8, 150],
-  ])('%i engines at once, %i rounds: exactly one holds the lock in every round', async (count, rounds) => {
-    const holders = new Map<number, number>(); // how many held the lock -> in how many rounds
+  /**
+   * `rounds` rounds of `count` engines calling tryAcquire on a fresh key at once: in how many
+   * rounds how many held it, and how many rounds told nothing (an engine's node did not answer
+   * within nodeTimeout, a stall of this process on a loaded machine: "quorum unavailable").
+   */
+  async function race(count: number, rounds: number, name: string, options: { permits?: number } = {}) {
+    const holders = new Map<number, number>();
     let undecided = 0;
     for (let round = 0; round < rounds; round++) {
       const outcomes = await Promise.all(
         engines
           .slice(0, count)
-          .map((engine) => engine.tryAcquire(`race:${count}:${round}`).catch((err: unknown) => err)),
+          .map((engine) => engine.tryAcquire(`${name}:${round}`, options).catch((err: unknown) => err)),
       );
       const held = outcomes.filter(
         (outcome): outcome is Lock => outcome !== null && !(outcome instanceof Error),
       );
       await Promise.all(held.map((lock) => lock.release()));
-      // A node that did not answer within nodeTimeout (a stall of this process on a loaded machine)
-      // makes that engine's answer "quorum unavailable": the round tells nothing about split votes.
       if (outcomes.some((outcome) => outcome instanceof QuorumUnavailableError)) undecided++;
       else holders.set(held.length, (holders.get(held.length) ?? 0) + 1);
     }
     expect(undecided).toBeLessThan(rounds / 2);
-    expect(Object.fromEntries(holders)).toEqual({ 1: rounds - undecided });
+    return { holders: Object.fromEntries(holders), decided: rounds - undecided };
+  }
+
+  test.each([
+    [4, 300],
+    [8, 150],
+  ])('%i engines at once, %i rounds: exactly one holds the lock in every round', async (count, rounds) => {
+    const { holders, decided } = await race(count, rounds, `race:${count}`);
+    expect(holders).toEqual({ 1: decided });
   });
 
   test('a vote split that lasts fails after 11 attempts, leaving nothing behind', async () => {
@@ -82,25 +90,8 @@ describe('simultaneous fail-fast acquires (real nodes)', () => {
   ])(
     'a semaphore of %i permits, %i engines at once, %i rounds: every permit is held in every round',
     async (permits, count, rounds) => {
-      const holders = new Map<number, number>();
-      let undecided = 0;
-      for (let round = 0; round < rounds; round++) {
-        const outcomes = await Promise.all(
-          engines
-            .slice(0, count)
-            .map((engine) =>
-              engine.tryAcquire(`sem-race:${permits}:${round}`, { permits }).catch((err: unknown) => err),
-            ),
-        );
-        const held = outcomes.filter(
-          (outcome): outcome is Lock => outcome !== null && !(outcome instanceof Error),
-        );
-        await Promise.all(held.map((lock) => lock.release()));
-        if (outcomes.some((outcome) => outcome instanceof QuorumUnavailableError)) undecided++;
-        else holders.set(held.length, (holders.get(held.length) ?? 0) + 1);
-      }
-      expect(undecided).toBeLessThan(rounds / 2);
-      expect(Object.fromEntries(holders)).toEqual({ [permits]: rounds - undecided });
+      const { holders, decided } = await race(count, rounds, `sem-race:${permits}`, { permits });
+      expect(holders).toEqual({ [permits]: decided });
     },
   );
 
