@@ -247,7 +247,7 @@ function quorumRound<R>(
       const failed = no.length + unavailable.length;
       if (yes.length >= quorum || failed > total - quorum || yes.length + failed === total) {
         decided = true;
-        cancel();
+        cancel?.();
         resolve({ ok: yes.length >= quorum, yes, no, unavailable, votes });
       }
     };
@@ -257,14 +257,15 @@ function quorumRound<R>(
     };
     // When the timer fires, replies may already wait in the sockets (timers run before I/O is
     // read, e.g. after a busy tick): look at them first, then expire what is still missing.
-    const cancel = runtime.setTimeout(
-      () =>
-        runtime.defer(() => {
-          for (let i = 0; i < total; i++)
-            record(i, () => fail(i, `no reply within ${timeoutMs} ms`, 'failed'));
-        }),
-      timeoutMs,
-    );
+    const expire = () =>
+      runtime.defer(() => {
+        for (let i = 0; i < total; i++) record(i, () => fail(i, `no reply within ${timeoutMs} ms`, 'failed'));
+      });
+    // The timer starts once the requests left this process: node-redis writes a tick's commands in
+    // an immediate, and a stall of this process right after the call (a busy tick) delays it and
+    // this deferral alike, so the replies still get their time.
+    let cancel: (() => void) | undefined;
+    runtime.defer(() => void (decided || (cancel = runtime.setTimeout(expire, timeoutMs))));
     const { observe } = options;
     voters.forEach((voter, index) => {
       send(voter, index).then(

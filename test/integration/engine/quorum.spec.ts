@@ -115,3 +115,29 @@ describe('tryAcquire makes one attempt (the engine default wait does not apply)'
     await waited!.release();
   });
 });
+
+describe('nodeTimeout counts from when the requests left this process (each client the library opens)', () => {
+  let cluster: TestCluster;
+
+  beforeAll(async () => {
+    cluster = await TestCluster.start(3);
+  });
+  afterAll(() => cluster?.close());
+
+  test.each(['ioredis', 'node-redis'] as const)(
+    '%s: a process that stalls right after acquire() for twice nodeTimeout still gets the lock',
+    async (client) => {
+      const nodeTimeout = 100;
+      const engine = await cluster.engine({ client, nodeTimeout, ttl: 5000 });
+      // node-redis writes a tick's commands in an immediate: the stall below comes before they
+      // leave, and the time-out must not be spent on it. (ioredis writes them at once.)
+      for (let round = 0; round < 5; round++) {
+        const acquiring = engine.acquire(`stalled-${client}-${round}`);
+        const until = performance.now() + 2 * nodeTimeout;
+        while (performance.now() < until); // a synchronous stall of this process
+        const lock = await acquiring;
+        await lock.release();
+      }
+    },
+  );
+});
