@@ -76,6 +76,45 @@ describe('simultaneous fail-fast acquires (real nodes)', () => {
     expect(left).toBeNull();
   });
 
+  const semaphoreKey = 'redlock:{sem-race:one-lease}';
+  test.each([
+    // a and b hold a minority each; b lets go of node 1.
+    ['a lock', 'race:one-lease', {}, [], 'redlock:{race:one-lease}'],
+    // Permit 0 held by x everywhere; permit 1 split as above.
+    [
+      'a semaphore',
+      'sem-race:one-lease',
+      { permits: 2 },
+      [slotKey(semaphoreKey, 0)],
+      slotKey(semaphoreKey, 1),
+    ],
+  ])(
+    '%s granted by a retry of a split holds the lease of one attempt made when the call began',
+    async (_, name, options, full, splitKey) => {
+      await Promise.all(
+        [0, 1, 2].flatMap((i) => full.map((key) => nodes.client(i).set(key, 'x:0', 'PX', 10_000))),
+      );
+      await nodes.client(0).set(splitKey, 'a:0', 'PX', 10_000);
+      await nodes.client(1).set(splitKey, 'b:0', 'PX', 10_000);
+      const ttl = 2000;
+      // What a lock's validity is shortened by: the default driftFactor's allowance, the clock guard.
+      const margins = ttl * 0.01 + 2 + 500;
+      const began = Date.now();
+      const acquiring = engines[0]!.acquire(name, { ...options, ttl, wait: 0 });
+      // b lets go 10 ms after the call began: before its 10 retries are spent (their random back-off
+      // sums to 111 ms on average; under 10 ms about once in a million calls).
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      await nodes.client(1).del(splitKey);
+      const lock = await acquiring;
+      await lock.release();
+      await Promise.all([0, 1, 2].map((i) => nodes.client(i).del(splitKey, ...full)));
+      // Granted after those 10 ms (node 1 was b's until then), by an attempt that began later: the
+      // lease still counts from the call, as one attempt's would (ms rounding).
+      expect(lock.expiresAt).toBeLessThanOrEqual(began + ttl - margins + 2);
+      expect(lock.expiresAt).toBeGreaterThan(began + ttl / 2);
+    },
+  );
+
   test('a lock held elsewhere fails at once, after one attempt', async () => {
     const held = await engines[0]!.acquire('race:held');
     const err = await engines[1]!.acquire('race:held', { wait: 0 }).catch((e: unknown) => e);
