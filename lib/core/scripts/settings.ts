@@ -28,14 +28,14 @@ export interface ScriptSettings {
 }
 
 /** The fields of the settings argument, in order (the last, `clock`, is 1 or 0). */
-const FIELDS = ['guardMs', 'fenceIdleMs', 'seedWindowMs', 'queueIdleMs', 'turnMs'] as const;
+export const SETTING_FIELDS = ['guardMs', 'fenceIdleMs', 'seedWindowMs', 'queueIdleMs', 'turnMs'] as const;
 
 /** One of the settings the scripts read. */
-export type ScriptSetting = (typeof FIELDS)[number];
+export type ScriptSetting = (typeof SETTING_FIELDS)[number];
 
 /** The settings argument (seedWindowMs rounded down, the rest up: the safe side of each). */
 export function settingsArg(settings: ScriptSettings): string {
-  const ms = FIELDS.map((field) =>
+  const ms = SETTING_FIELDS.map((field) =>
     Math.max(0, field === 'seedWindowMs' ? Math.floor(settings[field]) : Math.ceil(settings[field])),
   );
   return `${ms.join(' ')} ${settings.clockReadings ? 1 : 0}`;
@@ -43,7 +43,7 @@ export function settingsArg(settings: ScriptSettings): string {
 
 /** Lua expression: setting `field` of the settings argument in `arg` (a Lua expression such as `ARGV[2]`). */
 export function luaSetting(arg: string, field: ScriptSetting): string {
-  return `tonumber(string.match(${arg}, '^${'%d+ '.repeat(FIELDS.indexOf(field))}(%d+)'))`;
+  return `tonumber(string.match(${arg}, '^${'%d+ '.repeat(SETTING_FIELDS.indexOf(field))}(%d+)'))`;
 }
 
 /** Lua expression: whether the settings argument in `arg` asks for clock readings (its last byte is '1'). */

@@ -1,5 +1,5 @@
 import { FencedWriter } from '../../fencing/fenced-writer.js';
-import { MemoryHashes } from './memory-hashes.js';
+import { MemoryServer } from '../memory/server.js';
 
 /**
  * A {@link FencedWriter} over Redis hashes kept in memory, for unit tests: the real writer's code
@@ -18,13 +18,16 @@ import { MemoryHashes } from './memory-hashes.js';
  * ```
  */
 export class InMemoryFencedWriter extends FencedWriter {
-  private readonly hashes: MemoryHashes;
+  /** The hashes, on a server of its own that answers the writer's scripts (EVALSHA, NOSCRIPT, EVAL). */
+  private readonly server: MemoryServer;
 
   /** @param fenceField the hash field that keeps the highest token seen (as the real writer's). */
   constructor(fenceField = 'fence') {
-    const hashes = new MemoryHashes();
-    super(undefined as never, fenceField, hashes.send);
-    this.hashes = hashes;
+    // Named, so that it takes no number from the default names of the MemoryServers a test makes.
+    const server = new MemoryServer({ name: 'in-memory-fenced-writer' });
+    // An async function runs its body at once: each script is atomic, and an error reply rejects.
+    super(undefined as never, fenceField, async (command) => server.call(command));
+    this.server = server;
   }
 
   /**
@@ -32,17 +35,18 @@ export class InMemoryFencedWriter extends FencedWriter {
    * it: see docs/fencing.md, "A fenced read raises the token"), or `undefined` when there is none.
    */
   hashOf(key: string): Record<string, string> | undefined {
-    return this.hashes.get(key);
+    const fields = this.server.hgetall(key);
+    return fields.length > 0 ? Object.fromEntries(fields) : undefined;
   }
 
   /** Sets fields as the application's own setup would (a plain `HSET`, no token check). */
   seed(key: string, fields: Readonly<Record<string, string | number>>): this {
-    this.hashes.set(key, fields);
+    for (const [field, value] of Object.entries(fields)) this.server.hset(key, field, String(value));
     return this;
   }
 
   /** Removes every hash. */
   clear(): void {
-    this.hashes.clear();
+    this.server.flushAll();
   }
 }

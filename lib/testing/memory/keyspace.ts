@@ -24,7 +24,7 @@ export type KeyspaceImage = { readonly [image]: true };
 
 /** The keyspace of one server; the clock it expires keys by is the server's ({@link timeUs}). */
 export abstract class Keyspace {
-  private readonly entries = new Map<string, Entry>();
+  private entries = new Map<string, Entry>();
 
   /** The server's clock in microseconds (what TIME gives the scripts). */
   abstract timeUs(): number;
@@ -43,11 +43,8 @@ export abstract class Keyspace {
   /** SET key value [PX ttlMs] [NX]: whether it was set. Without a ttl the key never expires. */
   set(key: string, value: string, ttlMs?: number, onlyIfMissing = false): boolean {
     if (onlyIfMissing && this.live(key)) return false;
-    this.entries.set(key, {
-      kind: 'string',
-      value,
-      expiresAt: ttlMs === undefined ? Infinity : this.nowMs() + ttlMs,
-    });
+    const expiresAt = ttlMs === undefined ? Infinity : this.nowMs() + ttlMs;
+    this.entries.set(key, { kind: 'string', value, expiresAt });
     return true;
   }
 
@@ -154,9 +151,7 @@ export abstract class Keyspace {
 
   /** Replaces every key with those of `image` (a restart from an AOF, a promoted replica). */
   restore(image: KeyspaceImage): void {
-    this.entries.clear();
-    for (const [key, entry] of copyEntries(image as unknown as Map<string, Entry>))
-      this.entries.set(key, entry);
+    this.entries = copyEntries(image as unknown as Map<string, Entry>);
   }
 
   /** FLUSHALL: drops every key. */
@@ -172,16 +167,12 @@ export abstract class Keyspace {
   }
 
   /** The members of the sorted set or hash at `key` (none of another kind; created when asked). */
-  private members<V extends number | string>(
-    key: string,
-    kind: Kind,
-    create = false,
-  ): Map<string, V> | undefined {
+  private members<V>(key: string, kind: Kind, create = false): Map<string, V> | undefined {
     const entry = this.live(key);
     if (entry || !create) return entry?.kind === kind ? (entry.value as Map<string, V>) : undefined;
-    const value = new Map<string, V>();
+    const value = new Map<string, number | string>();
     this.entries.set(key, { kind, value, expiresAt: Infinity });
-    return value;
+    return value as Map<string, V>;
   }
 
   /** Removes a member; a sorted set or hash left empty is deleted, as in Redis. */

@@ -1,7 +1,9 @@
 import { PERMITS_MARK, READ_MARKER } from '../../core/scripts/keys.js';
 import { SEMAPHORE_ACQUIRE_SCRIPT } from '../../core/scripts/semaphore.js';
+import { SETTING_FIELDS, type ScriptSetting } from '../../core/scripts/settings.js';
 import * as lua from '../../core/scripts/index.js';
 import { isMultiResource, isReader, TURN_MARK, wakeChannelOf } from '../../core/scripts/index.js';
+import { FENCED_SCRIPTS } from './scripts-fenced.js';
 import { GUARD_SCRIPTS } from './scripts-guards.js';
 import { READ_SCRIPTS } from './scripts-read.js';
 import type { MemoryServer as Db } from './server.js';
@@ -15,17 +17,14 @@ import type { MemoryServer as Db } from './server.js';
 /** An emulated script: the server, KEYS and ARGV (0-based here), the reply. */
 export type Emulation = (db: Db, keys: readonly string[], args: readonly string[]) => unknown;
 
-/** The fields of the settings argument, in order (scripts/settings.ts). */
-const FIELDS = ['guardMs', 'fenceIdleMs', 'seedWindowMs', 'queueIdleMs', 'turnMs'] as const;
-
 /** The settings arguments seen, parsed (an engine sends one and the same with every script). */
 const parsed = new Map<string, number[]>();
 
 /** A field of the settings argument `settings`. */
-export function setting(settings: string, field: (typeof FIELDS)[number]): number {
+export function setting(settings: string, field: ScriptSetting): number {
   let fields = parsed.get(settings);
   if (!fields) parsed.set(settings, (fields = settings.split(' ').map(Number)));
-  return fields[FIELDS.indexOf(field)]!;
+  return fields[SETTING_FIELDS.indexOf(field)];
 }
 /** Whether the settings ask for clock readings (their last character is 1). */
 export const clockReadings = (settings: string): boolean => settings.endsWith('1');
@@ -257,17 +256,20 @@ const semaphore: Emulation = (db, keys, [value, settings, ttl, ticket, seed, per
   return clockReadings(settings) ? [2, slot, token, db.timeUs(), ...free] : [1, slot, token, ...free];
 };
 
-/** Every script the voter and the guards run, by SHA. */
+const LOCK_SCRIPTS: Array<[lua.LuaScript, Emulation]> = [
+  [lua.ACQUIRE, acquire],
+  [lua.LET_GO, letGo],
+  [lua.EXTEND, extend],
+  [lua.EXTEND_MANY, extendMany],
+  [lua.RAISE_FENCE, raiseFence],
+  [lua.INSPECT, inspect],
+  [SEMAPHORE_ACQUIRE_SCRIPT, semaphore],
+];
+
+/** Every script the voter, the guards and FencedWriter run, by SHA. */
 export const EMULATED_SCRIPTS: ReadonlyMap<string, Emulation> = new Map(
-  [
-    [lua.ACQUIRE, acquire],
-    [lua.LET_GO, letGo],
-    [lua.EXTEND, extend],
-    [lua.EXTEND_MANY, extendMany],
-    [lua.RAISE_FENCE, raiseFence],
-    [lua.INSPECT, inspect],
-    [SEMAPHORE_ACQUIRE_SCRIPT, semaphore],
-    ...READ_SCRIPTS,
-    ...GUARD_SCRIPTS,
-  ].map(([script, run]) => [(script as lua.LuaScript).sha, run as Emulation]),
+  [...LOCK_SCRIPTS, ...READ_SCRIPTS, ...GUARD_SCRIPTS, ...FENCED_SCRIPTS].map(([script, run]) => [
+    script.sha,
+    run,
+  ]),
 );

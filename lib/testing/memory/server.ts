@@ -2,7 +2,7 @@ import { realRuntime, type Runtime } from '../../core/runtime.js';
 import { FUNCTION_LIBRARY, LIBRARY_SCRIPTS } from '../../core/scripts/library.js';
 import { luaScript } from '../../core/scripts/lua.js';
 import { Keyspace, type KeyspaceImage } from './keyspace.js';
-import { EMULATED_SCRIPTS } from './scripts.js';
+import { EMULATED_SCRIPTS, type Emulation } from './scripts.js';
 
 /** The library's functions by name, emulated as their scripts are. */
 const EMULATED_FUNCTIONS = new Map(
@@ -139,34 +139,31 @@ export class MemoryServer extends Keyspace {
   call(command: readonly string[]): unknown {
     if (!this.up) throw new Error(`connect ECONNREFUSED (${this.name} is stopped)`);
     const name = (command[0] ?? '').toUpperCase();
-    if (name === 'EVALSHA' || name === 'EVAL') {
-      // The hot path (every vote): no copy of the command but KEYS and ARGV.
-      const sha = name === 'EVAL' ? this.load(command[1]!) : command[1]!;
-      if (!this.loaded.has(sha)) throw new Error('NOSCRIPT No matching script. Please use EVAL.');
-      const script = EMULATED_SCRIPTS.get(sha);
-      if (!script) throw new Error(`ERR ${this.name} emulates the library's scripts only, not ${sha}`);
-      const count = Number(command[2]);
-      return script(this, command.slice(3, 3 + count), command.slice(3 + count));
-    }
-    const args = command.slice(1);
     switch (name) {
+      case 'EVALSHA':
+      case 'EVAL': {
+        const sha = name === 'EVAL' ? this.load(command[1]) : command[1];
+        if (!this.loaded.has(sha)) throw new Error('NOSCRIPT No matching script. Please use EVAL.');
+        const script = EMULATED_SCRIPTS.get(sha);
+        if (!script) throw new Error(`ERR ${this.name} emulates the library's scripts only, not ${sha}`);
+        return this.run(script, command);
+      }
       case 'FCALL':
       case 'FCALL_RO': {
         if (!this.functions) throw new Error('ERR Function not found');
-        if (args[0] === FUNCTION_LIBRARY.probe) return FUNCTION_LIBRARY.version;
-        const script = EMULATED_FUNCTIONS.get(args[0]);
+        if (command[1] === FUNCTION_LIBRARY.probe) return FUNCTION_LIBRARY.version;
+        const script = EMULATED_FUNCTIONS.get(command[1]);
         if (!script) throw new Error('ERR Function not found');
-        const count = Number(args[1]);
-        return script(this, args.slice(2, 2 + count), args.slice(2 + count));
+        return this.run(script, command);
       }
       case 'FUNCTION':
-        return this.functionCommand(args);
+        return this.functionCommand(command);
       case 'SCRIPT':
-        return this.load(args[1]);
+        return this.load(command[2]);
       case 'INFO':
-        return this.info(args[0] ?? 'server');
+        return this.info(command[1] ?? 'server');
       case 'CONFIG':
-        return args[1] in this.config ? [args[1], this.config[args[1]]] : [];
+        return command[2] in this.config ? [command[2], this.config[command[2]]] : [];
       case 'TIME': {
         const us = this.timeUs();
         return [String(Math.floor(us / 1e6)), String(us % 1e6)];
@@ -174,7 +171,7 @@ export class MemoryServer extends Keyspace {
       case 'PING':
         return 'PONG';
       case 'PUBLISH':
-        return this.publish(args[0], args[1]);
+        return this.publish(command[1], command[2]);
       case 'FLUSHALL':
         this.flushAll();
         return 'OK';
@@ -185,7 +182,7 @@ export class MemoryServer extends Keyspace {
   }
 
   /** FUNCTION LOAD (this version's library only) and FUNCTION FLUSH. */
-  private functionCommand([sub = '', source]: readonly string[]): unknown {
+  private functionCommand([, sub = '', source]: readonly string[]): unknown {
     if (sub.toUpperCase() === 'FLUSH') {
       this.functions = false;
       return 'OK';
@@ -201,6 +198,15 @@ export class MemoryServer extends Keyspace {
   info(section: string): string {
     if (section === 'replication') return 'role:master\r\nconnected_slaves:0\r\nsecond_repl_offset:-1\r\n';
     return `redis_version:7.0.0-memory\r\nredis_mode:standalone\r\nrun_id:${this.runId}\r\n`;
+  }
+
+  /**
+   * Runs `script` on the KEYS and ARGV of `[EVAL | EVALSHA | FCALL, script, numkeys, ...keys,
+   * ...args]`, copying nothing else of the command (the hot path: every vote).
+   */
+  private run(script: Emulation, command: readonly string[]): unknown {
+    const count = Number(command[2]);
+    return script(this, command.slice(3, 3 + count), command.slice(3 + count));
   }
 
   private load(source: string): string {
