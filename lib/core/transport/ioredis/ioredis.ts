@@ -72,7 +72,7 @@ export class IoredisTransport extends TransportBase implements Transport {
         ? node.call(name, ...args)
         : Promise.reject(new Error(`no master ${route.shard} in the cluster`));
     }
-    if (!this.clustered) this.batcher.beforeWrite(corkable((this.client as Redis).stream));
+    if (!this.clustered) this.batcher.beforeWrite((this.client as Redis).stream);
     return this.client.call(name, ...args);
   }
 
@@ -177,8 +177,11 @@ export class WriteBatcher {
 
   constructor(private readonly runtime: Runtime) {}
 
-  /** Called right before each command is written to `stream` (undefined: no socket to cork). */
-  beforeWrite(stream: Corkable | undefined): void {
+  /**
+   * Called right before each command is written to `stream`, ioredis' socket (looked at only when
+   * it is to be corked: undefined before the first connection).
+   */
+  beforeWrite(stream: unknown): void {
     if (!this.open) {
       this.open = true;
       this.lastCommands = this.commands;
@@ -186,10 +189,12 @@ export class WriteBatcher {
       this.runtime.endOfTick(this.close);
     }
     this.commands++;
-    if (this.corked !== undefined || stream === undefined) return;
+    if (this.corked !== undefined) return;
     if (this.commands === 1 && this.lastCommands <= 1) return; // a lone caller's command: out at once
-    stream.cork();
-    this.corked = stream;
+    const socket = corkable(stream);
+    if (socket === undefined) return;
+    socket.cork();
+    this.corked = socket;
   }
 
   /** Resolves once the commands written so far have left for the socket; undefined: they have. */
