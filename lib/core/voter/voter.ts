@@ -42,11 +42,14 @@ export class TransportVoter extends VoterConnection implements Voter {
   private readonly settings: string;
   /** The order of this voter's acquires and let-gos of a lock (send.ts). */
   private readonly order: SendOrder;
+  /** Voter.written: its transport's, when that batches writes. */
+  readonly written: (() => Promise<void> | undefined) | undefined;
 
   constructor(transport: Transport, context: VoterContext) {
     super(transport, context);
     this.settings = settingsArg(context.settings);
     this.order = new SendOrder(transport.clustered || this.scripts === 'functions');
+    this.written = transport.written;
   }
 
   acquire(
@@ -133,10 +136,6 @@ export class TransportVoter extends VoterConnection implements Voter {
   letGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
     const send = () => this.sendLetGo(keys, value, how);
     return this.order.letGo(keys, value, send);
-  }
-
-  written(): Promise<void> | undefined {
-    return this.transport.written?.();
   }
 
   /** A let-go sent now (the acquire's own, when its vote ran on a changed server). */

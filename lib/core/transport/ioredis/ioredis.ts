@@ -24,6 +24,8 @@ export class IoredisTransport extends TransportBase implements Transport {
   private readonly subscriberConnections = new Set<Redis>();
   /** A single server's writes, batched per tick (WriteBatcher below). */
   private readonly batcher: WriteBatcher;
+  /** Transport.written: the batcher's (a Cluster's writes are not batched: it has none pending). */
+  readonly written: () => Promise<void> | undefined;
 
   constructor(
     private readonly spec: IoredisSpec,
@@ -33,6 +35,7 @@ export class IoredisTransport extends TransportBase implements Transport {
     super(spec.label, (spec.client as Cluster).isCluster === true, runtime);
     this.client = spec.client;
     this.batcher = new WriteBatcher(runtime);
+    this.written = this.batcher.pending;
     const cluster = this.clustered ? (this.client as Cluster) : undefined;
     this.listen(this.client, 'error', (err: unknown) => this.failed(err));
     this.listen(this.client, 'ready', () => this.markUp(cluster ? undefined : ''));
@@ -74,10 +77,6 @@ export class IoredisTransport extends TransportBase implements Transport {
     }
     if (!this.clustered) this.batcher.beforeWrite((this.client as Redis).stream);
     return this.client.call(name, ...args);
-  }
-
-  written(): Promise<void> | undefined {
-    return this.batcher.pending();
   }
 
   async connect(timeoutMs: number): Promise<boolean> {
@@ -197,8 +196,11 @@ export class WriteBatcher {
     this.corked = socket;
   }
 
-  /** Resolves once the commands written so far have left for the socket; undefined: they have. */
-  pending(): Promise<void> | undefined {
+  /**
+   * Resolves once the commands written so far have left for the socket; undefined: they have.
+   * Bound: the transport passes it on as its own `written`.
+   */
+  readonly pending = (): Promise<void> | undefined => {
     if (this.corked === undefined) return undefined;
     if (!this.written) {
       let resolve!: () => void;
@@ -206,7 +208,7 @@ export class WriteBatcher {
       this.written = { promise, resolve };
     }
     return this.written.promise;
-  }
+  };
 
   private readonly close = (): void => {
     this.open = false;
