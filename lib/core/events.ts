@@ -42,12 +42,21 @@ export class LockEvents {
   private readonly subject = new Subject<LockEvent>();
   /** Listeners other than the Observable's (OpenTelemetry instruments), called synchronously. */
   private readonly taps: Array<(event: LockEvent) => void> = [];
-  readonly events$: Observable<LockEvent> = this.subject.asObservable();
-
-  /** Whether anybody listens: build no event otherwise. */
-  get observed(): boolean {
-    return this.taps.length > 0 || this.subject.observed;
-  }
+  private subscribers = 0;
+  /**
+   * Whether anybody listens (a tap, a subscriber of `events$`): build no event otherwise. A field,
+   * updated as listeners come and go: it is read on every lock.
+   */
+  observed = false;
+  readonly events$: Observable<LockEvent> = new Observable((subscriber) => {
+    this.subscribers++;
+    this.observed = true;
+    const subscription = this.subject.subscribe(subscriber);
+    return () => {
+      subscription.unsubscribe();
+      this.observed = --this.subscribers > 0 || this.taps.length > 0;
+    };
+  });
 
   emit(event: LockEvent): void {
     for (const tap of this.taps) tap(event);
@@ -57,9 +66,11 @@ export class LockEvents {
   /** Calls `listener` for every event (synchronously, in order); returns how to stop. */
   tap(listener: (event: LockEvent) => void): () => void {
     this.taps.push(listener);
+    this.observed = true;
     return () => {
       const i = this.taps.indexOf(listener);
       if (i >= 0) this.taps.splice(i, 1);
+      this.observed = this.subscribers > 0 || this.taps.length > 0;
     };
   }
 

@@ -233,6 +233,8 @@ export interface ResolvedLockOptions {
   readonly holder: string | undefined;
   /** The clock guard of this lock, ms (0 when off): its validity is shortened by it. */
   readonly clockGuard: number;
+  /** The clock drift allowance of its lease, ms (driftFor): its validity is shortened by it too. */
+  readonly drift: number;
   readonly signal?: AbortSignal;
   /** 1 for a plain lock. */
   readonly permits: number;

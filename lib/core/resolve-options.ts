@@ -37,6 +37,11 @@ export function clockGuardFor(clockGuard: number | false | undefined, ttl: numbe
   return clockGuard;
 }
 
+/** The clock drift allowance of a lease of `ttl` ms: ttl * driftFactor + 2 ms (the Redlock paper's). */
+export function driftFor(driftFactor: number, ttl: number): number {
+  return Math.floor(ttl * driftFactor) + 2;
+}
+
 /** Validates engine options and fills defaults. Throws {@link RedlockOptionsError} naming the fix. */
 export function resolveOptions(options: RedlockOptions): ResolvedOptions {
   if (options === null || typeof options !== 'object') {
@@ -163,9 +168,10 @@ export function resolveLockOptions(
     retryJitter: o.retryJitter === undefined ? engine.retryJitter : nonNegative('retryJitter', o.retryJitter),
     watchdog: o.watchdog ?? watchdogDefault,
     maxHold: o.maxHold === undefined ? engine.maxHold : positiveOrInfinity('maxHold', o.maxHold),
-    holdAtLeast: resolveHoldAtLeast(engine, o.holdAtLeast),
+    holdAtLeast: o.holdAtLeast === undefined ? 0 : resolveHoldAtLeast(engine, o.holdAtLeast),
     holder: o.holder === undefined ? undefined : holderName(o.holder),
     clockGuard: clockGuardFor(engine.clockGuard, ttl),
+    drift: driftFor(engine.driftFactor, ttl),
     signal: o.signal,
     permits: o.permits === undefined ? 1 : resolvePermits(o.permits, o.mode),
     mode: o.mode ?? 'write',
@@ -199,8 +205,7 @@ function resolvePermits(permits: number, mode: string | undefined): number {
   return permits;
 }
 
-function resolveHoldAtLeast(engine: ResolvedOptions, holdAtLeast: number | undefined): number {
-  if (holdAtLeast === undefined) return 0;
+function resolveHoldAtLeast(engine: ResolvedOptions, holdAtLeast: number): number {
   nonNegative('holdAtLeast', holdAtLeast);
   if (engine.restartGuard !== false) checkTtlWithinGuard('holdAtLeast', holdAtLeast, engine.restartGuard);
   return holdAtLeast;

@@ -14,7 +14,7 @@ import { describeUse, type SemaphoreRequest } from './semaphore-request.js';
  * What happens on acquire: the plain Redlock path, one attempt, top to bottom.
  *
  * 1. Send the acquire script to every voter at once, each bounded by nodeTimeout, and decide as
- *    soon as a majority granted or can no longer grant (quorumRound in quorum/voters.ts).
+ *    soon as a majority granted or can no longer grant (Voters.round in quorum/voters.ts).
  * 2. Fencing: the token is, per resource, the max of the tokens the granting majority returned;
  *    when they disagree, a second round raises the granting voters' counters to it
  *    (settleTokens), so that a majority holds counter >= token before the lock is handed out.
@@ -87,11 +87,10 @@ export class Acquirer {
 
   /** One attempt of `value` (a new one per call, or a waiter's current one). */
   async attempt(request: AcquireRequest, value: string, follower?: AttemptFollower): Promise<Attempt> {
-    const { voters } = this.parts;
+    const { voters, clocks } = this.parts;
     const { ttl } = request.opts;
     const started = this.parts.runtime.now();
-    const seedUs = this.parts.seedProposalUs();
-    const { clocks } = this.parts;
+    const seedUs = clocks.seedProposalUs(started, this.parts.seedWindowMs);
     // The clock guard, one resource: where each voter's clock is expected (a grant within the
     // window of it replies without the clock: VoterClocks.expectedUs).
     const expected =
@@ -139,7 +138,7 @@ export class Acquirer {
       // lease there before this validity does (larger steps are seen: guards/clock/). A fail-fast
       // call's retries (retrySplit) share one lease: from its start, never longer than its ttl.
       const since = request.opts.wait > 0 ? started : request.startedAt;
-      const validity = ttl - (now - since) - this.parts.drift(ttl) - request.opts.clockGuard;
+      const validity = ttl - (now - since) - request.opts.drift - request.opts.clockGuard;
       if (tokens && validity > 0) {
         return { outcome: 'granted', lock: this.grant(request, value, tokens, validity, now) };
       }

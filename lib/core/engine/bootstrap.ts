@@ -3,6 +3,7 @@ import type { Preflight } from '../preflight.js';
 import { settleWithin, TIMED_OUT } from '../runtime.js';
 import { connectVoters, type NodeStatus } from '../quorum/health.js';
 import { clockGuardFor } from '../resolve-options.js';
+import { lockKeyOf } from '../scripts/keys.js';
 import type { EngineParts } from './parts.js';
 
 /**
@@ -97,10 +98,10 @@ async function checkClocks(
  * readings with, and what waiting tickets are stamped with from the first acquire on.
  */
 async function readClocks(
-  { voters, runtime, lockKey }: EngineParts,
+  { voters, runtime, options }: EngineParts,
   only?: readonly number[],
 ): Promise<void> {
-  const probeKey = lockKey('__clock_probe__');
+  const probeKey = lockKeyOf(options.keyPrefix, '__clock_probe__');
   await Promise.all(
     voters.list.map(async (voter, index) => {
       if (!voter.connected || (only && !only.includes(index))) return;

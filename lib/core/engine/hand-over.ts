@@ -1,4 +1,5 @@
 import { settleTokens } from '../fencing/tokens.js';
+import { driftFor } from '../resolve-options.js';
 import type { AcquireVote } from '../scripts/acquire.js';
 import { RELEASE } from '../scripts/let-go.js';
 import type { Acquirer, AcquireRequest, AttemptFollower } from './acquire.js';
@@ -64,7 +65,7 @@ export class SingleResourceWaiter {
       this.value,
       quorum,
       parts.turnMs,
-      parts.drift,
+      (ms) => driftFor(parts.options.driftFactor, ms),
       clockGuard,
     );
     if (!usable) return undefined;
@@ -73,7 +74,7 @@ export class SingleResourceWaiter {
     const now = parts.runtime.now();
     const { ttl } = request.opts;
     // Never longer than the caller's own lease, which may be shorter than a turn.
-    const validity = Math.min(usable.until - now, ttl - parts.drift(ttl)) - clockGuard;
+    const validity = Math.min(usable.until - now, ttl - request.opts.drift) - clockGuard;
     if (!tokens || validity <= 0) return undefined;
     const lock = this.acquirer.grant(request, this.value, tokens, validity, now);
     // Early is the safe side here (the lock is extended a little sooner), and a line per grain

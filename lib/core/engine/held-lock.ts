@@ -185,7 +185,6 @@ export class HeldLock implements Lock {
     const error = new LockLostError(this.resources, reason);
     if (this.state !== 'held') return error;
     this.state = 'lost';
-    this.stop();
     this.end(error);
     this.owner.lost(this, reason);
     return error;
@@ -195,13 +194,16 @@ export class HeldLock implements Lock {
   markReleased(): boolean {
     if (this.state !== 'held') return false;
     this.state = 'released';
-    this.stop();
     this.end(RELEASED);
     return true;
   }
 
-  /** A signal already aborted (asked to stop) keeps that reason. */
+  /** Stops the expiry timer and the watchdog; a signal already aborted (asked to stop) keeps that reason. */
   private end(reason: unknown): void {
+    this.cancelExpiry?.();
+    this.cancelExpiry = undefined;
+    this.watchdog?.();
+    this.watchdog = undefined;
     this.endReason ??= reason;
     this.controller?.abort(reason);
   }
@@ -209,13 +211,6 @@ export class HeldLock implements Lock {
   /** Whether it ended by release (as opposed to loss). */
   get released(): boolean {
     return this.state === 'released';
-  }
-
-  private stop(): void {
-    this.cancelExpiry?.();
-    this.cancelExpiry = undefined;
-    this.watchdog?.();
-    this.watchdog = undefined;
   }
 }
 

@@ -3,7 +3,7 @@ import type { LockEvent, LockEvents } from '../events.js';
 import type { RedlockLogger } from '../logger.js';
 import type { ResolvedOptions } from '../options.js';
 import type { Voters } from '../quorum/voters.js';
-import { clockGuardFor } from '../resolve-options.js';
+import { clockGuardFor, driftFor } from '../resolve-options.js';
 import { settleWithin, TIMED_OUT, type Runtime } from '../runtime.js';
 import { RELEASE } from '../scripts/let-go.js';
 import { clockOf, ExtendBatcher, wasExtended, type ExtendOutcome } from './extend-batcher.js';
@@ -30,7 +30,6 @@ export class Leases implements LockOwner {
   constructor(
     private readonly voters: Voters,
     private readonly options: ResolvedOptions,
-    private readonly drift: (ttl: number) => number,
     private readonly events: LockEvents,
     private readonly logger: RedlockLogger,
     /** Hears each lock that ends (released or lost), once. */
@@ -96,7 +95,7 @@ export class Leases implements LockOwner {
       },
     );
     const now = this.runtime.now();
-    const validity = lease - (now - started) - this.drift(lease) - clockGuard;
+    const validity = lease - (now - started) - driftFor(this.options.driftFactor, lease) - clockGuard;
     if (!lock.active) throw new LockLostError(lock.resources, 'it was released or lost while being extended');
     // Inconclusive (time-outs, not refusals) with enough validity left to try again at the next tick.
     const refused = round.no.length > this.voters.list.length - this.voters.quorum;

@@ -6,7 +6,7 @@ import type { Preflight } from '../preflight.js';
 import { Voters } from '../quorum/voters.js';
 import { clockGuardFor } from '../resolve-options.js';
 import type { Runtime } from '../runtime.js';
-import { GUARD_MARKER_NAME, lockKeyOf, LockValues } from '../scripts/keys.js';
+import { GUARD_MARKER_NAME, LockValues } from '../scripts/keys.js';
 import type { ScriptSettings } from '../scripts/settings.js';
 import { createVoter } from '../transport/pick.js';
 import type { Voter, VoterContext } from '../voter/voter-api.js';
@@ -28,18 +28,14 @@ export interface EngineParts {
    * claim), ms: a waiter that died or stalls holds the lock up no longer than this.
    */
   readonly turnMs: number;
-  /** The lock key of a resource. */
-  lockKey(resource: string): string;
-  /** The fence seed an attempt proposes now, µs: the middle of the window above the voters' time. */
-  seedProposalUs(): number | undefined;
-  /** Clock drift allowance for a lease of `ttl` ms: ttl * driftFactor + 2 ms. */
-  drift(ttl: number): number;
+  /** The window above the voters' time that fence seeds are proposed in, ms (VoterClocks.seedProposalUs). */
+  readonly seedWindowMs: number;
 }
 
 /**
  * Builds what the parts of one engine share from its resolved options: the scripts' settings, a
  * voter for each of `nodes`, the voters as one, and the timing the parts agree on (hand-over turns,
- * fence seeds, drift).
+ * fence seeds).
  */
 export function buildEngineParts(
   nodes: readonly RedlockNode[],
@@ -52,14 +48,13 @@ export function buildEngineParts(
   // Long enough for a woken waiter to answer on a busy machine, short enough that a dead one
   // holds the lock up for less than a retry delay would.
   const turnMs = Math.max(4 * resolved.nodeTimeout, 200);
-  const prefix = resolved.keyPrefix;
   const guardMs = resolved.restartGuard === false ? 0 : resolved.restartGuard;
   // Seeds agree when voters' clocks agree within the window; it stays well below the times after
   // which a counter can be seeded again (restart guard, idle expiry), which keeps seeds increasing.
   const seedWindowMs = Math.min(SEED_WINDOW_MS, (guardMs || Infinity) / 2, resolved.fenceIdleTtl / 2);
   const settings: ScriptSettings = {
     guardMs,
-    guardKey: prefix + GUARD_MARKER_NAME,
+    guardKey: resolved.keyPrefix + GUARD_MARKER_NAME,
     fenceIdleMs: resolved.fenceIdleTtl,
     turnMs,
     queueIdleMs: 10 * QUEUE_RECHECK_MS + turnMs,
@@ -87,24 +82,14 @@ export function buildEngineParts(
       excludeForMs: resolved.restartGuard === false ? resolved.ttl : resolved.restartGuard,
     },
   );
-  const { driftFactor } = resolved;
-  const { clocks } = voters.clockGuard;
   return {
     options: resolved,
     runtime,
     voters,
     values: new LockValues(runtime),
-    clocks,
+    clocks: voters.clockGuard.clocks,
     turnMs,
-    lockKey: (resource) => lockKeyOf(prefix, resource),
-    seedProposalUs: () => {
-      // Voters within half a window of the proposal all take it. None until a voter's clock is
-      // known (the bootstrap reads them): a node judges its own clock against the proposal
-      // (scripts/fence.ts), never against this process's wall clock.
-      const time = clocks.voterTime(runtime.now());
-      return time === undefined ? undefined : Math.floor(time * 1000 + seedWindowMs * 500);
-    },
-    drift: (ttl) => Math.floor(ttl * driftFactor) + 2,
+    seedWindowMs,
   };
 }
 

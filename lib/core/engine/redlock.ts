@@ -8,6 +8,7 @@ import { probeVoters, voterStatuses, type NodeStatus } from '../quorum/health.js
 import type { LockInspection } from '../quorum/inspect.js';
 import { normaliseResources, resolveLockOptions, resolveOptions } from '../resolve-options.js';
 import { realRuntime, type Runtime } from '../runtime.js';
+import { lockKeyOf } from '../scripts/keys.js';
 import { assertOneSlot } from '../transport/pick.js';
 import type { Voter } from '../voter/voter-api.js';
 import { Acquirer, type AcquireRequest } from './acquire.js';
@@ -68,7 +69,7 @@ export class Redlock {
     this.runtime = options.runtime ?? realRuntime;
     this.parts = buildEngineParts(options.nodes, resolved, logger, this.events, preflight, this.runtime);
     const { voters, turnMs } = this.parts;
-    this.leases = new Leases(voters, resolved, this.parts.drift, this.events, logger, (lock) => {
+    this.leases = new Leases(voters, resolved, this.events, logger, (lock) => {
       if (lock.mode === 'read' || lock.permit !== undefined) this.semaphores.end(lock.resources[0]!);
     });
     this.acquirer = new Acquirer(this.parts, this.leases);
@@ -275,7 +276,7 @@ export class Redlock {
     const request: AcquireRequest = {
       names,
       sorted,
-      lockKeys: sorted.map((r) => this.parts.lockKey(r)),
+      lockKeys: sorted.map((r) => lockKeyOf(this.options.keyPrefix, r)),
       ticket: opts.wait > 0 ? this.parts.clocks.ticket(startedAt) : '',
       startedAt,
       opts,

@@ -1,5 +1,5 @@
 import type { ResolvedLockOptions } from '../options.js';
-import { slotKey } from '../scripts/keys.js';
+import { lockKeyOf, slotKey } from '../scripts/keys.js';
 import type { AcquireRequest } from './acquire.js';
 import type { EngineParts } from './parts.js';
 
@@ -26,7 +26,7 @@ export function slotRequest(
   names: readonly string[],
   opts: ResolvedLockOptions,
 ): AcquireRequest & { semaphore: SemaphoreRequest } {
-  const lockKey = parts.lockKey(names[0]!);
+  const lockKey = lockKeyOf(parts.options.keyPrefix, names[0]!);
   opts.signal?.throwIfAborted();
   const startedAt = parts.runtime.now();
   return {

@@ -70,7 +70,7 @@ export class SlotAcquirer {
     const round = (this.rounds.get(request) ?? 0) + 1;
     this.rounds.set(request, round);
     const superseded = () => this.rounds.get(request) !== round;
-    const seedUs = this.parts.seedProposalUs();
+    const seedUs = this.parts.clocks.seedProposalUs(started, this.parts.seedWindowMs);
     const replies: Array<SlotVote | undefined> = new Array(list.length);
     /** Why a voter did not count: a failure, an abstention, or the clock guard (CLOCK_EXCLUDED). */
     const failures: Array<string | undefined> = new Array(list.length);
@@ -233,7 +233,7 @@ export class SlotAcquirer {
       // Less the clock guard, as a plain lock's validity (acquire.ts).
       // A fail-fast acquire's retries share one lease (acquire.ts).
       const since = request.opts.wait > 0 ? started : request.startedAt;
-      const validity = ttl - (now - since) - this.parts.drift(ttl) - request.opts.clockGuard;
+      const validity = ttl - (now - since) - request.opts.drift - request.opts.clockGuard;
       if (!tokens || validity <= 0) return undefined;
       return this.leases.grant(
         {

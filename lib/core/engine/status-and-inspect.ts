@@ -1,7 +1,7 @@
 import { inspectKey, inspectReaders, inspectSemaphore, type LockInspection } from '../quorum/inspect.js';
 import type { NodeStatus } from '../quorum/health.js';
 import { normaliseResources } from '../resolve-options.js';
-import { PERMITS_MARK, READ_MARKER } from '../scripts/keys.js';
+import { lockKeyOf, PERMITS_MARK, READ_MARKER } from '../scripts/keys.js';
 import type { SemaphoreUses } from './key-uses.js';
 import type { EngineParts } from './parts.js';
 import { slotKeys } from './semaphore-request.js';
@@ -29,7 +29,7 @@ export async function inspectLock(
   const [name] = normaliseResources(resource); // a bad name rejects, as every other failure does
   const { voters } = parts;
   const { nodeTimeout } = parts.options;
-  const lockKey = parts.lockKey(name!);
+  const lockKey = lockKeyOf(parts.options.keyPrefix, name!);
   // A semaphore (this engine used it, or its marker holds the key): its slots' views.
   const known = semaphores.permitsOf(name!);
   if (known) return inspectSemaphore(voters, name!, slotKeys(lockKey, known), nodeTimeout);

@@ -67,21 +67,77 @@ export class Voters {
     }
   }
 
-  /** One round over every voter (or `voters`, with their own `quorum`), bounded by nodeTimeout. */
+  /**
+   * One round over every voter (or `voters`, with their own `quorum`): sends one request to each at
+   * once and decides as soon as `quorum` said yes or that can no longer happen, without waiting for
+   * stragglers. Voters that have not answered within nodeTimeout (or `timeoutMs`) count as
+   * unavailable (one time-out per round, not one per voter).
+   */
   round<R>(
     send: (voter: Voter, index: number) => Promise<R>,
     classify: (reply: R, index: number) => Vote,
     options?: RoundOptions<R> & { voters?: readonly Voter[]; quorum?: number; timeoutMs?: number },
   ): Promise<RoundOutcome<R>> {
-    return quorumRound(
-      this.runtime,
-      options?.voters ?? this.list,
-      options?.quorum ?? this.quorum,
-      options?.timeoutMs ?? this.nodeTimeout,
-      send,
-      classify,
-      options,
-    );
+    const { runtime } = this;
+    const voters = options?.voters ?? this.list;
+    const quorum = options?.quorum ?? this.quorum;
+    const timeoutMs = options?.timeoutMs ?? this.nodeTimeout;
+    return new Promise((resolve) => {
+      const total = voters.length;
+      const votes = new Array<'yes' | 'no' | 'declined' | 'failed' | undefined>(total);
+      const yes: Array<{ index: number; reply: R }> = [];
+      const no: R[] = [];
+      const unavailable: NodeFailure[] = [];
+      let decided = false;
+      const record = (index: number, outcome: () => void) => {
+        if (votes[index] !== undefined || decided) return;
+        outcome();
+        const failed = no.length + unavailable.length;
+        if (yes.length >= quorum || failed > total - quorum || yes.length + failed === total) {
+          decided = true;
+          cancel?.();
+          resolve({ ok: yes.length >= quorum, yes, no, unavailable, votes });
+        }
+      };
+      const fail = (index: number, reason: string, vote: 'declined' | 'failed') => {
+        votes[index] = vote;
+        unavailable.push({ node: voters[index]!.label, reason });
+      };
+      // When the timer fires, replies may already wait in the sockets (timers run before I/O is
+      // read, e.g. after a busy tick): look at them first, then expire what is still missing.
+      const expire = () =>
+        runtime.defer(() => {
+          for (let i = 0; i < total; i++)
+            record(i, () => fail(i, `no reply within ${timeoutMs} ms`, 'failed'));
+        });
+      // The timer starts once the requests left this process: node-redis writes a tick's commands in
+      // an immediate, and a stall of this process right after the call (a busy tick) delays it and
+      // this deferral alike, so the replies still get their time.
+      let cancel: (() => void) | undefined;
+      runtime.defer(() => void (decided || (cancel = runtime.setTimeout(expire, timeoutMs))));
+      const observe = options?.observe;
+      voters.forEach((voter, index) => {
+        send(voter, index).then(
+          (reply) => {
+            observe?.(index, reply);
+            record(index, () => {
+              const vote = classify(reply, index);
+              if (vote === 'yes') {
+                votes[index] = 'yes';
+                yes.push({ index, reply });
+              } else if (vote === 'no') {
+                votes[index] = 'no';
+                no.push(reply);
+              } else fail(index, vote.declined, 'declined');
+            });
+          },
+          (err: unknown) => {
+            observe?.(index, undefined);
+            record(index, () => fail(index, voter.failureReason(err), 'failed'));
+          },
+        );
+      });
+    });
   }
 
   /**
@@ -218,75 +274,4 @@ export interface RoundOutcome<R> {
   readonly unavailable: readonly NodeFailure[];
   /** Per voter: what it answered before the decision (undefined: no answer yet). */
   readonly votes: ReadonlyArray<'yes' | 'no' | 'declined' | 'failed' | undefined>;
-}
-
-/**
- * Sends one request to every voter at once and decides as soon as `quorum` said yes or that can no
- * longer happen, without waiting for stragglers. Voters that have not answered within `timeoutMs`
- * count as unavailable (one time-out per round, not one per voter).
- */
-function quorumRound<R>(
-  runtime: Runtime,
-  voters: readonly Voter[],
-  quorum: number,
-  timeoutMs: number,
-  send: (voter: Voter, index: number) => Promise<R>,
-  classify: (reply: R, index: number) => Vote,
-  options: RoundOptions<R> = {},
-): Promise<RoundOutcome<R>> {
-  return new Promise((resolve) => {
-    const total = voters.length;
-    const votes = new Array<'yes' | 'no' | 'declined' | 'failed' | undefined>(total);
-    const yes: Array<{ index: number; reply: R }> = [];
-    const no: R[] = [];
-    const unavailable: NodeFailure[] = [];
-    let decided = false;
-    const record = (index: number, outcome: () => void) => {
-      if (votes[index] !== undefined || decided) return;
-      outcome();
-      const failed = no.length + unavailable.length;
-      if (yes.length >= quorum || failed > total - quorum || yes.length + failed === total) {
-        decided = true;
-        cancel?.();
-        resolve({ ok: yes.length >= quorum, yes, no, unavailable, votes });
-      }
-    };
-    const fail = (index: number, reason: string, vote: 'declined' | 'failed') => {
-      votes[index] = vote;
-      unavailable.push({ node: voters[index]!.label, reason });
-    };
-    // When the timer fires, replies may already wait in the sockets (timers run before I/O is
-    // read, e.g. after a busy tick): look at them first, then expire what is still missing.
-    const expire = () =>
-      runtime.defer(() => {
-        for (let i = 0; i < total; i++) record(i, () => fail(i, `no reply within ${timeoutMs} ms`, 'failed'));
-      });
-    // The timer starts once the requests left this process: node-redis writes a tick's commands in
-    // an immediate, and a stall of this process right after the call (a busy tick) delays it and
-    // this deferral alike, so the replies still get their time.
-    let cancel: (() => void) | undefined;
-    runtime.defer(() => void (decided || (cancel = runtime.setTimeout(expire, timeoutMs))));
-    const { observe } = options;
-    voters.forEach((voter, index) => {
-      send(voter, index).then(
-        (reply) => {
-          observe?.(index, reply);
-          record(index, () => {
-            const vote = classify(reply, index);
-            if (vote === 'yes') {
-              votes[index] = 'yes';
-              yes.push({ index, reply });
-            } else if (vote === 'no') {
-              votes[index] = 'no';
-              no.push(reply);
-            } else fail(index, vote.declined, 'declined');
-          });
-        },
-        (err: unknown) => {
-          observe?.(index, undefined);
-          record(index, () => fail(index, voter.failureReason(err), 'failed'));
-        },
-      );
-    });
-  });
 }

@@ -53,9 +53,10 @@ export interface Transport {
   send(route: Route, command: readonly string[]): Promise<unknown>;
   /**
    * Optional, for a transport that holds writes back (write batching): resolves once the commands
-   * sent so far have been handed to the socket; undefined when they have.
+   * sent so far have been handed to the socket; undefined when they have. Called apart from the
+   * transport (its voter passes it on as its own).
    */
-  written?(): Promise<void> | undefined;
+  readonly written?: () => Promise<void> | undefined;
   /** Starts connecting when not yet; resolves whether it is up within `timeoutMs`. */
   connect(timeoutMs: number): Promise<boolean>;
   /** Hears the transport's events. */

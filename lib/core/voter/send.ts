@@ -114,13 +114,8 @@ export class SendOrder {
       for (const key of keys) track(this.lettingGo, key, sent);
       return sent;
     }
-    const sendNow = () => {
-      const sent = send();
-      track(this.unanswered, value, sent);
-      return sent;
-    };
     const held = this.held.get(value);
-    if (!held) return sendNow();
+    if (!held) return track(this.unanswered, value, send());
     let goes!: () => void;
     const going = new Promise<void>((resolve) => (goes = resolve));
     for (const key of keys) track(this.lettingGo, key, going);
@@ -128,7 +123,7 @@ export class SendOrder {
       const again = this.held.get(value);
       if (again) return again.then(go, go);
       goes();
-      return sendNow();
+      return track(this.unanswered, value, send());
     };
     return held.then(go, go);
   }
@@ -148,9 +143,10 @@ export class SendOrder {
   }
 }
 
-/** Keeps `sent` under `id` until it settles (unless a later one took its place). */
-function track(inFlight: Map<string, Promise<unknown>>, id: string, sent: Promise<unknown>): void {
+/** Keeps `sent` under `id` until it settles (unless a later one took its place); returns it. */
+function track<T>(inFlight: Map<string, Promise<unknown>>, id: string, sent: Promise<T>): Promise<T> {
   inFlight.set(id, sent);
   const settled = () => void (inFlight.get(id) === sent && inFlight.delete(id));
   sent.then(settled, settled);
+  return sent;
 }

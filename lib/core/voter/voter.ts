@@ -42,11 +42,14 @@ export class TransportVoter extends VoterConnection implements Voter {
   private readonly settings: string;
   /** The order of this voter's acquires and let-gos of a lock (send.ts). */
   private readonly order: SendOrder;
+  /** Voter.written: its transport's, when that batches writes. */
+  readonly written: (() => Promise<void> | undefined) | undefined;
 
   constructor(transport: Transport, context: VoterContext) {
     super(transport, context);
     this.settings = settingsArg(context.settings);
     this.order = new SendOrder(transport.clustered || this.scripts === 'functions');
+    this.written = transport.written;
   }
 
   acquire(
@@ -63,13 +66,13 @@ export class TransportVoter extends VoterConnection implements Voter {
     if (isReader(value)) {
       const readKeys = [key, key + FENCE_SUFFIX, queueKeyOf(key), key + READERS_SUFFIX, this.markerOf(key)];
       const args = [value, this.settings, String(Math.ceil(ttlMs)), ticket, seed];
-      send = () => this.runVote(value, READ_ACQUIRE_SCRIPT, readKeys, args).then(decodeAcquireReply);
+      send = () => this.run(READ_ACQUIRE_SCRIPT, readKeys, args, value).then(decodeAcquireReply);
     } else {
       const args = [value, this.settings, String(Math.ceil(ttlMs)), ticket, seed];
       if (this.context.settings.clockReadings)
         args.push(expectedClockUs === undefined ? '' : String(expectedClockUs));
       const all = [...declaredKeys(keys), this.markerOf(key)];
-      send = () => this.runVote(value, ACQUIRE, all, args).then(decodeAcquireReply);
+      send = () => this.run(ACQUIRE, all, args, value).then(decodeAcquireReply);
     }
     return this.voteAgainOnChange(keys, value, () =>
       this.vote(key, value, send, (forMs) => ({ kind: 'abstaining', forMs })),
@@ -101,7 +104,7 @@ export class TransportVoter extends VoterConnection implements Voter {
       seedUs?.toFixed(0) ?? '',
       String(permits),
     ];
-    const send = () => this.runVote(value, SEMAPHORE_ACQUIRE_SCRIPT, keys, args).then(decodeSlotReply);
+    const send = () => this.run(SEMAPHORE_ACQUIRE_SCRIPT, keys, args, value).then(decodeSlotReply);
     return this.voteAgainOnChange(slotKeys, value, () =>
       this.vote(slotKeys[0]!, value, send, (forMs): SlotVote => ({ kind: 'abstaining', forMs })),
     );
@@ -135,10 +138,6 @@ export class TransportVoter extends VoterConnection implements Voter {
     return this.order.letGo(keys, value, send);
   }
 
-  written(): Promise<void> | undefined {
-    return this.transport.written?.();
-  }
-
   /** A let-go sent now (the acquire's own, when its vote ran on a changed server). */
   private sendLetGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
     const key = keys[0]!;
@@ -160,23 +159,23 @@ export class TransportVoter extends VoterConnection implements Voter {
     return this.run(READ_INSPECT_SCRIPT, [lockKey, lockKey + READERS_SUFFIX], []).then(decodeReadersReply);
   }
 
-  /** Runs a vote's script: met by NOSCRIPT, it is not sent again once `value` was let go of since. */
-  private runVote(value: string, script: LuaScript, keys: readonly string[], args: readonly string[]) {
-    const mark = this.order.letGoMark(value);
-    return this.run(script, keys, args, () => !this.order.letGoSince(value, mark));
-  }
-
-  /** Runs a lock script routed by its first key (a keyless one: any shard). */
+  /**
+   * Runs a lock script routed by its first key (a keyless one: any shard). A vote's (`voteOf`, the
+   * value it casts) met by NOSCRIPT is not sent again once this voter let go of that value since.
+   */
   private run(
     script: LuaScript,
     keys: readonly string[],
     args: readonly string[],
-    resendIf?: () => boolean,
+    voteOf?: string,
   ): Promise<unknown> {
     const route: Route = keys.length > 0 ? { key: keys[0]! } : undefined;
     const send = (command: readonly string[]) => this.transport.send(route, command);
-    if (this.scripts === 'eval') return runScript(send, script, keys, args, { resendIf });
-    return runScript(send, script, keys, args, { mode: 'functions', loadVia: this.loadVia(keys[0]) });
+    if (this.scripts !== 'eval')
+      return runScript(send, script, keys, args, { mode: 'functions', loadVia: this.loadVia(keys[0]) });
+    if (voteOf === undefined) return runScript(send, script, keys, args);
+    const mark = this.order.letGoMark(voteOf);
+    return runScript(send, script, keys, args, { resendIf: () => !this.order.letGoSince(voteOf, mark) });
   }
 
   /** Where FUNCTION LOAD goes for a script on `key`: its shard (a keyless command could go anywhere). */

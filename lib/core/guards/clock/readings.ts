@@ -38,6 +38,16 @@ export class VoterClocks {
   private readonly readAt: Float64Array;
   /** The voters whose clock this engine saw step forward (see {@link confirmed}). */
   private readonly suspects: StepSuspects;
+  /**
+   * The voters confirmed by the last {@link note} or {@link noteWithin}: a voter whose clock this
+   * engine saw step forward and whose clock, in that same round, was ahead of at least a quorum of
+   * the other voters' by more than the threshold, round trips allowed for (the bounds of each
+   * reading). Evidence of the voters against each other, not against this engine's clock: a client
+   * whose own clock stood still (a suspended machine) sees every voter move alike, and confirms
+   * none. Each voter is confirmed once per step. Valid until the next {@link note}
+   * (the suspects' own list, not a copy).
+   */
+  readonly confirmed: readonly number[];
   /** Room to sort the offsets in (medianOffset). */
   private readonly scratch: Float64Array;
   /** The median of the known offsets; NaN when none is known, undefined when it must be recomputed. */
@@ -67,6 +77,7 @@ export class VoterClocks {
     this.readAt = new Float64Array(count).fill(Number.NaN);
     this.scratch = new Float64Array(count);
     this.suspects = new StepSuspects(count, quorum);
+    this.confirmed = this.suspects.confirmed;
   }
 
   /**
@@ -138,18 +149,6 @@ export class VoterClocks {
   }
 
   /**
-   * The voters confirmed by the last {@link note} or {@link noteWithin}: a voter whose clock this
-   * engine saw step forward and whose clock, in that same round, was ahead of at least a quorum of
-   * the other voters' by more than the threshold, round trips allowed for (the bounds of each
-   * reading). Evidence of the voters against each other, not against this engine's clock: a client
-   * whose own clock stood still (a suspended machine) sees every voter move alike, and confirms
-   * none. Each voter is confirmed once per step. Valid until the next {@link note}.
-   */
-  get confirmed(): readonly number[] {
-    return this.suspects.confirmed;
-  }
-
-  /**
    * Voters whose clock is offset from the voters' time (the median of every voter read) by more
    * than `thresholdMs` plus the uncertainty of the readings, when at least `quorum` others were
    * read: a steady offset is harmless to leases, but it hides steps (reported when the voters
@@ -214,6 +213,17 @@ export class VoterClocks {
   voterTime(at: number): number | undefined {
     const offset = this.medianOffset();
     return Number.isNaN(offset) ? undefined : at + offset;
+  }
+
+  /**
+   * The fence seed an attempt sent at `at` proposes, µs: the middle of the `windowMs` window above
+   * the voters' time, so that voters within half a window of it all take it. Undefined until a
+   * voter's clock is known (the bootstrap reads them): a node judges its own clock against the
+   * proposal (scripts/fence.ts), never against this process's wall clock.
+   */
+  seedProposalUs(at: number, windowMs: number): number | undefined {
+    const offset = this.medianOffset();
+    return Number.isNaN(offset) ? undefined : Math.floor((at + offset) * 1000 + windowMs * 500);
   }
 
   /**

@@ -24,6 +24,8 @@ export class IoredisTransport extends TransportBase implements Transport {
   private readonly subscriberConnections = new Set<Redis>();
   /** A single server's writes, batched per tick (WriteBatcher below). */
   private readonly batcher: WriteBatcher;
+  /** Transport.written: the batcher's (a Cluster's writes are not batched: it has none pending). */
+  readonly written: () => Promise<void> | undefined;
 
   constructor(
     private readonly spec: IoredisSpec,
@@ -33,6 +35,7 @@ export class IoredisTransport extends TransportBase implements Transport {
     super(spec.label, (spec.client as Cluster).isCluster === true, runtime);
     this.client = spec.client;
     this.batcher = new WriteBatcher(runtime);
+    this.written = this.batcher.pending;
     const cluster = this.clustered ? (this.client as Cluster) : undefined;
     this.listen(this.client, 'error', (err: unknown) => this.failed(err));
     this.listen(this.client, 'ready', () => this.markUp(cluster ? undefined : ''));
@@ -72,12 +75,8 @@ export class IoredisTransport extends TransportBase implements Transport {
         ? node.call(name, ...args)
         : Promise.reject(new Error(`no master ${route.shard} in the cluster`));
     }
-    if (!this.clustered) this.batcher.beforeWrite(corkable((this.client as Redis).stream));
+    if (!this.clustered) this.batcher.beforeWrite((this.client as Redis).stream);
     return this.client.call(name, ...args);
-  }
-
-  written(): Promise<void> | undefined {
-    return this.batcher.pending();
   }
 
   async connect(timeoutMs: number): Promise<boolean> {
@@ -177,8 +176,11 @@ export class WriteBatcher {
 
   constructor(private readonly runtime: Runtime) {}
 
-  /** Called right before each command is written to `stream` (undefined: no socket to cork). */
-  beforeWrite(stream: Corkable | undefined): void {
+  /**
+   * Called right before each command is written to `stream`, ioredis' socket (looked at only when
+   * it is to be corked: undefined before the first connection).
+   */
+  beforeWrite(stream: unknown): void {
     if (!this.open) {
       this.open = true;
       this.lastCommands = this.commands;
@@ -186,14 +188,19 @@ export class WriteBatcher {
       this.runtime.endOfTick(this.close);
     }
     this.commands++;
-    if (this.corked !== undefined || stream === undefined) return;
+    if (this.corked !== undefined) return;
     if (this.commands === 1 && this.lastCommands <= 1) return; // a lone caller's command: out at once
-    stream.cork();
-    this.corked = stream;
+    const socket = corkable(stream);
+    if (socket === undefined) return;
+    socket.cork();
+    this.corked = socket;
   }
 
-  /** Resolves once the commands written so far have left for the socket; undefined: they have. */
-  pending(): Promise<void> | undefined {
+  /**
+   * Resolves once the commands written so far have left for the socket; undefined: they have.
+   * Bound: the transport passes it on as its own `written`.
+   */
+  readonly pending = (): Promise<void> | undefined => {
     if (this.corked === undefined) return undefined;
     if (!this.written) {
       let resolve!: () => void;
@@ -201,7 +208,7 @@ export class WriteBatcher {
       this.written = { promise, resolve };
     }
     return this.written.promise;
-  }
+  };
 
   private readonly close = (): void => {
     this.open = false;
