@@ -29,7 +29,8 @@ export interface LockEvent {
   /**
    * node-abstaining: what made the node abstain: it restarted or lost its data (`restart`), it is
    * not the server that wrote its guard marker (`identity`: a restart or a failover), or its wall
-   * clock stepped forward (`clock`, see the `clockGuard` option).
+   * clock stepped forward (`clock`, see the `clockGuard` option) or is too far behind the others'
+   * to seed a fencing counter it lost (`clock` too; `reason` says by how much).
    */
   readonly cause?: 'restart' | 'identity' | 'clock';
 }

@@ -508,6 +508,8 @@ export const BEHAVIOURS: Behaviour[] = [
         throw new Error(`expected an abstention, got ${JSON.stringify(behind)}`);
       // For how far it is behind beyond half the guard: 200 ms, less the time since `now`.
       within(behind.forMs, 1, 201, 'abstention');
+      // And by how much its clock is behind the proposal: what the engine's log line says.
+      within(behind.clockBehindMs ?? -1, half + 1, half + 200, 'clock behind');
       expect(await voter.inspect(key('sb'))).toMatchObject({ holder: null, fence: null });
       const then = await serverTimeUs();
       const windowUs = settings.seedWindowMs * 1000;
@@ -554,6 +556,7 @@ export const BEHAVIOURS: Behaviour[] = [
       if (first.kind !== 'abstaining')
         throw new Error(`expected an abstention, got ${JSON.stringify(first)}`);
       within(first.forMs, guard - 2 * slack, guard, 'abstention');
+      expect(first.clockBehindMs).toBeUndefined(); // the restart guard's, not its clock's
       expect(await voter.inspect(key('rg'))).toMatchObject({ holder: null, ttlMs: null, fence: null });
       await advance(guard / 2);
       const second = await voter.acquire([key('rg')], e.value(), LONG, '');

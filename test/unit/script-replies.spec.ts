@@ -27,6 +27,11 @@ describe('the TypeScript side of the Lua contract (no Redis)', () => {
       clockUs: 1_700_000_000_123_456,
     });
     expect(decodeAcquireReply([-1, 59_000])).toEqual({ kind: 'abstaining', forMs: 59_000 });
+    expect(decodeAcquireReply([-1, 2_000, 5_000])).toEqual({
+      kind: 'abstaining',
+      forMs: 2_000,
+      clockBehindMs: 5_000,
+    });
     expect(() => decodeAcquireReply('OK')).toThrow(TypeError);
   });
 

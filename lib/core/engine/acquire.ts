@@ -229,13 +229,12 @@ export class Acquirer {
       return this.parts.voters.clockGuard.counts(index) ? 'yes' : CLOCK_EXCLUDED;
     }
     if (vote.kind === 'busy') return 'no';
-    return { declined: this.parts.voters.abstentions.note(index, vote.forMs, undefined, vote.shard) };
+    return { declined: this.parts.voters.abstentions.noteVote(index, vote) };
   };
 
   /** Also after a round's decision: every voter that abstains is known (health, Retry-After). */
   private readonly noteLateAbstention = (index: number, vote: AcquireVote | undefined): void => {
-    if (vote?.kind === 'abstaining')
-      this.parts.voters.abstentions.note(index, vote.forMs, undefined, vote.shard);
+    if (vote?.kind === 'abstaining') this.parts.voters.abstentions.noteVote(index, vote);
   };
 
   private readonly plainRound = { observe: this.noteLateAbstention };

@@ -144,7 +144,7 @@ export class Leases implements LockOwner {
       );
       if (reply === TIMED_OUT) return;
       if (reply.kind === 'abstaining') {
-        this.voters.abstentions.note(index, reply.forMs, undefined, reply.shard);
+        this.voters.abstentions.noteVote(index, reply);
         return;
       }
       if (reply.kind !== 'granted') return;

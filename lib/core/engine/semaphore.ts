@@ -100,8 +100,7 @@ export class SlotAcquirer {
         sent.then(
           (vote) => {
             // Every abstention is noted, also after the decision (health, Retry-After).
-            if (vote.kind === 'abstaining')
-              failures[i] = voters.abstentions.note(i, vote.forMs, undefined, vote.shard);
+            if (vote.kind === 'abstaining') failures[i] = voters.abstentions.noteVote(i, vote);
             // The voter's clock, as a plain grant's (acquire.ts): a voter whose clock stepped
             // forward is excluded before its grant would count.
             else if (vote.kind === 'busy' || (vote.kind === 'granted' && vote.clockUs !== undefined))

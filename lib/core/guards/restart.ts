@@ -1,6 +1,7 @@
 import type { LockEvents } from '../events.js';
 import type { RedlockLogger } from '../logger.js';
 import type { Runtime } from '../runtime.js';
+import type { AbstainingVote } from '../scripts/acquire.js';
 import type { Voter } from '../voter/voter-api.js';
 
 /**
@@ -62,13 +63,36 @@ export class Abstentions {
   }
 
   /**
+   * Records the abstention a vote of voter `index` reported: the restart guard's, or that of a node
+   * whose clock is too far behind the fence seed proposed to seed a counter it lost (the event's
+   * cause is then `clock`, and the line says by how much). Returns the reason for error messages.
+   */
+  noteVote(index: number, vote: AbstainingVote): string {
+    const behind = vote.clockBehindMs;
+    if (behind === undefined) return this.note(index, vote.forMs, undefined, vote.shard);
+    const why =
+      `its wall clock is ${behind} ms behind the voters' time (the fence seed proposed), more than half ` +
+      'the restart guard: it lost the fencing counter of a lock and will not seed one from that clock ' +
+      '(tokens could go back); set its clock right (NTP)';
+    this.note(index, vote.forMs, why, vote.shard, 'clock');
+    return `abstaining: its wall clock is ${behind} ms behind the voters' time`;
+  }
+
+  /**
    * Records that voter `index` abstains under the restart guard for `remainingMs`, logs it once
    * per period (which node, why, until when: one line for the voters that start to abstain
    * together, e.g. every new node at boot), and returns the reason for error messages. `why`
    * replaces the restart guard's reason (no marker, or one still running) when the voter knows
-   * better. When the abstentions leave no quorum, one more line says when a quorum votes again.
+   * better (`cause`: what the event names it). When the abstentions leave no quorum, one more line
+   * says when a quorum votes again.
    */
-  note(index: number, remainingMs: number, why?: string, shard?: string): string {
+  note(
+    index: number,
+    remainingMs: number,
+    why?: string,
+    shard?: string,
+    cause: 'identity' | 'clock' = 'identity',
+  ): string {
     const now = this.runtime.now();
     const until = now + remainingMs;
     const reason = `abstaining under the restart guard for ${Math.round(remainingMs)} more ms`;
@@ -83,31 +107,35 @@ export class Abstentions {
         this.logger.warn(
           `Redis node ${label} (shard ${shard}) abstains for ${Math.round(remainingMs)} ms: ${why || 'restart guard'}.`,
         );
-        this.emit(index, remainingMs, why);
+        this.emit(index, remainingMs, why, cause);
       }
       return reason;
     }
     if (this.until[index]! < now) {
       this.unlogged.push({ index, until, why });
       this.unloggedTimer ??= this.runtime.setTimeout(() => this.logPending(), ABSTENTION_BATCH_MS);
-      this.emit(index, remainingMs, why);
+      this.emit(index, remainingMs, why, cause);
     }
     this.until[index] = until;
     this.watchQuorumReturn();
     return reason;
   }
 
-  private emit(index: number, remainingMs: number, why: string | undefined): void {
+  private emit(
+    index: number,
+    remainingMs: number,
+    why: string | undefined,
+    cause: 'identity' | 'clock',
+  ): void {
     if (!this.events.observed) return;
     const node = this.list[index]!.label;
-    const cause = why ? 'identity' : 'restart';
     this.events.emit({
       type: 'node-abstaining',
       resources: [],
       node,
       durationMs: remainingMs,
       reason: why,
-      cause,
+      cause: why ? cause : 'restart',
     });
   }
 

@@ -21,7 +21,18 @@ export type AcquireVote =
    * The node abstains under the restart guard for `forMs` more ms; on a Cluster voter, only its
    * `shard` (the one of the keys) does: the voter still votes for the other shards' slots.
    */
-  | { readonly kind: 'abstaining'; readonly forMs: number; readonly shard?: string };
+  | AbstainingVote;
+
+/**
+ * A node's abstention: under the restart guard, or (`clockBehindMs`) because its clock is too far
+ * behind the fence seed proposed to seed a counter it lost from it (scripts/fence.ts).
+ */
+export interface AbstainingVote {
+  readonly kind: 'abstaining';
+  readonly forMs: number;
+  readonly shard?: string;
+  readonly clockBehindMs?: number;
+}
 
 /**
  * How far, in µs, a voter's clock may be from where the engine expects it (the acquire's sixth
@@ -41,7 +52,8 @@ export const CLOCK_WINDOW_US = 16_000;
  * to the caller (its value), or its turn, counts as free.
  * Replies: the token (one resource), {1, tokens...} (several), {2, tokens..., clock} under the
  * clock guard ({token, clock} for one resource, the token alone when the clock was within the
- * window of the expectation), {0, ms, holder, clock} busy, {-1, ms} abstaining.
+ * window of the expectation), {0, ms, holder, clock} busy, {-1, ms} abstaining
+ * ({-1, ms, behind} when its clock is behind the proposal).
  */
 export const ACQUIRE = luaScript(
   'acquire',
@@ -88,7 +100,7 @@ for i = 1, n do
     for j = 1, n do
       if redis.call('GET', KEYS[j]) == value then redis.call('DEL', KEYS[j]) end
     end
-    return {-1, abstain}
+    return {-1, abstain, clock_behind}
   end
   if not out then
     if not clock then return token end
@@ -130,5 +142,13 @@ export function decodeAcquireReply(reply: unknown): AcquireVote {
       clockUs: reply[3] as number,
     };
   }
-  return { kind: 'abstaining', forMs: reply[1] as number };
+  return abstaining(reply);
+}
+
+/** `{-1, ms}` or `{-1, ms, ms behind}` (any script that issues tokens). */
+export function abstaining(reply: readonly unknown[]): AbstainingVote {
+  const forMs = reply[1] as number;
+  return reply.length > 2
+    ? { kind: 'abstaining', forMs, clockBehindMs: reply[2] as number }
+    : { kind: 'abstaining', forMs };
 }

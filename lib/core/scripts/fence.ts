@@ -44,8 +44,9 @@ export interface NextTokenInputs {
 }
 
 /**
- * Lua block, inlined where a token is issued, declaring `token` (the next token) and `abstain`
- * (nil, or the ms this node must abstain). Inline, not a Lua function: a `local function` is a
+ * Lua block, inlined where a token is issued, declaring `token` (the next token), `abstain` (nil,
+ * or the ms this node must abstain) and `clock_behind` (nil, or by how many ms its clock is behind
+ * the proposal, when that is why it abstains). Inline, not a Lua function: a `local function` is a
  * closure created on every call of the script, and this runs on every grant.
  */
 export function nextTokenLua({ fence, marker, proposal, settings, clock }: NextTokenInputs): string {
@@ -71,6 +72,7 @@ export function nextTokenLua({ fence, marker, proposal, settings, clock }: NextT
         local half_guard = ${luaSetting(settings, 'guardMs')} / 2
         if half_guard > 0 and behind_ms > half_guard then
           abstain = math.ceil(behind_ms - half_guard)
+          clock_behind = math.floor(behind_ms)
         else
           token = math.min(proposal, token + ${luaSetting(settings, 'seedWindowMs')} * 1000)
         end
@@ -78,6 +80,7 @@ export function nextTokenLua({ fence, marker, proposal, settings, clock }: NextT
   return `
   local token = redis.call('INCR', ${fence})
   local abstain = nil
+  local clock_behind = nil
   if token == 1 then
     ${clock ? '' : 'local t = nil'}
     local ready = redis.call('GET', ${marker})

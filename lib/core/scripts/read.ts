@@ -93,12 +93,12 @@ if busy then
   return {0, busy, holder, clock_us}
 end
 local read_token = tonumber(redis.call('GET', fence))
-local read_abstain = nil
+local read_abstain, read_behind = nil, nil
 if not read_token then
   -- A missing counter: a new resource, its idle expiry, or a node that lost its data.${nextTokenLua({ fence: 'fence', marker: 'KEYS[5]', proposal: "tonumber(ARGV[5] or '')", settings: 'ARGV[2]' })}
-  read_token, read_abstain = token, abstain
+  read_token, read_abstain, read_behind = token, abstain, clock_behind
 end
-if read_abstain then return {-1, read_abstain} end
+if read_abstain then return {-1, read_abstain, read_behind} end
 local ttl = tonumber(ARGV[3])
 redis.call('HSET', readers, value, now_ms + ttl)
 if redis.call('PTTL', key) < ttl then redis.call('SET', key, '${READ_MARKER}', 'PX', ttl) end

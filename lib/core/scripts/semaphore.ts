@@ -1,6 +1,7 @@
 import { PERMITS_MARK, READ_MARKER, TURN_MARK } from './keys.js';
 import { luaScript } from './lua.js';
 import { nextTokenLua } from './fence.js';
+import { abstaining, type AbstainingVote } from './acquire.js';
 import { luaClockReadings, luaSetting } from './settings.js';
 
 /** A node's answer to a semaphore's slot search, decoded. */
@@ -28,8 +29,8 @@ export type SlotVote =
       readonly clockUs: number;
       readonly holders: readonly string[];
     }
-  /** The node abstains under the restart guard for `forMs` more ms. */
-  | { readonly kind: 'abstaining'; readonly forMs: number; readonly shard?: string }
+  /** The node abstains for `forMs` more ms (acquire.ts). */
+  | AbstainingVote
   /** The key is in use otherwise: as a semaphore of `permits` permits (1: as a mutex, 0: by readers). */
   | { readonly kind: 'conflict'; readonly permits: number };
 
@@ -103,7 +104,7 @@ if ARGV[4] ~= '' then redis.call('ZREM', queue, value) end
 local fence = KEYS[k + slot]${nextTokenLua({ fence: 'fence', marker: 'KEYS[#KEYS]', proposal: 'tonumber(ARGV[5])', settings: 'ARGV[2]' })}
 if abstain then
   redis.call('DEL', KEYS[slot])
-  return {-1, abstain}
+  return {-1, abstain, clock_behind}
 end
 if ${luaClockReadings('ARGV[2]')} then
   local now = redis.call('TIME')
@@ -135,5 +136,5 @@ export function decodeSlotReply(reply: unknown): SlotVote {
       holders: (reply as unknown[]).slice(4).map(String),
     };
   if (tag === -3) return { kind: 'conflict', permits: reply[1] as number };
-  return { kind: 'abstaining', forMs: reply[1] as number };
+  return abstaining(reply as unknown[]);
 }

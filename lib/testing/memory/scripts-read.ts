@@ -1,7 +1,16 @@
 import { READ_MARKER, isReader } from '../../core/scripts/keys.js';
 import type { LuaScript } from '../../core/scripts/lua.js';
 import * as lua from '../../core/scripts/read.js';
-import { clockReadings, enqueue, nextToken, num, promote, setting, type Emulation } from './scripts.js';
+import {
+  abstention,
+  clockReadings,
+  enqueue,
+  nextToken,
+  num,
+  promote,
+  setting,
+  type Emulation,
+} from './scripts.js';
 import type { MemoryServer } from './server.js';
 
 /*
@@ -48,7 +57,7 @@ const readAcquire: Emulation = (db, keys, args) => {
   let token = num(db.get(fence));
   if (token === undefined) {
     const next = nextToken(db, fence, settings, marker, num(seed));
-    if (next.abstain !== undefined) return [-1, next.abstain];
+    if (next.abstain !== undefined) return abstention(next);
     token = next.token;
   }
   db.hset(readers, value, String(nowMs + Number(ttl)));

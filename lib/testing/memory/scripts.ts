@@ -55,7 +55,7 @@ export function nextToken(db: Db, fence: string, settings: string, marker?: stri
     const halfGuard = setting(settings, 'guardMs') / 2;
     if (halfGuard > 0 && behindMs > halfGuard) {
       db.del(fence);
-      return { abstain: Math.ceil(behindMs - halfGuard) };
+      return { abstain: Math.ceil(behindMs - halfGuard), behind: Math.floor(behindMs) };
     }
     token = Math.min(seed, token + setting(settings, 'seedWindowMs') * 1000);
   }
@@ -63,7 +63,11 @@ export function nextToken(db: Db, fence: string, settings: string, marker?: stri
   return { token };
 }
 
-type Token = { token?: number; abstain?: number };
+type Token = { token?: number; abstain?: number; behind?: number };
+
+/** A script's reply when the node abstains: {-1, ms}, or {-1, ms, ms behind} for its clock. */
+export const abstention = ({ abstain, behind }: Token): unknown[] =>
+  behind === undefined ? [-1, abstain] : [-1, abstain, behind];
 
 /**
  * The restart guard where a counter is missing: the ms to abstain; undefined once the marker has
@@ -148,11 +152,11 @@ const acquire: Emulation = (db, keys, [value, settings, ttl, ticket, seed, expec
   }
   const tokens: number[] = [];
   for (let i = 0; i < n; i++) {
-    const { token, abstain } = nextToken(db, keys[n + i], settings, keys.at(-1), num(seed));
-    if (abstain === undefined) tokens.push(token!);
+    const next = nextToken(db, keys[n + i], settings, keys.at(-1), num(seed));
+    if (next.abstain === undefined) tokens.push(next.token!);
     else {
       for (const key of keys.slice(0, n)) if (db.get(key) === value) db.del(key);
-      return [-1, abstain];
+      return abstention(next);
     }
   }
   if (expected === undefined) return n === 1 ? tokens[0] : [1, ...tokens];
@@ -248,11 +252,12 @@ const semaphore: Emulation = (db, keys, [value, settings, ttl, ticket, seed, per
   }
   db.set(keys[slot], value, Number(ttl));
   if (ticket !== '') db.zrem(keys[2 * k], value);
-  const { token, abstain } = nextToken(db, keys[k + slot], settings, keys.at(-1), num(seed));
-  if (abstain !== undefined) {
+  const next = nextToken(db, keys[k + slot], settings, keys.at(-1), num(seed));
+  if (next.abstain !== undefined) {
     db.del(keys[slot]);
-    return [-1, abstain];
+    return abstention(next);
   }
+  const { token } = next;
   return clockReadings(settings) ? [2, slot, token, db.timeUs(), ...free] : [1, slot, token, ...free];
 };
 

@@ -245,3 +245,40 @@ describe('clock guard: a voter ahead of the others', () => {
     await engine.close();
   });
 });
+
+describe('a voter whose clock is far behind the others, seeding a fence counter it does not have', () => {
+  let cluster: TestCluster;
+  let clocks: ClockFiles;
+
+  beforeAll(async () => {
+    clocks = new ClockFiles();
+    cluster = await TestCluster.start(3, { env: (i) => clocks.env(nodeClock(i)) });
+    clocks.set(nodeClock(2), -5000);
+  });
+  afterAll(async () => {
+    await cluster?.close();
+    clocks?.close();
+  });
+
+  test('abstains instead of seeding, and says why: its clock, by how much, the fix', async () => {
+    const logger = new MemoryLogger();
+    // Half the restart guard (1 s) is what a seed may lag the proposal (the voters' median) by.
+    const engine = await cluster.engine({ clockGuard: false, restartGuard: 2000, ttl: 1000, logger });
+    const events: LockEvent[] = [];
+    const subscription = engine.events$.subscribe((e) => events.push(e));
+    const lock = await engine.acquire('far-behind'); // nodes 0 and 1 grant, node 2 abstains
+    await lock.release();
+    const label = engine.status()[2]!.node;
+    for (let i = 0; i < 50 && !logger.lines.some((l) => l.includes(label)); i++) await sleep(20);
+    subscription.unsubscribe();
+    const abstaining = events.filter((e) => e.type === 'node-abstaining');
+    expect(abstaining).toHaveLength(1);
+    expect(abstaining[0]).toMatchObject({ node: label, cause: 'clock' });
+    expect(abstaining[0]!.reason).toMatch(/wall clock is (49\d\d|50\d\d) ms behind the voters' time/);
+    const line = logger.lines.find((l) => l.includes(label));
+    expect(line).toMatch(/(49\d\d|50\d\d) ms behind .*set its clock right/);
+    expect(line).not.toMatch(/no restart-guard marker/);
+    // It seeded nothing: its counter is still missing.
+    expect(await cluster.redis.client(2).exists(`${lockKey('far-behind')}:fence`)).toBe(0);
+  });
+});
