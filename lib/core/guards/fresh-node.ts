@@ -1,7 +1,7 @@
-import { openCommandConnection } from '../clients/command-connection.js';
 import { NodeNotFreshError } from '../errors.js';
 import { DEFAULTS } from '../options.js';
-import { realRuntime } from '../runtime.js';
+import { realRuntime, settleWithin, TIMED_OUT } from '../runtime.js';
+import { openOneOff } from '../transport/pick.js';
 import { redactUrl } from '../transport/urls.js';
 import { FRESH_NODE } from '../scripts/guards.js';
 import { GUARD_MARKER_NAME, IDENTITY_SUFFIX } from '../scripts/keys.js';
@@ -20,6 +20,8 @@ import { readServerFacts, trustedAcrossRestarts, type ServerSend } from '../vote
 
 /** Most keys a node may hold for the check to look at each of them; more is refused outright. */
 const MOST_KEYS = 1000;
+/** Bound on connecting to a node by its URL, ms. */
+const CONNECT_MS = 5000;
 
 /** What {@link markFreshNode} is told. */
 export interface FreshNodeOptions {
@@ -100,7 +102,16 @@ export async function markFreshNodeAt(
   keyPrefixes: readonly string[],
   options: { readonly ca?: string | Buffer } = {},
 ): Promise<FreshNodeProof[]> {
-  const connection = await openCommandConnection(url, options);
+  const tls = url.startsWith('rediss:') ? (options.ca ? { ca: options.ca } : {}) : undefined;
+  const connection = openOneOff(url, CONNECT_MS, tls);
+  const failed = await settleWithin(realRuntime, connection.connect(), CONNECT_MS).then(
+    (connected) => (connected === TIMED_OUT ? ` within ${CONNECT_MS} ms` : undefined),
+    (err: unknown) => `: ${err instanceof Error ? err.message : String(err)}`,
+  );
+  if (failed !== undefined) {
+    connection.abort();
+    throw new Error(`cannot connect to ${redactUrl(url)}${failed}`);
+  }
   try {
     const proofs: FreshNodeProof[] = [];
     for (const keyPrefix of keyPrefixes) {

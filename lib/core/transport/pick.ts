@@ -1,22 +1,32 @@
 import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import { clientKind } from '../clients/detect.js';
-import { ioredisModule } from '../clients/load.js';
+import { ioredisModule, PACKAGE_NAME, tryLoad } from '../clients/load.js';
 import type { ClusterVoterNode, RedisClientPackage } from '../clients/types.js';
 import { CrossSlotLockError, RedlockOptionsError } from '../errors.js';
 import type { RedlockNode } from '../options.js';
 import { keyPrefixOf, keySlot } from '../scripts/keys.js';
+import type { ServerSend } from '../voter/server.js';
 import { TransportVoter } from '../voter/voter.js';
 import { isVoterFactory, type Voter, type VoterContext } from '../voter/voter-api.js';
-import { glideTransport } from './glide/glide.js';
+import { glideSend, glideTransport, openGlideOnce } from './glide/glide.js';
+import type { GlideFactory } from './glide/subscriber.js';
 import { IoredisTransport } from './ioredis/ioredis.js';
-import { clusterLabel, openIoredis, openIoredisCluster, type IoredisModule } from './ioredis/open.js';
-import { nodeRedisTransport } from './node-redis/node-redis.js';
-import type { Transport } from './transport.js';
+import {
+  clusterLabel,
+  ioredisCall,
+  openIoredis,
+  openIoredisCluster,
+  openIoredisOnce,
+  type IoredisModule,
+} from './ioredis/open.js';
+import { nodeRedisSend, nodeRedisTransport, openNodeRedisOnce } from './node-redis/node-redis.js';
+import type { OneOffConnection, Transport } from './transport.js';
 
 /*
- * The one place that picks a transport for a `nodes` entry, and builds its voter: the client folders
- * are imported here only. A client passed in is told by duck-typing (clients/detect.ts); a URL or
- * options open a connection with the chosen client package (`client`, default ioredis).
+ * The one place that picks a client folder: a transport for a `nodes` entry (and its voter), raw
+ * commands on a client passed in, a one-off connection; the client folders are imported here only.
+ * A client passed in is told by duck-typing (clients/detect.ts); a URL or options open a connection
+ * with the chosen client package (`client`, default ioredis).
  */
 
 /** A voter for one `nodes` entry. */
@@ -101,6 +111,39 @@ function pickTransport(
 function ioredisLabel(client: Redis): string {
   const o = client.options;
   return `${o.tls ? 'rediss' : 'redis'}://${o.host}:${o.port}`;
+}
+
+/**
+ * Raw commands on a client passed in (FencedWriter's store), as each client sends them: a
+ * Cluster routes a script by its first key. Undefined for an object that is no supported client.
+ */
+export function clientSend(client: object): ServerSend | undefined {
+  switch (clientKind(client)) {
+    case 'ioredis':
+    case 'ioredis-cluster':
+      return (command) => ioredisCall(client as Redis, command);
+    case 'node-redis':
+    case 'node-redis-cluster':
+      return nodeRedisSend(client);
+    case 'glide':
+    case 'glide-cluster':
+      return glideSend(client);
+  }
+  return undefined;
+}
+
+/**
+ * A one-off connection to `url` (`tls` for a `rediss://` one) with the client package installed:
+ * ioredis, else node-redis, else Valkey GLIDE.
+ * @throws RedlockOptionsError when none is installed.
+ */
+export function openOneOff(url: string, timeoutMs: number, tls: object | undefined): OneOffConnection {
+  if (tryLoad(PACKAGE_NAME.ioredis) === undefined) {
+    if (tryLoad(PACKAGE_NAME['node-redis']) !== undefined) return openNodeRedisOnce(url, timeoutMs, tls);
+    const glide = tryLoad(PACKAGE_NAME.glide) as { GlideClient?: GlideFactory } | undefined;
+    if (glide?.GlideClient) return openGlideOnce(glide.GlideClient, url, timeoutMs);
+  }
+  return openIoredisOnce(url, timeoutMs, tls); // (no package at all: ioredis' error says what to install)
 }
 
 /**

@@ -73,3 +73,17 @@ export interface Transport {
    */
   close(timeoutMs: number): Promise<void>;
 }
+
+/**
+ * A short-lived connection to one server for a one-off task outside an engine (the fresh-node
+ * record), opened by a client folder (picked in pick.ts) and connected by its user: it never
+ * reconnects, so a node down is an error at once.
+ */
+export interface OneOffConnection {
+  /** Rejects with why it cannot connect (the client's own error). */
+  connect(): Promise<unknown>;
+  send(command: readonly string[]): Promise<unknown>;
+  close(): Promise<void>;
+  /** Ends it at once, when connecting failed or took too long. */
+  abort(): void;
+}

@@ -2,10 +2,11 @@ import { clientKind } from '../../clients/detect.js';
 import { PACKAGE_NAME, tryLoad } from '../../clients/load.js';
 import { settleWithin, sleep, TIMED_OUT } from '../../runtime.js';
 import { keySlot } from '../../scripts/keys.js';
+import type { ServerSend } from '../../voter/server.js';
 import type { VoterContext } from '../../voter/voter-api.js';
 import { SINGLE, TransportBase } from '../base.js';
 import type { ShardSubscription } from '../subscribers.js';
-import type { Route, Transport } from '../transport.js';
+import type { OneOffConnection, Route, Transport } from '../transport.js';
 import { addressOf } from '../urls.js';
 import { openGlideSubscription, type GlideFactory } from './subscriber.js';
 
@@ -97,10 +98,7 @@ class GlideTransport extends TransportBase implements Transport {
   }
 
   send(route: Route, command: readonly string[]): Promise<unknown> {
-    const options = this.clustered
-      ? { route: glideRoute(route), decoder: DECODE_STRINGS }
-      : { decoder: DECODE_STRINGS };
-    const sent = this.client.customCommand([...command], options);
+    const sent = glideCall(this.client, command, this.clustered ? glideRoute(route) : undefined);
     this.inFlight.add(sent);
     const settled = () => void this.inFlight.delete(sent);
     sent.then(settled, settled);
@@ -232,6 +230,52 @@ class GlideTransport extends TransportBase implements Transport {
       answers,
     );
   }
+}
+
+/** Sends a raw command, its reply decoded to strings (not Buffers); without a route, GLIDE picks one. */
+function glideCall(client: GlideApi, command: readonly string[], route?: GlideRoute): Promise<unknown> {
+  return client.customCommand(
+    [...command],
+    route ? { route, decoder: DECODE_STRINGS } : { decoder: DECODE_STRINGS },
+  );
+}
+
+/**
+ * Raw commands on a client or cluster client (which routes a script by its first key), a script's
+ * table of pairs as the flat array other clients give (GLIDE gives it as `[{ key, value }]`).
+ */
+export function glideSend(client: object): ServerSend {
+  return (command) => glideCall(client as GlideApi, command).then(pairsAsArray);
+}
+
+function pairsAsArray(reply: unknown): unknown {
+  const first = Array.isArray(reply) ? (reply[0] as { key?: unknown; value?: unknown } | null) : undefined;
+  if (!first || typeof first !== 'object' || Array.isArray(first) || !('key' in first && 'value' in first))
+    return reply;
+  return (reply as Array<{ key: unknown; value: unknown }>).flatMap(({ key, value }) => [key, value]);
+}
+
+/** A one-off client for `url` (see OneOffConnection); GLIDE takes no URL: its parts become the configuration. */
+export function openGlideOnce(factory: GlideFactory, url: string, timeoutMs: number): OneOffConnection {
+  const parsed = new URL(url);
+  const password = decodeURIComponent(parsed.password);
+  const username = decodeURIComponent(parsed.username);
+  const db = Number(parsed.pathname.slice(1) || '0');
+  let client: { close(): void } | undefined;
+  return {
+    connect: async () => {
+      client = await factory.createClient({
+        addresses: [{ host: parsed.hostname, port: Number(parsed.port || 6379) }],
+        useTLS: parsed.protocol === 'rediss:',
+        requestTimeout: timeoutMs,
+        ...(password ? { credentials: { password, ...(username ? { username } : {}) } } : {}),
+        ...(db > 0 ? { databaseId: db } : {}),
+      });
+    },
+    send: (command) => glideSend(client!)(command),
+    close: () => Promise.resolve(client?.close()),
+    abort: () => client?.close(),
+  };
 }
 
 /** GLIDE's route for a command: the primary of a key's slot, a master by address, or any node. */

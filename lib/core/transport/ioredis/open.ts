@@ -1,6 +1,8 @@
 import type { Cluster, ClusterNode, ClusterOptions, Redis, RedisOptions } from 'ioredis';
+import { ioredisModule } from '../../clients/load.js';
 import { settleWithin, type Runtime } from '../../runtime.js';
 import type { ShardSubscription } from '../subscribers.js';
+import type { OneOffConnection } from '../transport.js';
 import { faultRetryMs, isFinalFault, nodeFault } from '../../voter/describe-error.js';
 import { addressOf, redactUrl } from '../urls.js';
 
@@ -74,6 +76,35 @@ export function openIoredisCluster(
     },
   };
   return { client: new io.Cluster(startup, options), label: clusterLabel(startup), owned: true };
+}
+
+/** Sends a raw command on a `Redis` or a `Cluster` (which routes it by its first key). */
+export function ioredisCall(client: Redis | Cluster, [name, ...args]: readonly string[]): Promise<unknown> {
+  return client.call(name!, ...args);
+}
+
+/** A one-off connection to `url` (see OneOffConnection): connected by its user, never reconnected. */
+export function openIoredisOnce(url: string, timeoutMs: number, tls: object | undefined): OneOffConnection {
+  const { Redis } = ioredisModule<IoredisModule>();
+  const client = new Redis(url, {
+    lazyConnect: true,
+    connectTimeout: timeoutMs,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    ...(tls ? { tls } : {}),
+  });
+  let lastError: unknown;
+  client.on('error', (err: unknown) => (lastError = err)); // the socket's own error: why connect() failed
+  return {
+    connect: () => client.connect().catch((err: unknown) => Promise.reject(lastError ?? err)),
+    send: (command) => ioredisCall(client, command),
+    close: () =>
+      client.quit().then(
+        () => undefined,
+        () => client.disconnect(),
+      ),
+    abort: () => client.disconnect(),
+  };
 }
 
 /** `cluster://host:port,...` of a Cluster's startup nodes. */

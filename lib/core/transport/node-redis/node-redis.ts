@@ -3,9 +3,10 @@ import { nodeRedisModule } from '../../clients/load.js';
 import { RedlockOptionsError } from '../../errors.js';
 import { settleWithin, TIMED_OUT, type Runtime } from '../../runtime.js';
 import { faultRetryMs, isFinalFault, nodeFault } from '../../voter/describe-error.js';
+import type { ServerSend } from '../../voter/server.js';
 import type { VoterContext } from '../../voter/voter-api.js';
 import type { Emitter } from '../base.js';
-import type { Transport } from '../transport.js';
+import type { OneOffConnection, Transport } from '../transport.js';
 import { addressOf, redactUrl } from '../urls.js';
 import { NodeRedisTransport } from './transport.js';
 
@@ -111,6 +112,27 @@ function openClient(node: string | object, connectTimeout: number): NodeRedisSpe
     socket: { connectTimeout: Math.max(connectTimeout, 500), reconnectStrategy, ...given.socket },
   };
   return { clustered: false, client: createClient(options), label: labelOf(options), owned: true };
+}
+
+/** Raw commands on a client or cluster (which routes a script by its key: EVALSHA sha numkeys key ...). */
+export function nodeRedisSend(node: object): ServerSend {
+  const client = node as NodeRedisClientApi & NodeRedisClusterApi;
+  return clientKind(node) === 'node-redis-cluster'
+    ? (command) => client.sendCommand(command[3], false, command)
+    : (command) => client.sendCommand(command);
+}
+
+/** A one-off connection to `url` (see OneOffConnection): connected by its user, never reconnected. */
+export function openNodeRedisOnce(url: string, timeoutMs: number, tls: object | undefined): OneOffConnection {
+  const { client } = openClient({ url, socket: { reconnectStrategy: false, ...tls } }, timeoutMs);
+  client.on('error', () => undefined); // connect() rejects with it
+  const destroy = () => void client.destroy();
+  return {
+    connect: () => client.connect(),
+    send: nodeRedisSend(client),
+    close: async () => destroy(),
+    abort: destroy,
+  };
 }
 
 /** `redis://host:port` (or the URL, its password masked) of client options or a cluster's root node. */
