@@ -304,6 +304,41 @@ export const BEHAVIOURS: Behaviour[] = [
     },
   },
   {
+    id: 'release-batch',
+    title:
+      "releases in one tick: each frees its holder's key, a waiter is handed its lock, another value frees nothing; a release is on the server before the acquire of its key that follows it",
+    async run({ voter, key, engine }) {
+      const e = engine();
+      await e.listen(voter);
+      const [a, b, c, w, stranger] = [e.value(), e.value(), e.value(), e.value(), e.value()];
+      await grant(voter, key('rb1'), a);
+      await grant(voter, key('rb2'), b);
+      await grant(voter, key('rb3'), c);
+      expect((await voter.acquire([key('rb2')], w, LONG, '100')).kind).toBe('busy');
+      // Let go of in one tick: a voter that gathers releases sends these together.
+      await Promise.all([
+        voter.letGo([key('rb1')], a, RELEASE),
+        voter.letGo([key('rb2')], b, RELEASE),
+        voter.letGo([key('rb3')], stranger, RELEASE),
+      ]);
+      expect((await voter.inspect(key('rb1'))).holder).toBeNull();
+      expect((await handedTo(e, w)).cause).toBe(b);
+      expect((await voter.inspect(key('rb2'))).holder).toBe(w);
+      expect((await voter.inspect(key('rb3'))).holder).toBe(c);
+      // The same tick again, each release followed at once by an acquire of its key by another value.
+      const [h1, h2, n1, n2] = [e.value(), e.value(), e.value(), e.value()];
+      await grant(voter, key('rb4'), h1);
+      await grant(voter, key('rb5'), h2);
+      const released = [voter.letGo([key('rb4')], h1, RELEASE), voter.letGo([key('rb5')], h2, RELEASE)];
+      const votes = await Promise.all([
+        voter.acquire([key('rb4')], n1, LONG, ''),
+        voter.acquire([key('rb5')], n2, LONG, ''),
+      ]);
+      await Promise.all(released);
+      expect(votes.map((vote) => vote.kind)).toEqual(['granted', 'granted']);
+    },
+  },
+  {
     id: 'requeue',
     title:
       'requeue and leave-queue: a failed attempt frees what it got and keeps its place in line; a waiter that leaves is skipped',

@@ -85,6 +85,15 @@ export const MUTATIONS: Record<string, Mutant> = {
     })),
   ),
 
+  'release-batch': mutant(
+    'A release goes out after what the caller sends next (held back to the next turn of the event loop).',
+    (voter) =>
+      override(voter, (inner) => ({
+        letGo: (keys, value, how) =>
+          new Promise((resolve) => setImmediate(resolve)).then(() => inner.letGo(keys, value, how)),
+      })),
+  ),
+
   requeue: mutant('A requeue loses the place in line (it leaves the queue instead).', (voter) =>
     override(voter, (inner) => ({
       letGo: (keys, value, how) =>

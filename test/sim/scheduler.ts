@@ -213,9 +213,12 @@ export class ProcessRuntime implements Runtime {
     this.sim.at(this.sim.now, this.process, fire);
   }
 
-  /** The simulated transports batch no writes: here, after the current continuations. */
+  /**
+   * After the current continuations (the simulated transports batch no writes; a voter's release
+   * batch closes here). A promise reaction, not `queueMicrotask`: the seal refuses the global.
+   */
   endOfTick(fire: () => void): void {
-    queueMicrotask(fire);
+    void Promise.resolve().then(fire);
   }
 
   random = (): number => this.rng.next();

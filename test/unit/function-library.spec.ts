@@ -6,7 +6,7 @@ import { INSPECT } from '../../lib/core/scripts/inspect.js';
 import { FUNCTION_LIBRARY, functionLibrary, LIBRARY_SCRIPTS } from '../../lib/core/scripts/library.js';
 import { luaScript } from '../../lib/core/scripts/lua.js';
 import { EXTEND, EXTEND_MANY } from '../../lib/core/scripts/extend.js';
-import { LET_GO } from '../../lib/core/scripts/let-go.js';
+import { LET_GO, RELEASE_MANY } from '../../lib/core/scripts/let-go.js';
 import { READ_EXTEND_SCRIPT, READ_INSPECT_SCRIPT, READ_LET_GO_SCRIPT } from '../../lib/core/scripts/read.js';
 import { LOCK_SCRIPTS } from '../../lib/core/voter/batches.js';
 import { RedlockOptionsError } from '../../lib/index.js';
@@ -70,7 +70,7 @@ describe('the FUNCTION library', () => {
       expect(flags(script)).toContain("flags = {'no-writes'}");
     for (const script of [IDENTITY_CHECK, CLOCK_MARK, SEED_SLOT_MARKERS])
       expect(flags(script)).toContain("flags = {'allow-cross-slot-keys'}");
-    const keepOrFree = [EXTEND, EXTEND_MANY, LET_GO, READ_EXTEND_SCRIPT, READ_LET_GO_SCRIPT];
+    const keepOrFree = [EXTEND, EXTEND_MANY, LET_GO, RELEASE_MANY, READ_EXTEND_SCRIPT, READ_LET_GO_SCRIPT];
     for (const script of keepOrFree) expect(flags(script)).toContain("flags = {'allow-oom'}");
     for (const script of LOCK_SCRIPTS.filter(
       (s) => s !== INSPECT && s !== READ_INSPECT_SCRIPT && !keepOrFree.includes(s),

@@ -18,7 +18,7 @@ export {
 export { RAISE_FENCE } from './fence.js';
 export { decodeClockMarkReply, type ClockMark } from './guards.js';
 export { decodeInspectReply, INSPECT, type KeyView } from './inspect.js';
-export { LET_GO, RELEASE, type LetGo } from './let-go.js';
+export { LET_GO, RELEASE, RELEASE_MANY, type LetGo } from './let-go.js';
 export { luaScript, type LuaScript } from './lua.js';
 export { decodeReadersReply } from './read.js';
 export { decodeSlotReply, type SlotVote } from './semaphore.js';

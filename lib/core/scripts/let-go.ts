@@ -24,6 +24,28 @@ export type LetGo =
 export const RELEASE: LetGo = Object.freeze({ op: 'release' });
 
 /**
+ * Lua function let_go(key, fence, queue, value, op, ticket, renamed, pass_on): one resource's let-go
+ * (see LET_GO); 1 when it let go of something that counts. ARGV[2] must be the settings (promote).
+ */
+const LET_GO_LUA = `${PROMOTE_LUA}
+local function let_go(key, fence, queue, value, op, ticket, renamed, pass_on)
+  local current = redis.call('GET', key)
+  local queued = redis.call('EXISTS', queue) == 1
+  local had = queued and redis.call('ZREM', queue, value) == 1
+  local mine = current == value or (op ~= 'requeue' and current == '${TURN_MARK}' .. value)
+  if op == 'requeue' and (had or (mine and (queued or pass_on))) then
+    redis.call('ZADD', queue, 'NX', ticket, renamed)
+  end
+  if mine then
+    local hand = (queued or pass_on) and (op ~= 'requeue' or renamed ~= value)
+    if not (hand and promote(key, fence, queue, value)) then redis.call('DEL', key) end
+  end
+  if (had and op == 'leave-queue') or (mine and op ~= 'leave-queue') then return 1 end
+  return 0
+end
+`;
+
+/**
  * Letting go of lock keys, three ways; each frees only keys that hold the caller's value (never
  * another holder's) and hands what it frees to the first in line (queue.ts).
  * KEYS, n resources: lock keys 1..n, fence counters n+1..2n, queues 2n+1..3n.
@@ -45,27 +67,32 @@ export const RELEASE: LetGo = Object.freeze({ op: 'release' });
  */
 export const LET_GO = luaScript(
   'let-go',
-  `${PROMOTE_LUA}
-local value, op = ARGV[1], ARGV[3]
+  `${LET_GO_LUA}
+local value = ARGV[1]
 local renamed = ARGV[5] or value
 local pass_on = ARGV[6] == '1' and renamed ~= value
 local n = #KEYS / 3
 local count = 0
 for i = 1, n do
-  local key, fence, queue = KEYS[i], KEYS[n + i], KEYS[2 * n + i]
-  local current = redis.call('GET', key)
-  local queued = redis.call('EXISTS', queue) == 1
-  local had = queued and redis.call('ZREM', queue, value) == 1
-  local mine = current == value or (op ~= 'requeue' and current == '${TURN_MARK}' .. value)
-  if op == 'requeue' and (had or (mine and (queued or pass_on))) then
-    redis.call('ZADD', queue, 'NX', ARGV[4], renamed)
-  end
-  if had and op == 'leave-queue' then count = count + 1 end
-  if mine then
-    if op ~= 'leave-queue' then count = count + 1 end
-    local hand = (queued or pass_on) and (op ~= 'requeue' or renamed ~= value)
-    if not (hand and promote(key, fence, queue, value)) then redis.call('DEL', key) end
-  end
+  count = count + let_go(KEYS[i], KEYS[n + i], KEYS[2 * n + i], value, ARGV[3], ARGV[4], renamed, pass_on)
+end
+return count
+`,
+  { allowOom: true },
+);
+
+/**
+ * Releases of several single-resource locks in one call: a voter's releases of one tick (the
+ * engine's release batch, voter/batches.ts), each as LET_GO's release of its one resource.
+ * KEYS, per lock: its lock key, fence counter and queue. ARGV: the lock count, the settings, then
+ * each lock's value. Replies with a count nobody reads.
+ */
+export const RELEASE_MANY = luaScript(
+  'release-many',
+  `${LET_GO_LUA}
+local count = 0
+for j = 1, tonumber(ARGV[1]) do
+  count = count + let_go(KEYS[3 * j - 2], KEYS[3 * j - 1], KEYS[3 * j], ARGV[j + 2], 'release')
 end
 return count
 `,

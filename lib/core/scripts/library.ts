@@ -5,7 +5,7 @@ import { EXTEND, EXTEND_MANY } from './extend.js';
 import { RAISE_FENCE } from './fence.js';
 import { CLOCK_MARK, IDENTITY_CHECK, RUN_ID, SEED_SLOT_MARKERS } from './guards.js';
 import { INSPECT } from './inspect.js';
-import { LET_GO } from './let-go.js';
+import { LET_GO, RELEASE_MANY } from './let-go.js';
 import type { LuaScript } from './lua.js';
 import {
   READ_ACQUIRE_SCRIPT,
@@ -29,6 +29,7 @@ import { SEMAPHORE_ACQUIRE_SCRIPT } from './semaphore.js';
 export const LIBRARY_SCRIPTS: readonly LuaScript[] = [
   ACQUIRE,
   LET_GO,
+  RELEASE_MANY,
   EXTEND,
   EXTEND_MANY,
   RAISE_FENCE,

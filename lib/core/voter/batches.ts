@@ -13,7 +13,7 @@ import { RAISE_FENCE } from '../scripts/fence.js';
 import { SEED_SLOT_MARKERS } from '../scripts/guards.js';
 import { INSPECT } from '../scripts/inspect.js';
 import { keySlot, READERS_SUFFIX, slotMarkerKey, isReader } from '../scripts/keys.js';
-import { LET_GO } from '../scripts/let-go.js';
+import { LET_GO, RELEASE_MANY } from '../scripts/let-go.js';
 import type { LuaScript } from '../scripts/lua.js';
 import {
   READ_ACQUIRE_SCRIPT,
@@ -23,6 +23,7 @@ import {
   READ_RAISE_FENCE_SCRIPT,
 } from '../scripts/read.js';
 import { SEMAPHORE_ACQUIRE_SCRIPT } from '../scripts/semaphore.js';
+import type { Runtime } from '../runtime.js';
 import type { Transport } from '../transport/transport.js';
 import { runScript } from './send.js';
 import { type ScriptMode } from './server.js';
@@ -31,6 +32,7 @@ import { type ScriptMode } from './server.js';
 export const LOCK_SCRIPTS: readonly LuaScript[] = [
   ACQUIRE,
   LET_GO,
+  RELEASE_MANY,
   EXTEND,
   EXTEND_MANY,
   RAISE_FENCE,
@@ -93,6 +95,91 @@ export function extendBatch(
     });
   });
   return Promise.all(calls).then(() => answers);
+}
+
+/** Most releases per call: bounds how long one call keeps a server busy. */
+const MOST_RELEASES = 500;
+
+interface PendingRelease {
+  /** LET_GO's keys for one resource: its lock key, fence counter and queue. */
+  readonly keys: readonly string[];
+  readonly value: string;
+  readonly settled: { resolve(reply: unknown): void; reject(err: unknown): void };
+}
+
+/**
+ * A voter's releases of single-resource locks: the first of a tick goes at once (a lone caller's
+ * release waits for nothing), the others of that tick together at its end, as one RELEASE_MANY, or
+ * before any other command of the voter (`flush`), so that what the engine sends the voter after a
+ * release reaches the server after it. Many locks released at once then cost two calls, not one each.
+ */
+export class ReleaseBatch {
+  /** A tick is open: its first release went, its end is scheduled. */
+  private open = false;
+  private pending: PendingRelease[] = [];
+  private sent: { promise: Promise<void>; resolve: () => void } | undefined;
+
+  constructor(
+    private readonly runtime: Runtime,
+    private readonly run: Run,
+    private readonly settings: string,
+    /** The transport's `written`, when it batches writes. */
+    private readonly transportWritten: (() => Promise<void> | undefined) | undefined,
+  ) {}
+
+  /** Releases `value` of one resource (`keys`: LET_GO's); settles with the call's reply. */
+  add(keys: readonly string[], value: string): Promise<unknown> {
+    if (!this.open) {
+      this.open = true;
+      this.runtime.endOfTick(this.close);
+      return this.run(LET_GO, keys, [value, this.settings, 'release']);
+    }
+    return new Promise((resolve, reject) => this.pending.push({ keys, value, settled: { resolve, reject } }));
+  }
+
+  /** Resolves once the releases added so far left for the socket; undefined: they have. */
+  readonly written = (): Promise<void> | undefined => {
+    if (this.pending.length === 0) return this.transportWritten?.();
+    this.sent ??= deferred();
+    return this.sent.promise;
+  };
+
+  /** Sends the releases waiting, if any. */
+  flush(): void {
+    const batch = this.pending;
+    if (batch.length === 0) return;
+    this.pending = [];
+    for (let i = 0; i < batch.length; i += MOST_RELEASES) this.send(batch.slice(i, i + MOST_RELEASES));
+    const sent = this.sent;
+    this.sent = undefined;
+    if (sent) void (this.transportWritten?.() ?? Promise.resolve()).then(sent.resolve);
+  }
+
+  private readonly close = (): void => {
+    this.flush();
+    this.open = false;
+  };
+
+  private send(batch: readonly PendingRelease[]): void {
+    const only = batch.length === 1 ? batch[0] : undefined;
+    const call = only
+      ? this.run(LET_GO, only.keys, [only.value, this.settings, 'release'])
+      : this.run(
+          RELEASE_MANY,
+          batch.flatMap((release) => release.keys),
+          [String(batch.length), this.settings, ...batch.map((release) => release.value)],
+        );
+    call.then(
+      (reply) => batch.forEach((release) => release.settled.resolve(reply)),
+      (err: unknown) => batch.forEach((release) => release.settled.reject(err)),
+    );
+  }
+}
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
 }
 
 /** Slots whose markers one seeding call covers. */

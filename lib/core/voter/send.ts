@@ -66,7 +66,8 @@ export function runScript(
  * - An acquire waits for this voter's let-go of the same key: a release runs before the same
  *   voter's next vote on that key, which would otherwise find its own lock still held (a
  *   re-acquire, a hand-over to the next waiter of this engine). Without `resends`: only for a
- *   let-go held back by the rule above, until it is sent (no round trip on the usual path).
+ *   let-go held back by the rule above, until it is sent (no round trip on the usual path). A release
+ *   waiting in the voter's batch of the tick goes out before any later command (batches.ts).
  * - Without `resends`, one command is still sent again: a script met by NOSCRIPT goes again with
  *   its source, behind what was sent meanwhile. An acquire is not once this voter let go of its
  *   value since (`letGoSince`): the let-go ran first, and the acquire would take the key for its lease.

@@ -23,7 +23,7 @@ import { decodeSlotReply, SEMAPHORE_ACQUIRE_SCRIPT, type SlotVote } from '../scr
 import type { LuaScript } from '../scripts/lua.js';
 import { settingsArg } from '../scripts/settings.js';
 import type { Route, Transport } from '../transport/transport.js';
-import { extendBatch } from './batches.js';
+import { extendBatch, ReleaseBatch } from './batches.js';
 import { VoterConnection } from './connection.js';
 import { runScript, SendOrder } from './send.js';
 import type { Voter, VoterContext } from './voter-api.js';
@@ -42,14 +42,22 @@ export class TransportVoter extends VoterConnection implements Voter {
   private readonly settings: string;
   /** The order of this voter's acquires and let-gos of a lock (send.ts). */
   private readonly order: SendOrder;
-  /** Voter.written: its transport's, when that batches writes. */
-  readonly written: (() => Promise<void> | undefined) | undefined;
+  /** Single-resource releases, one call per tick (batches.ts); flushed before any other command. */
+  private readonly releases: ReleaseBatch;
+  /** Voter.written: the release batch's, then its transport's. */
+  readonly written: () => Promise<void> | undefined;
 
   constructor(transport: Transport, context: VoterContext) {
     super(transport, context);
     this.settings = settingsArg(context.settings);
     this.order = new SendOrder(transport.clustered || this.scripts === 'functions');
-    this.written = transport.written;
+    this.releases = new ReleaseBatch(
+      context.runtime,
+      (script, keys, args) => this.run(script, keys, args),
+      this.settings,
+      transport.written,
+    );
+    this.written = this.releases.written;
   }
 
   acquire(
@@ -141,6 +149,9 @@ export class TransportVoter extends VoterConnection implements Voter {
   /** A let-go sent now (the acquire's own, when its vote ran on a changed server). */
   private sendLetGo(keys: readonly string[], value: string, how: LetGo): Promise<unknown> {
     const key = keys[0]!;
+    // A Cluster's keys may sit in other slots: one call cannot take them together.
+    if (how.op === 'release' && keys.length === 1 && !isReader(value) && !this.transport.clustered)
+      return this.releases.add([key, key + FENCE_SUFFIX, queueKeyOf(key)], value);
     const args = [value, this.settings, how.op];
     if (how.op === 'requeue') {
       args.push(how.ticket, how.renamedTo ?? value);
@@ -170,7 +181,10 @@ export class TransportVoter extends VoterConnection implements Voter {
     voteOf?: string,
   ): Promise<unknown> {
     const route: Route = keys.length > 0 ? { key: keys[0]! } : undefined;
-    const send = (command: readonly string[]) => this.transport.send(route, command);
+    const send = (command: readonly string[]) => {
+      this.releases.flush(); // releases waiting for the end of the tick go first
+      return this.transport.send(route, command);
+    };
     if (this.scripts !== 'eval')
       return runScript(send, script, keys, args, { mode: 'functions', loadVia: this.loadVia(keys[0]) });
     if (voteOf === undefined) return runScript(send, script, keys, args);

@@ -183,6 +183,13 @@ const letGo: Emulation = (db, keys, [value, settings, op, ticket, renamed = valu
   return count;
 };
 
+const releaseMany: Emulation = (db, keys, [count, settings, ...values]) => {
+  let released = 0;
+  for (let j = 0; j < Number(count); j++)
+    released += Number(letGo(db, keys.slice(3 * j, 3 * j + 3), [values[j]!, settings!, 'release']));
+  return released;
+};
+
 /** Whether every key of `keys` holds `value`: 1, and their leases become `ttl`; else 0. */
 function renew(db: Db, keys: readonly string[], value: string, ttl: string): number {
   if (keys.some((key) => db.get(key) !== value)) return 0;
@@ -264,6 +271,7 @@ const semaphore: Emulation = (db, keys, [value, settings, ttl, ticket, seed, per
 const LOCK_SCRIPTS: Array<[lua.LuaScript, Emulation]> = [
   [lua.ACQUIRE, acquire],
   [lua.LET_GO, letGo],
+  [lua.RELEASE_MANY, releaseMany],
   [lua.EXTEND, extend],
   [lua.EXTEND_MANY, extendMany],
   [lua.RAISE_FENCE, raiseFence],

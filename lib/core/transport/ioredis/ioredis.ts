@@ -4,7 +4,7 @@ import { keySlot } from '../../scripts/keys.js';
 import { SINGLE, slotsByMaster, TransportBase } from '../base.js';
 import type { ShardSubscription } from '../subscribers.js';
 import type { Route, Transport } from '../transport.js';
-import { ioredisCall, openSubscriber, type IoredisSpec } from './open.js';
+import { openSubscriber, type IoredisSpec } from './open.js';
 
 /*
  * ioredis (and iovalkey, its fork: the same API), a single server or a Sentinel-managed primary
@@ -68,14 +68,15 @@ export class IoredisTransport extends TransportBase implements Transport {
   }
 
   send(route: Route, command: readonly string[]): Promise<unknown> {
+    const [name, ...args] = command as [string, ...string[]];
     if (route && 'shard' in route && this.clustered) {
       const node = this.master(route.shard);
       return node
-        ? ioredisCall(node, command)
+        ? node.call(name, ...args)
         : Promise.reject(new Error(`no master ${route.shard} in the cluster`));
     }
     if (!this.clustered) this.batcher.beforeWrite((this.client as Redis).stream);
-    return ioredisCall(this.client, command);
+    return this.client.call(name, ...args);
   }
 
   async connect(timeoutMs: number): Promise<boolean> {
