@@ -1,5 +1,6 @@
 import { LockLostError, type Redlock } from '../../../lib/index.js';
 import { TestCluster, sleep } from '../../support/cluster.js';
+import { eventually } from '../../support/eventually.js';
 
 const lockKey = (r: string) => `redlock:{${r}}`;
 
@@ -15,6 +16,17 @@ describe('extend and release after expiry (S13)', () => {
   });
   afterAll(() => cluster?.close());
 
+  /**
+   * The lock key of `resource` on every node, once every node has one (at most 2 s): a round
+   * decides on the first majority, the other votes may still be on their way.
+   */
+  async function everyNodeHas(resource: string): Promise<Array<string | null>> {
+    const read = () =>
+      Promise.all(cluster.redis.urls.map((_, i) => cluster.redis.client(i).get(lockKey(resource))));
+    await eventually(async () => (await read()).includes(null), false);
+    return read();
+  }
+
   test('extend after expiry throws LockLostError and leaves the new holder key intact', async () => {
     const old = await a.acquire('s13-extend', { ttl: 200 });
     await sleep(300);
@@ -22,9 +34,7 @@ describe('extend and release after expiry (S13)', () => {
     expect(old.signal.reason).toBeInstanceOf(LockLostError);
     const next = await b.acquire('s13-extend', { ttl: 5000 });
     await expect(old.extend(5000)).rejects.toBeInstanceOf(LockLostError);
-    const values = await Promise.all(
-      cluster.redis.urls.map((_, i) => cluster.redis.client(i).get(lockKey('s13-extend'))),
-    );
+    const values = await everyNodeHas('s13-extend');
     expect(new Set(values).size).toBe(1);
     expect(values[0]).not.toBeNull();
     expect(next.fencingToken).toBeGreaterThan(old.fencingToken);
@@ -37,9 +47,7 @@ describe('extend and release after expiry (S13)', () => {
     await sleep(300);
     const next = await b.acquire('s13-release', { ttl: 5000 });
     await old.release();
-    const values = await Promise.all(
-      cluster.redis.urls.map((_, i) => cluster.redis.client(i).get(lockKey('s13-release'))),
-    );
+    const values = await everyNodeHas('s13-release');
     expect(values.every((v) => v !== null)).toBe(true);
     await expect(a.acquire('s13-release')).rejects.toThrow(/held by another owner/);
     await next.release();
