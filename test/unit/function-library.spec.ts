@@ -3,12 +3,16 @@ import { resolveOptions } from '../../lib/core/resolve-options.js';
 import { ACL_PROBE } from '../../lib/core/scripts/acl-probe.js';
 import { CLOCK_MARK, IDENTITY_CHECK, RUN_ID, SEED_SLOT_MARKERS } from '../../lib/core/scripts/guards.js';
 import { INSPECT } from '../../lib/core/scripts/inspect.js';
-import { FUNCTION_LIBRARY, functionLibrary, LIBRARY_SCRIPTS } from '../../lib/core/scripts/library.js';
+import {
+  FUNCTION_LIBRARY,
+  functionLibrary,
+  LIBRARY_SCRIPTS,
+  LOCK_SCRIPTS,
+} from '../../lib/core/scripts/library.js';
 import { luaScript } from '../../lib/core/scripts/lua.js';
 import { EXTEND, EXTEND_MANY } from '../../lib/core/scripts/extend.js';
 import { LET_GO, RELEASE_MANY } from '../../lib/core/scripts/let-go.js';
 import { READ_EXTEND_SCRIPT, READ_INSPECT_SCRIPT, READ_LET_GO_SCRIPT } from '../../lib/core/scripts/read.js';
-import { LOCK_SCRIPTS } from '../../lib/core/voter/batches.js';
 import { RedlockOptionsError } from '../../lib/index.js';
 
 /*

@@ -25,8 +25,8 @@ import { SEMAPHORE_ACQUIRE_SCRIPT } from './semaphore.js';
  * functions that running instances of the old version still call.
  */
 
-/** Every script the engine sends, the lock's and the guards' alike. */
-export const LIBRARY_SCRIPTS: readonly LuaScript[] = [
+/** The lock's scripts, loaded on every new connection so that calls rarely meet NOSCRIPT. */
+export const LOCK_SCRIPTS: readonly LuaScript[] = [
   ACQUIRE,
   LET_GO,
   RELEASE_MANY,
@@ -40,6 +40,11 @@ export const LIBRARY_SCRIPTS: readonly LuaScript[] = [
   READ_LET_GO_SCRIPT,
   READ_RAISE_FENCE_SCRIPT,
   READ_INSPECT_SCRIPT,
+];
+
+/** Every script the engine sends, the lock's and the guards' alike. */
+export const LIBRARY_SCRIPTS: readonly LuaScript[] = [
+  ...LOCK_SCRIPTS,
   RUN_ID,
   IDENTITY_CHECK,
   CLOCK_MARK,

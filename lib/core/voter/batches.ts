@@ -1,4 +1,3 @@
-import { ACQUIRE } from '../scripts/acquire.js';
 import {
   decodeExtendManyReply,
   decodeExtendOneReply,
@@ -9,41 +8,15 @@ import {
   type ExtendAnswers,
   type ExtendRequest,
 } from '../scripts/extend.js';
-import { RAISE_FENCE } from '../scripts/fence.js';
 import { SEED_SLOT_MARKERS } from '../scripts/guards.js';
-import { INSPECT } from '../scripts/inspect.js';
 import { keySlot, READERS_SUFFIX, slotMarkerKey, isReader } from '../scripts/keys.js';
 import { LET_GO, RELEASE_MANY } from '../scripts/let-go.js';
 import type { LuaScript } from '../scripts/lua.js';
-import {
-  READ_ACQUIRE_SCRIPT,
-  READ_EXTEND_SCRIPT,
-  READ_INSPECT_SCRIPT,
-  READ_LET_GO_SCRIPT,
-  READ_RAISE_FENCE_SCRIPT,
-} from '../scripts/read.js';
-import { SEMAPHORE_ACQUIRE_SCRIPT } from '../scripts/semaphore.js';
+import { READ_EXTEND_SCRIPT } from '../scripts/read.js';
 import type { Runtime } from '../runtime.js';
 import type { Transport } from '../transport/transport.js';
 import { runScript } from './send.js';
 import { type ScriptMode } from './server.js';
-
-/** The lock's scripts, loaded on every new connection so that calls rarely meet NOSCRIPT. */
-export const LOCK_SCRIPTS: readonly LuaScript[] = [
-  ACQUIRE,
-  LET_GO,
-  RELEASE_MANY,
-  EXTEND,
-  EXTEND_MANY,
-  RAISE_FENCE,
-  INSPECT,
-  SEMAPHORE_ACQUIRE_SCRIPT,
-  READ_ACQUIRE_SCRIPT,
-  READ_EXTEND_SCRIPT,
-  READ_LET_GO_SCRIPT,
-  READ_RAISE_FENCE_SCRIPT,
-  READ_INSPECT_SCRIPT,
-];
 
 /** Runs a lock script routed by its first key. */
 type Run = (script: LuaScript, keys: readonly string[], args: readonly string[]) => Promise<unknown>;

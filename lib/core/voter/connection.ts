@@ -8,9 +8,10 @@ import {
   type ClockMark,
 } from '../scripts/guards.js';
 import { keyPrefixOf, slotMarkerKey, wakeChannelOf } from '../scripts/keys.js';
+import { LOCK_SCRIPTS } from '../scripts/library.js';
 import type { Transport } from '../transport/transport.js';
 import { describeError, isFinalFault, nodeErrorLine, nodeFault } from './describe-error.js';
-import { LOCK_SCRIPTS, seedSlotMarkers } from './batches.js';
+import { seedSlotMarkers } from './batches.js';
 import { runScript } from './send.js';
 import { type ScriptMode } from './server.js';
 import type { VoterContext } from './voter-api.js';

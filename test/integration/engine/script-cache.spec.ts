@@ -1,4 +1,4 @@
-import { LOCK_SCRIPTS } from '../../../lib/core/voter/batches.js';
+import { LOCK_SCRIPTS } from '../../../lib/core/scripts/library.js';
 import type { Redlock, RedlockOptions } from '../../../lib/index.js';
 import { TestCluster } from '../../support/cluster.js';
 

@@ -1,7 +1,7 @@
 import { RUN_ID } from '../../../lib/core/scripts/guards.js';
 import { IDENTITY_SUFFIX } from '../../../lib/core/scripts/keys.js';
 import type { Route, Transport, TransportEvent } from '../../../lib/core/transport/transport.js';
-import { LOCK_SCRIPTS } from '../../../lib/core/voter/batches.js';
+import { LOCK_SCRIPTS } from '../../../lib/core/scripts/library.js';
 import { TransportVoter } from '../../../lib/core/voter/voter.js';
 import { RedisNodes } from '../../../lib/testing/index.js';
 import { DEFAULT_SETTINGS, PREFIX, voterContext } from '../../conformance/harness.js';

@@ -3,7 +3,7 @@ import { Redlock } from '../../../lib/core/engine/redlock.js';
 import { CLOCK_MARK, IDENTITY_CHECK, RUN_ID, SEED_SLOT_MARKERS } from '../../../lib/core/scripts/guards.js';
 import type { LuaScript } from '../../../lib/core/scripts/lua.js';
 import { ACL_PROBE } from '../../../lib/core/voter/acl-probe.js';
-import { LOCK_SCRIPTS } from '../../../lib/core/voter/batches.js';
+import { LOCK_SCRIPTS } from '../../../lib/core/scripts/library.js';
 import { RedisClusterNodes, RedisNodes } from '../../../lib/testing/index.js';
 
 /*
