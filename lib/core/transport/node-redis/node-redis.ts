@@ -17,8 +17,8 @@ import { NodeRedisTransport } from './transport.js';
  * below are used, and the package is loaded only to open a connection.
  */
 
-/** `timeout` takes a command out of the offline queue when it expires (not once it was written). */
-type Options = { timeout?: number };
+/** `abortSignal` takes a command out of the client's queue when it aborts (not once it was written). */
+type Options = { abortSignal?: AbortSignal };
 
 /** What clients and clusters have in common. */
 interface Connectable extends Emitter {

@@ -29,7 +29,9 @@ export class NodeRedisTransport extends TransportBase implements Transport {
   /** The client whose connections each shard's epoch follows (a single server: the client itself). */
   private readonly watched = new Map<string, NodeRedisClientApi>();
   /** Where a client queues commands while disconnected, they leave the queue after nodeTimeout. */
-  private readonly commandOptions: { timeout: number } | undefined;
+  private readonly queues: boolean;
+  /** The signal of this tick's commands while its bound is not yet set (see `queueBound`). */
+  private tickSignal: { abortSignal: AbortSignal } | undefined;
   private closed = false;
   /** A client or cluster passed in unconnected, connected here: its connections are the library's. */
   private connectedHere = false;
@@ -40,8 +42,7 @@ export class NodeRedisTransport extends TransportBase implements Transport {
     private readonly context: VoterContext,
   ) {
     super(spec.label, spec.clustered, context.runtime);
-    const queues = spec.clustered || !spec.client.options?.disableOfflineQueue;
-    this.commandOptions = queues ? { timeout: context.nodeTimeout } : undefined;
+    this.queues = spec.clustered || !spec.client.options?.disableOfflineQueue;
     if (spec.clustered) {
       const cluster = spec.client;
       this.listen(cluster, 'error', (err: unknown) => this.failed(err));
@@ -87,13 +88,31 @@ export class NodeRedisTransport extends TransportBase implements Transport {
    * server was checked. A keyless command goes to one master (node-redis 6 would send it to all).
    */
   send(route: Route, command: readonly string[]): Promise<unknown> {
-    const { spec, commandOptions: options } = this;
+    const { spec } = this;
     const master = spec.clustered ? masterOf(spec.client, route) : undefined;
     const client = spec.clustered ? master?.client : spec.client;
     if (!client?.isReady)
       return Promise.reject(new Error(`not connected to ${master?.address ?? this.label}`));
+    const options = this.queues ? this.queueBound() : undefined;
     if (!spec.clustered || !route || !('key' in route)) return client.sendCommand(command, options);
     return spec.client.sendCommand(route.key, false, command, options);
+  }
+
+  /**
+   * The bound on the time a command may wait in the client's queue: nodeTimeout from the turn that
+   * writes it, one signal for a tick's commands. node-redis' own `timeout` starts at the call: a stall
+   * of this process before the client's write (an immediate) would drop commands on a healthy
+   * connection, and a vote so dropped never reaches its server.
+   */
+  private queueBound(): { abortSignal: AbortSignal } {
+    if (this.tickSignal) return this.tickSignal;
+    const controller = new AbortController();
+    const { runtime, nodeTimeout } = this.context;
+    runtime.defer(() => {
+      this.tickSignal = undefined;
+      runtime.setTimeout(() => controller.abort(), nodeTimeout);
+    });
+    return (this.tickSignal = { abortSignal: controller.signal });
   }
 
   async connect(timeoutMs: number): Promise<boolean> {
