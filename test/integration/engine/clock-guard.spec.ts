@@ -7,6 +7,7 @@
 import { NodeConfigurationError, type LockEvent, type Redlock } from '../../../lib/index.js';
 import { ClockFiles, nodeClock } from '../../support/clock-shim.js';
 import { MemoryLogger, TestCluster, sleep } from '../../support/cluster.js';
+import { eventually } from '../../support/eventually.js';
 
 const lockKey = (r: string) => `redlock:{${r}}`;
 
@@ -51,6 +52,10 @@ describe('clock guard: a voter whose clock steps forward does not count', () => 
     const events: LockEvent[] = [];
     const subscription = b.events$.subscribe((e) => events.push(e));
     const held = await a.acquire(resource);
+    // A holds it on every voter once every vote landed (a round decides on the first majority).
+    const values = () =>
+      Promise.all([0, 1, 2, 3, 4].map((i) => cluster.redis.client(i).get(lockKey(resource))));
+    expect(await eventually(async () => (await values()).every((v) => v !== null), true)).toBe(true);
     await Promise.all([3, 4].map((i) => cluster.redis.client(i).del(lockKey(resource))));
     expect(await b.tryAcquire(resource)).toBeNull(); // busy on 0-2: B read their clocks
     for (const i of stepped) clocks.step(nodeClock(i), 30_000);
