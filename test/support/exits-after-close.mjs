@@ -99,6 +99,10 @@ for (let i = 0; i < 3; i++) {
   const lock = await engine.acquire(`exits-${i}`, { wait: 1500 }).catch(() => undefined);
   await lock?.release();
 }
+// Many at once: what a tick's commands share (a batch, a bound's abort signal) must not make Node
+// warn (stderr is checked to be empty).
+const many = await Promise.all(Array.from({ length: 20 }, (_, i) => engine.acquire(`exits-many-${i}`)));
+await Promise.all(many.map((lock) => lock.release()));
 await engine.close();
 const after = listeners(clients.emitters);
 await clients.close();

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { settleWithin, TIMED_OUT } from '../../runtime.js';
 import { keySlot } from '../../scripts/keys.js';
 import type { VoterContext } from '../../voter/voter-api.js';
@@ -107,6 +108,7 @@ export class NodeRedisTransport extends TransportBase implements Transport {
   private queueBound(): { abortSignal: AbortSignal } {
     if (this.tickSignal) return this.tickSignal;
     const controller = new AbortController();
+    setMaxListeners(Infinity, controller.signal); // a listener per command of the tick, until written
     const { runtime, nodeTimeout } = this.context;
     runtime.defer(() => {
       this.tickSignal = undefined;
